@@ -1,0 +1,4 @@
+//! tibinlog: a TiDB cluster served as a MySQL binlog master.
+
+pub mod inspect;
+pub mod tidb;

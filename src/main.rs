@@ -1,0 +1,72 @@
+//! The `tibinlog` command line: parses arguments, sets up logging, runs one subcommand.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Serves a TiDB cluster's committed row changes as a MySQL binlog master.
+#[derive(Debug, Parser)]
+#[command(name = "tibinlog", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode keys, row values and binlog files offline.
+    Inspect {
+        #[command(subcommand)]
+        what: Inspect,
+    },
+    /// Run the server on an embedded simulated TiDB cluster with a live workload.
+    Demo,
+}
+
+#[derive(Debug, Subcommand)]
+enum Inspect {
+    /// Print the events of a binlog file as `mysqlbinlog -vv` does.
+    Binlog {
+        /// Path of the binlog file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Inspect { what } => tibinlog::inspect::run(what.into()),
+        Command::Demo => {
+            anyhow::bail!(
+                "the demo is not yet available: it needs the simulator, the capture core and \
+                 the binlog master, which are still being built"
+            )
+        }
+    }
+}
+
+impl From<Inspect> for tibinlog::inspect::Request {
+    fn from(i: Inspect) -> Self {
+        match i {
+            Inspect::Binlog { file } => Self::Binlog { file },
+        }
+    }
+}
