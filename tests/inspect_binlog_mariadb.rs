@@ -62,9 +62,17 @@ fn reads_mariadb_binlogs_like_mariadb_binlog() {
     let mut total_values = 0;
     for file in &files {
         let listing = ours(file);
-        assert!(listing.contains("Start: binlog v 4, server v 10.11"), "{listing}");
+        assert!(
+            listing.contains("Start: binlog v 4, server v 10.11"),
+            "{listing}"
+        );
         let (a, b) = (row_values(&listing), row_values(&theirs(file)));
-        assert_eq!(a.len(), b.len(), "value count differs in {}", file.display());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "value count differs in {}",
+            file.display()
+        );
         for (i, (x, y)) in a.iter().zip(&b).enumerate() {
             assert_eq!(x, y, "value {i} of {} differs", file.display());
         }

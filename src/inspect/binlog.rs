@@ -15,8 +15,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 
-use mysql_common::binlog::events::{Event, EventData, RowsEventData};
 use mysql_common::binlog::consts::BinlogVersion;
+use mysql_common::binlog::events::{Event, EventData, RowsEventData};
 use mysql_common::binlog::EventStreamReader;
 
 use super::rows;
@@ -41,7 +41,11 @@ pub enum InspectBinlogError {
     #[error("truncated event at position {pos}: event size {size}, only {have} bytes left")]
     TruncatedEvent { pos: u64, size: u32, have: usize },
     #[error("checksum mismatch in event at position {pos}: stored {stored:#010x}, computed {computed:#010x}")]
-    Checksum { pos: u64, stored: u32, computed: u32 },
+    Checksum {
+        pos: u64,
+        stored: u32,
+        computed: u32,
+    },
     #[error("cannot decode event (type {event_type}) at position {pos}")]
     Decode {
         pos: u64,
@@ -49,7 +53,9 @@ pub enum InspectBinlogError {
         #[source]
         source: io::Error,
     },
-    #[error("rows event at position {pos} refers to table id {table_id} with no TABLE_MAP before it")]
+    #[error(
+        "rows event at position {pos} refers to table id {table_id} with no TABLE_MAP before it"
+    )]
     NoTableMap { pos: u64, table_id: u64 },
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -65,10 +71,7 @@ pub struct DumpSummary {
 }
 
 /// Reads a whole binlog from `input` and writes the `mysqlbinlog -vv` style listing to `out`.
-pub fn dump(
-    mut input: impl Read,
-    out: &mut impl Write,
-) -> Result<DumpSummary, InspectBinlogError> {
+pub fn dump(mut input: impl Read, out: &mut impl Write) -> Result<DumpSummary, InspectBinlogError> {
     let mut data = Vec::new();
     input.read_to_end(&mut data)?;
     dump_bytes(&data, out)
@@ -144,7 +147,14 @@ pub fn dump_bytes(data: &[u8], out: &mut impl Write) -> Result<DumpSummary, Insp
             .map_err(decode_err)?
             .ok_or_else(|| decode_err(io::ErrorKind::UnexpectedEof.into()))?;
         text.clear();
-        describe_event(&reader, &event, pos as u64, stored_crc, &mut text, &mut summary)?;
+        describe_event(
+            &reader,
+            &event,
+            pos as u64,
+            stored_crc,
+            &mut text,
+            &mut summary,
+        )?;
         out.write_all(text.as_bytes())?;
         pos += size as usize;
         summary.events += 1;
@@ -507,7 +517,11 @@ mod tests {
         file.extend_from_slice(&[0u8; 5]);
         assert!(matches!(
             dump_bytes(&file, &mut out),
-            Err(InspectBinlogError::TruncatedEvent { pos: 4, size: 100, have: 24 })
+            Err(InspectBinlogError::TruncatedEvent {
+                pos: 4,
+                size: 100,
+                have: 24
+            })
         ));
         // A header whose size is smaller than the header itself.
         let mut file = BINLOG_MAGIC.to_vec();

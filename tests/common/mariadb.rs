@@ -30,7 +30,10 @@ impl MariaDb {
     pub fn start(extra: &[&str]) -> Option<MariaDb> {
         let (Some(server), Some(install)) = (find("mariadbd"), find("mariadb-install-db")) else {
             let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-            assert!(!ci, "MariaDB is not installed; scripts/install-deps.sh installs it");
+            assert!(
+                !ci,
+                "MariaDB is not installed; scripts/install-deps.sh installs it"
+            );
             eprintln!("skipped: MariaDB is not installed (run scripts/install-deps.sh)");
             return None;
         };
@@ -39,7 +42,11 @@ impl MariaDb {
         let st = Command::new(install)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
-            .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
+            .args([
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -51,7 +58,10 @@ impl MariaDb {
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--socket={}", sock.display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
-            .arg(format!("--log-error={}", dir.path().join("err.log").display()))
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("err.log").display()
+            ))
             .args(["--user=root", "--skip-networking", "--server-id=7"])
             .args(extra)
             .stdout(Stdio::null())
@@ -67,7 +77,8 @@ impl MariaDb {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(st) = self.child.try_wait().expect("poll mariadbd") {
-                let log = std::fs::read_to_string(self.dir.path().join("err.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("err.log")).unwrap_or_default();
                 panic!("mariadbd exited early ({st}):\n{log}");
             }
             let ok = self
@@ -81,7 +92,10 @@ impl MariaDb {
             if ok {
                 return;
             }
-            assert!(Instant::now() < deadline, "mariadbd did not become ready in 60 s");
+            assert!(
+                Instant::now() < deadline,
+                "mariadbd did not become ready in 60 s"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -90,14 +104,21 @@ impl MariaDb {
     pub fn client(&self) -> Command {
         let mut c = Command::new(find("mariadb").expect("mariadb client installed"));
         c.arg("--no-defaults")
-            .arg(format!("--socket={}", self.dir.path().join("sock").display()))
+            .arg(format!(
+                "--socket={}",
+                self.dir.path().join("sock").display()
+            ))
             .arg("-uroot");
         c
     }
 
     /// Runs SQL, panicking with the server's message on failure.
     pub fn sql(&self, sql: &str) {
-        let out = self.client().args(["-e", sql]).output().expect("run mariadb");
+        let out = self
+            .client()
+            .args(["-e", sql])
+            .output()
+            .expect("run mariadb");
         assert!(
             out.status.success(),
             "SQL failed: {}\n{sql}",
