@@ -50,7 +50,10 @@ pub enum Value {
     Date(Date),
     DateTime(DateTime),
     /// TIMESTAMP as seconds since 1970-01-01 UTC plus microseconds (0 = the zero timestamp).
-    Timestamp { seconds: u32, micros: u32 },
+    Timestamp {
+        seconds: u32,
+        micros: u32,
+    },
     Time(Time),
     /// YEAR: 0 for the zero year, else 1901..=2155.
     Year(u16),
@@ -78,11 +81,18 @@ pub enum Json {
     /// Members in document order as given; encoders sort keys as their format requires.
     Object(Vec<(String, Json)>),
     /// A DECIMAL scalar in canonical text form with its precision and scale.
-    Decimal { text: String, precision: u8, scale: u8 },
+    Decimal {
+        text: String,
+        precision: u8,
+        scale: u8,
+    },
     Date(Date),
     DateTime(DateTime),
     Timestamp(DateTime),
     Time(Time),
     /// Any other opaque value: a MySQL field type code and its raw bytes.
-    Opaque { field_type: u8, data: Vec<u8> },
+    Opaque {
+        field_type: u8,
+        data: Vec<u8>,
+    },
 }
