@@ -1,0 +1,380 @@
+//! The server side of authentication, from the client's HandshakeResponse to OK or ERR.
+//!
+//! A pure state machine: the connection feeds it client payloads and sends what it returns.
+//!
+//! ```text
+//!            ┌─ plugin checkable with credential ── verify ──► Accept | Reject
+//!  Start ────┤  (caching_sha2 fast path: Accept carries AuthMoreData 0x01 0x03 before OK)
+//!  (client   ├─ caching_sha2, credential lacks SHA256, TLS ──► send 0x01 0x04 ──► AwaitCleartext
+//!  response) │                                                      └─ password NUL ─► Accept | Reject
+//!            └─ otherwise ── send AuthSwitchRequest(m) ──► AwaitSwitch(m) ── verify ─► Accept | Reject
+//! ```
+//!
+//! # Why no RSA
+//!
+//! caching_sha2 "full authentication" on a plain connection needs the server's RSA key pair
+//! (the client requests the public key with `0x02` and sends the password RSA-OAEP encrypted).
+//! This crate has no RSA implementation, so on plain TCP we never ask for full authentication:
+//! a credential that cannot check the fast path (only SHA1(SHA1(pwd)) stored) gets an
+//! AuthSwitchRequest to mysql_native_password instead, which every client in the
+//! compatibility spec (§1.3) supports. Over TLS the client sends its password in clear, which
+//! [`crate::wire::auth::verify_cleartext`] checks against any credential form. A public-key
+//! request is answered with an access-denied rejection.
+//!
+//! Only one auth switch per connection is allowed; a client answering with something
+//! unexpected is rejected rather than looped.
+
+use super::{
+    auth::{verify_caching_sha2, verify_cleartext, verify_native, AuthMethod, Credential},
+    errors::{ErrorCode, ER_ACCESS_DENIED_ERROR, ER_NOT_SUPPORTED_AUTH_MODE},
+    handshake::{
+        auth_more_data, auth_switch_request, ClientHandshake, Scramble, FAST_AUTH_SUCCESS,
+        PERFORM_FULL_AUTH, REQUEST_PUBLIC_KEY,
+    },
+    Result, WireError,
+};
+
+/// What the connection must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthStep {
+    /// Send this payload, then feed the client's next packet to [`AuthExchange::on_client_packet`].
+    Send(Vec<u8>),
+    /// Authenticated: send `before_ok` (if any), then the OK packet.
+    Accept { before_ok: Option<Vec<u8>> },
+    /// Send ERR ([`AuthFailure::error_code`]) and close the connection.
+    Reject(AuthRejection),
+}
+
+/// Why authentication failed, for the ERR packet and the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// No such user (reported to the client exactly like a wrong password).
+    UnknownUser,
+    /// The proof did not match the credential.
+    WrongPassword,
+    /// The client asked for the RSA public key: we only do full authentication over TLS.
+    PublicKeyRequested,
+    /// The client answered an auth switch with an unusable packet or plugin.
+    SwitchFailed,
+}
+
+impl AuthFailure {
+    /// The MySQL error to send.
+    pub fn error_code(self) -> ErrorCode {
+        match self {
+            Self::SwitchFailed => ER_NOT_SUPPORTED_AUTH_MODE,
+            _ => ER_ACCESS_DENIED_ERROR,
+        }
+    }
+}
+
+/// A failed login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthRejection {
+    pub reason: AuthFailure,
+    /// For the message's "(using password: YES|NO)".
+    pub using_password: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Start,
+    AwaitSwitch(AuthMethod),
+    AwaitCleartext,
+    Done,
+}
+
+/// One login attempt. Create it with [`AuthExchange::new`], then call
+/// [`AuthExchange::on_handshake_response`] once and [`AuthExchange::on_client_packet`] for
+/// every further client packet while the step is [`AuthStep::Send`].
+#[derive(Debug)]
+pub struct AuthExchange {
+    state: State,
+    nonce: Scramble,
+    credential: Option<Credential>,
+    tls: bool,
+    /// The plugin the greeting announced; preferred target of an auth switch.
+    greeting_method: AuthMethod,
+}
+
+impl AuthExchange {
+    /// `credential` is `None` for an unknown user; `tls` says whether the socket is encrypted.
+    pub fn new(
+        nonce: Scramble,
+        greeting_method: AuthMethod,
+        credential: Option<Credential>,
+        tls: bool,
+    ) -> Self {
+        Self {
+            state: State::Start,
+            nonce,
+            credential,
+            tls,
+            greeting_method,
+        }
+    }
+
+    /// Handles the client's HandshakeResponse41.
+    pub fn on_handshake_response(&mut self, hello: &ClientHandshake) -> Result<AuthStep> {
+        if self.state != State::Start {
+            return Err(WireError::malformed(
+                "auth exchange",
+                "handshake response after the exchange started",
+            ));
+        }
+        let response = &hello.auth_response;
+        let Some(credential) = &self.credential else {
+            return Ok(self.reject(AuthFailure::UnknownUser, response));
+        };
+        match hello.auth_method() {
+            Some(method) if credential.supports(method) => {
+                Ok(self.verify_scramble(method, response))
+            }
+            Some(AuthMethod::CachingSha2Password) if self.tls => {
+                self.state = State::AwaitCleartext;
+                Ok(AuthStep::Send(auth_more_data(&[PERFORM_FULL_AUTH])))
+            }
+            _ => {
+                let target = if credential.supports(self.greeting_method) {
+                    self.greeting_method
+                } else if credential.supports(AuthMethod::NativePassword) {
+                    AuthMethod::NativePassword
+                } else {
+                    AuthMethod::CachingSha2Password
+                };
+                self.state = State::AwaitSwitch(target);
+                Ok(AuthStep::Send(auth_switch_request(target, &self.nonce)))
+            }
+        }
+    }
+
+    /// Handles a client packet after an [`AuthStep::Send`].
+    pub fn on_client_packet(&mut self, payload: &[u8]) -> Result<AuthStep> {
+        match self.state.clone() {
+            State::AwaitSwitch(method) => Ok(self.verify_scramble(method, payload)),
+            State::AwaitCleartext => {
+                if payload == [REQUEST_PUBLIC_KEY] {
+                    return Ok(self.reject(AuthFailure::PublicKeyRequested, payload));
+                }
+                if !self.tls {
+                    // Unreachable by construction; never accept a cleartext password in clear.
+                    return Ok(self.reject(AuthFailure::PublicKeyRequested, payload));
+                }
+                let password = payload.strip_suffix(&[0]).unwrap_or(payload);
+                let ok = self
+                    .credential
+                    .as_ref()
+                    .is_some_and(|c| verify_cleartext(c, password));
+                Ok(self.finish(ok, None, password))
+            }
+            State::Start | State::Done => Err(WireError::malformed(
+                "auth exchange",
+                "client packet outside the authentication dialogue",
+            )),
+        }
+    }
+
+    fn verify_scramble(&mut self, method: AuthMethod, response: &[u8]) -> AuthStep {
+        let Some(credential) = &self.credential else {
+            return self.reject(AuthFailure::UnknownUser, response);
+        };
+        let nonce = self.nonce.as_bytes();
+        match method {
+            AuthMethod::NativePassword => {
+                let ok = verify_native(credential, nonce, response);
+                self.finish(ok, None, response)
+            }
+            AuthMethod::CachingSha2Password => {
+                let ok = verify_caching_sha2(credential, nonce, response);
+                // MySQL answers a successful non-empty fast path with 0x01 0x03 before OK;
+                // for the empty password it sends OK straight away.
+                let before_ok =
+                    (!response.is_empty()).then(|| auth_more_data(&[FAST_AUTH_SUCCESS]));
+                self.finish(ok, before_ok, response)
+            }
+        }
+    }
+
+    fn finish(&mut self, ok: bool, before_ok: Option<Vec<u8>>, response: &[u8]) -> AuthStep {
+        if ok {
+            self.state = State::Done;
+            AuthStep::Accept { before_ok }
+        } else {
+            self.reject(AuthFailure::WrongPassword, response)
+        }
+    }
+
+    fn reject(&mut self, reason: AuthFailure, response: &[u8]) -> AuthStep {
+        self.state = State::Done;
+        AuthStep::Reject(AuthRejection {
+            reason,
+            using_password: !response.is_empty(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{
+        auth::{native_double_hash, scramble_caching_sha2, scramble_native, sha2_double_hash},
+        CapabilityFlags,
+    };
+
+    fn hello(plugin: Option<&str>, response: Vec<u8>) -> ClientHandshake {
+        ClientHandshake {
+            capabilities: CapabilityFlags::CLIENT_PROTOCOL_41,
+            max_packet_size: 0,
+            collation: 45,
+            user: "repl".into(),
+            auth_response: response,
+            database: None,
+            auth_plugin: plugin.map(Into::into),
+            connect_attrs: Vec::new(),
+        }
+    }
+
+    fn nonce() -> Scramble {
+        Scramble::from_random(*b"0123456789abcdefghij")
+    }
+
+    fn exchange(cred: Option<Credential>, tls: bool) -> AuthExchange {
+        AuthExchange::new(nonce(), AuthMethod::CachingSha2Password, cred, tls)
+    }
+
+    #[test]
+    fn caching_sha2_fast_path() -> Result<()> {
+        let n = nonce();
+        let resp = scramble_caching_sha2(n.as_bytes(), b"pw");
+        let mut ex = exchange(Some(Credential::Password(b"pw".to_vec())), false);
+        let step = ex.on_handshake_response(&hello(Some("caching_sha2_password"), resp))?;
+        assert_eq!(
+            step,
+            AuthStep::Accept {
+                before_ok: Some(vec![0x01, 0x03])
+            }
+        );
+        assert!(
+            ex.on_client_packet(b"late").is_err(),
+            "no transitions after Done"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn native_and_wrong_password() -> Result<()> {
+        let n = nonce();
+        let cred = Credential::NativeHash(native_double_hash(b"pw"));
+        let mut ex = AuthExchange::new(n, AuthMethod::NativePassword, Some(cred.clone()), false);
+        let ok = ex.on_handshake_response(&hello(
+            Some("mysql_native_password"),
+            scramble_native(n.as_bytes(), b"pw"),
+        ))?;
+        assert_eq!(ok, AuthStep::Accept { before_ok: None });
+
+        let mut ex = AuthExchange::new(n, AuthMethod::NativePassword, Some(cred), false);
+        let bad = ex.on_handshake_response(&hello(None, scramble_native(n.as_bytes(), b"nope")))?;
+        assert_eq!(
+            bad,
+            AuthStep::Reject(AuthRejection {
+                reason: AuthFailure::WrongPassword,
+                using_password: true
+            })
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_user_is_rejected_like_a_bad_password() -> Result<()> {
+        let mut ex = exchange(None, false);
+        let step = ex.on_handshake_response(&hello(None, Vec::new()))?;
+        let AuthStep::Reject(r) = step else {
+            return Err(WireError::malformed("test", "expected reject"));
+        };
+        assert_eq!(r.reason.error_code(), ER_ACCESS_DENIED_ERROR);
+        assert!(!r.using_password);
+        Ok(())
+    }
+
+    #[test]
+    fn native_hash_on_plain_tcp_switches_to_native() -> Result<()> {
+        let n = nonce();
+        let cred = Credential::NativeHash(native_double_hash(b"pw"));
+        let mut ex = exchange(Some(cred), false);
+        let step = ex.on_handshake_response(&hello(
+            Some("caching_sha2_password"),
+            scramble_caching_sha2(n.as_bytes(), b"pw"),
+        ))?;
+        assert_eq!(
+            step,
+            AuthStep::Send(auth_switch_request(AuthMethod::NativePassword, &n))
+        );
+        let step = ex.on_client_packet(&scramble_native(n.as_bytes(), b"pw"))?;
+        assert_eq!(step, AuthStep::Accept { before_ok: None });
+        Ok(())
+    }
+
+    #[test]
+    fn full_auth_over_tls_with_cleartext() -> Result<()> {
+        let n = nonce();
+        let cred = Credential::NativeHash(native_double_hash(b"pw"));
+        let mut ex = exchange(Some(cred.clone()), true);
+        let step = ex.on_handshake_response(&hello(
+            Some("caching_sha2_password"),
+            scramble_caching_sha2(n.as_bytes(), b"pw"),
+        ))?;
+        assert_eq!(step, AuthStep::Send(vec![0x01, 0x04]));
+        assert_eq!(
+            ex.on_client_packet(b"pw\0")?,
+            AuthStep::Accept { before_ok: None }
+        );
+
+        let mut ex = exchange(Some(cred.clone()), true);
+        ex.on_handshake_response(&hello(Some("caching_sha2_password"), vec![1; 32]))?;
+        assert!(matches!(
+            ex.on_client_packet(b"bad\0")?,
+            AuthStep::Reject(_)
+        ));
+
+        let mut ex = exchange(Some(cred), true);
+        ex.on_handshake_response(&hello(Some("caching_sha2_password"), vec![1; 32]))?;
+        let step = ex.on_client_packet(&[REQUEST_PUBLIC_KEY])?;
+        assert!(matches!(
+            step,
+            AuthStep::Reject(AuthRejection {
+                reason: AuthFailure::PublicKeyRequested,
+                ..
+            })
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_plugin_switches_to_greeting_method() -> Result<()> {
+        let n = nonce();
+        let cred = Credential::Sha2Hash(sha2_double_hash(b"pw"));
+        let mut ex = exchange(Some(cred), false);
+        let step =
+            ex.on_handshake_response(&hello(Some("mysql_clear_password"), b"pw".to_vec()))?;
+        assert_eq!(
+            step,
+            AuthStep::Send(auth_switch_request(AuthMethod::CachingSha2Password, &n))
+        );
+        let step = ex.on_client_packet(&scramble_caching_sha2(n.as_bytes(), b"pw"))?;
+        assert_eq!(
+            step,
+            AuthStep::Accept {
+                before_ok: Some(vec![1, 3])
+            }
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn empty_password_fast_path_has_no_preamble() -> Result<()> {
+        let mut ex = exchange(Some(Credential::Password(Vec::new())), false);
+        let step = ex.on_handshake_response(&hello(Some("caching_sha2_password"), Vec::new()))?;
+        assert_eq!(step, AuthStep::Accept { before_ok: None });
+        Ok(())
+    }
+}
