@@ -1,4 +1,5 @@
 //! tibinlog: a TiDB cluster served as a MySQL binlog master.
 
 pub mod inspect;
+pub mod sim;
 pub mod tidb;

@@ -39,7 +39,7 @@ impl MariaDb {
         };
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
-        let st = Command::new(install)
+        let out = Command::new(install)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .args([
@@ -47,11 +47,14 @@ impl MariaDb {
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
             ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+            .output()
             .expect("run mariadb-install-db");
-        assert!(st.success(), "mariadb-install-db failed");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let sock = dir.path().join("sock");
         let child = Command::new(server)
             .arg("--no-defaults")

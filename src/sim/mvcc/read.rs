@@ -1,0 +1,134 @@
+//! Snapshot reads (`KvGet`, `KvBatchGet`, `KvScan` under SI).
+//!
+//! A read at `ts` fails on a key whose Put/Delete lock has `start_ts ≤ ts`, unless the lock's
+//! `min_commit_ts > ts` (its commit will be newer than the read) or the caller resolved it
+//! (`bypass_locks`). Lock and Pessimistic locks never block reads. Every read raises `max_ts`.
+
+use super::{KeyEntry, LockType, MvccStore};
+use crate::sim::error::{Result, SimError};
+use crate::sim::ts::Ts;
+
+/// A found value and its commit ts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    /// The value.
+    pub value: Vec<u8>,
+    /// commit_ts of the version read (`need_commit_ts`).
+    pub commit_ts: Ts,
+}
+
+/// One pair of a scan or batch get: a value, or the key error met on that key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KvPair {
+    /// Raw key.
+    pub key: Vec<u8>,
+    /// Value or the lock error.
+    pub result: Result<ReadResult>,
+}
+
+impl MvccStore {
+    fn check_read_ts(&mut self, ts: Ts) -> Result<()> {
+        if ts < self.gc_safe_point {
+            return Err(SimError::DataCompacted {
+                read_ts: ts,
+                safe_point: self.gc_safe_point,
+            });
+        }
+        self.update_max_ts(ts);
+        Ok(())
+    }
+
+    /// Point get at `ts`.
+    pub fn get(&mut self, key: &[u8], ts: Ts, bypass_locks: &[Ts]) -> Result<Option<ReadResult>> {
+        self.check_read_ts(ts)?;
+        match self.entry(key) {
+            Some(e) => read_entry(key, e, ts, bypass_locks),
+            None => Ok(None),
+        }
+    }
+
+    /// Batch get at `ts`: found keys only, each with its own lock error if locked.
+    pub fn batch_get(
+        &mut self,
+        keys: &[Vec<u8>],
+        ts: Ts,
+        bypass_locks: &[Ts],
+    ) -> Result<Vec<KvPair>> {
+        self.check_read_ts(ts)?;
+        let mut out = Vec::new();
+        for key in keys {
+            let Some(e) = self.entry(key) else { continue };
+            match read_entry(key, e, ts, bypass_locks) {
+                Ok(Some(r)) => out.push(KvPair {
+                    key: key.clone(),
+                    result: Ok(r),
+                }),
+                Ok(None) => {}
+                Err(err) => out.push(KvPair {
+                    key: key.clone(),
+                    result: Err(err),
+                }),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forward scan of raw keys in `[start, end)` (`end` empty = unbounded) at `ts`, at most
+    /// `limit` pairs (0 = no limit). Locked keys appear as pairs carrying the lock error.
+    pub fn scan(
+        &mut self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: Ts,
+        key_only: bool,
+        bypass_locks: &[Ts],
+    ) -> Result<Vec<KvPair>> {
+        self.check_read_ts(ts)?;
+        let mut out = Vec::new();
+        for (key, e) in self.entries_from(start) {
+            if !end.is_empty() && key >= end {
+                break;
+            }
+            if limit != 0 && out.len() >= limit {
+                break;
+            }
+            match read_entry(key, e, ts, bypass_locks) {
+                Ok(Some(mut r)) => {
+                    if key_only {
+                        r.value.clear();
+                    }
+                    out.push(KvPair {
+                        key: key.to_vec(),
+                        result: Ok(r),
+                    })
+                }
+                Ok(None) => {}
+                Err(err) => out.push(KvPair {
+                    key: key.to_vec(),
+                    result: Err(err),
+                }),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_entry(key: &[u8], e: &KeyEntry, ts: Ts, bypass_locks: &[Ts]) -> Result<Option<ReadResult>> {
+    if let Some(lock) = e.lock() {
+        let blocks = matches!(lock.lock_type, LockType::Put | LockType::Delete)
+            && lock.start_ts <= ts
+            && lock.min_commit_ts <= ts
+            && !bypass_locks.contains(&lock.start_ts);
+        if blocks {
+            return Err(SimError::KeyIsLocked {
+                key: key.to_vec(),
+                lock: Box::new(lock.clone()),
+            });
+        }
+    }
+    Ok(e.committed_value_at(ts).map(|(commit_ts, v)| ReadResult {
+        value: v.to_vec(),
+        commit_ts,
+    }))
+}
