@@ -31,6 +31,28 @@ enum Inspect {
         /// Path of the binlog file.
         file: PathBuf,
     },
+    /// Decode a TiKV key (hex) into table/handle, index or meta parts, as JSON.
+    Key {
+        /// The key is in PD/region form (memcomparable-encoded), not a raw TiDB key.
+        #[arg(long)]
+        encoded: bool,
+        /// The key bytes in hex.
+        hex: String,
+    },
+    /// Decode a TiDB row value (hex, row format v1 or v2) with a TableInfo JSON file.
+    Row {
+        /// TableInfo JSON, as TiDB stores it in its meta keys.
+        #[arg(long)]
+        table_info: PathBuf,
+        /// The row handle, for tables whose integer primary key is the handle.
+        #[arg(long, conflicts_with = "key", allow_negative_numbers = true)]
+        handle: Option<i64>,
+        /// The record key (hex) the value belongs to; its handle fills the primary key.
+        #[arg(long)]
+        key: Option<String>,
+        /// The row value bytes in hex.
+        hex: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -67,6 +89,21 @@ impl From<Inspect> for tibinlog::inspect::Request {
     fn from(i: Inspect) -> Self {
         match i {
             Inspect::Binlog { file } => Self::Binlog { file },
+            Inspect::Key { encoded, hex } => Self::Key { hex, encoded },
+            Inspect::Row {
+                table_info,
+                handle,
+                key,
+                hex,
+            } => Self::Row {
+                table_info,
+                hex,
+                handle: match (handle, key) {
+                    (Some(h), _) => tibinlog::inspect::row::HandleArg::Int(h),
+                    (None, Some(k)) => tibinlog::inspect::row::HandleArg::Key(k),
+                    (None, None) => tibinlog::inspect::row::HandleArg::None,
+                },
+            },
         }
     }
 }

@@ -3,6 +3,8 @@
 //! and fails with a message naming what is wrong, never a panic.
 
 pub mod binlog;
+pub mod key;
+pub mod row;
 pub mod rows;
 
 use std::io::{BufWriter, Write};
@@ -15,6 +17,14 @@ use anyhow::Context as _;
 pub enum Request {
     /// Print a binlog file.
     Binlog { file: PathBuf },
+    /// Decode a key given in hex; `encoded` = region (memcomparable) form.
+    Key { hex: String, encoded: bool },
+    /// Decode a row value given in hex with a TableInfo JSON file.
+    Row {
+        table_info: PathBuf,
+        hex: String,
+        handle: row::HandleArg,
+    },
 }
 
 /// Runs one request, writing to standard output.
@@ -27,6 +37,20 @@ pub fn run(req: Request) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot open {}", file.display()))?;
             binlog::dump(std::io::BufReader::new(f), &mut out)
                 .with_context(|| format!("reading {}", file.display()))?;
+        }
+        Request::Key { hex, encoded } => {
+            let j = key::describe(&hex, encoded)?;
+            writeln!(out, "{j}")?;
+        }
+        Request::Row {
+            table_info,
+            hex,
+            handle,
+        } => {
+            let info = std::fs::read(&table_info)
+                .with_context(|| format!("cannot read {}", table_info.display()))?;
+            let text = row::describe(&info, &hex, &handle)?;
+            writeln!(out, "{text}")?;
         }
     }
     out.flush()?;
