@@ -26,6 +26,7 @@ pub mod error;
 pub mod gc;
 pub mod mvcc;
 pub mod region;
+pub mod server;
 pub mod ts;
 
 pub use error::{Result, SimError};

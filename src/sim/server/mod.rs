@@ -1,0 +1,560 @@
+//! The async gRPC shell of the simulator: a PD and N TiKV stores on loopback, all backed by one
+//! [`SimCore`].
+//!
+//! In: gRPC calls from clients (PD, `tikvpb.Tikv` reads, `cdcpb.ChangeData` streams), fault and
+//! transaction calls on [`SimCluster`]. Out: gRPC responses and change streams shaped like a
+//! real TiKV 8.5 / PD 8.5 (upstream-wire-facts §1–3).
+//!
+//! ```text
+//!             ┌──────────── Arc<Shared>: Mutex<State{ core, sinks, faults }> ────────────┐
+//! PD server ──┤ PdService (TSO, regions, stores, GC)                                      │
+//! store 1 ────┤ KvService + ChangeDataService ── reader task ─► core ─► dispatch ─► ConnSink ─► pump ─► client
+//! store N ────┤ …                                                                          │
+//! driver ─────┤ drive_scans (step) / tick_resolved_ts (every resolved_ts_interval)         │
+//! SimCluster ─┘ faults, transactions                                                        │
+//! ```
+//!
+//! Shutdown is a `CancellationToken` tree: root → PD, driver, one child per store → one child
+//! per stream; every task is spawned on one `TaskTracker` that [`SimCluster::shutdown`] waits
+//! for. Stopping a store cancels its subtree: its gRPC server stops accepting, its streams end
+//! with `UNAVAILABLE`; restarting binds the same port again.
+//!
+//! Clients must accept messages up to 6 MiB (TiKV batches events up to that size); tonic's
+//! default decoding limit is 4 MiB.
+//!
+//! # Layout
+//!
+//! * [`state`]: the shared state and the routing of core outputs (why a mutex, not an actor).
+//! * [`cdc_stream`]: per-connection queue with TiKV's memory quota, batching, the pump.
+//! * [`cdc`]: `ChangeData` (`EventFeed`, `EventFeedV2`, features metadata).
+//! * [`kv`]: `Tikv` reads with region checks and error mapping.
+//! * [`pd`]: the `PD` service.
+//! * [`driver`]: the scan / resolved-ts loop.
+//! * [`txn`]: the transaction client.
+//! * [`error`]: the error type.
+
+pub mod cdc;
+pub mod cdc_stream;
+pub mod driver;
+pub mod error;
+pub mod kv;
+pub mod pd;
+pub mod state;
+pub mod txn;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tibinlog_proto::cdcpb::change_data_server::ChangeDataServer;
+use tibinlog_proto::pdpb::pd_server::PdServer;
+use tibinlog_proto::tikvpb::tikv_server::TikvServer;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::Server;
+
+use self::cdc::ChangeDataService;
+use self::cdc_stream::DEFAULT_SINK_MEMORY_QUOTA;
+use self::kv::KvService;
+use self::pd::PdService;
+use self::state::Shared;
+use crate::sim::cdc::{CdcConfig, RegionFaults};
+use crate::sim::core::{SimCore, StoreOutput};
+use crate::sim::mvcc::{PrewriteRequest, PrewriteResult};
+use crate::sim::region::RegionInfo;
+use crate::sim::ts::{Clock, SimRng, SystemClock};
+use crate::sim::{SimError, Ts};
+
+pub use self::error::{Result, ServerError};
+pub use self::txn::{HeldLock, SimTxn};
+
+/// TiKV's `cdc.min-ts-interval` default.
+pub const DEFAULT_RESOLVED_TS_INTERVAL: Duration = Duration::from_secs(1);
+/// Pause between scan steps while scans run: one 32 KiB chunk per scan per step.
+pub const DEFAULT_SCAN_STEP_INTERVAL: Duration = Duration::from_millis(2);
+/// How long a stopping gRPC server may take to close its connections before it is aborted.
+const SERVER_STOP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How to build a [`SimCluster`].
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Number of TiKV stores (ids 1..=n).
+    pub stores: usize,
+    /// PD port on 127.0.0.1; 0 = a free port.
+    pub pd_port: u16,
+    /// Seed of every random choice (cluster id, faults).
+    pub seed: u64,
+    /// `min-ts-interval`: how often resolved ts is computed and sent.
+    pub resolved_ts_interval: Duration,
+    /// Pause between scan steps.
+    pub scan_step_interval: Duration,
+    /// Store-wide byte budget of queued change events (TiKV `sink-memory-quota`).
+    pub sink_memory_quota: usize,
+    /// `incremental-scan-concurrency`.
+    pub scan_concurrency: usize,
+    /// `incremental-scan-concurrency-limit`.
+    pub scan_pending_limit: usize,
+    /// Wall clock of the TSO and GC TTLs.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        let cdc = CdcConfig::default();
+        Self {
+            stores: 3,
+            pd_port: 0,
+            seed: 0,
+            resolved_ts_interval: DEFAULT_RESOLVED_TS_INTERVAL,
+            scan_step_interval: DEFAULT_SCAN_STEP_INTERVAL,
+            sink_memory_quota: DEFAULT_SINK_MEMORY_QUOTA,
+            scan_concurrency: cdc.scan_concurrency,
+            scan_pending_limit: cdc.scan_pending_limit,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// A running store server.
+#[derive(Debug)]
+struct Running {
+    cancel: CancellationToken,
+    handle: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct StoreServer {
+    addr: SocketAddr,
+    running: Option<Running>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+    pd_addr: SocketAddr,
+    stores: Mutex<HashMap<u64, StoreServer>>,
+}
+
+/// Handle of a running simulated cluster; clones share it.
+#[derive(Debug, Clone)]
+pub struct SimCluster {
+    inner: Arc<Inner>,
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+fn local_addr(l: &TcpListener, asked: SocketAddr) -> Result<SocketAddr> {
+    l.local_addr().map_err(|source| ServerError::Bind {
+        addr: asked,
+        source,
+    })
+}
+
+/// A PD-looking cluster id (non-zero, below 2^63) derived from the seed.
+pub fn cluster_id_from_seed(seed: u64) -> u64 {
+    let mut rng = SimRng::new(seed ^ 0x5EED_C1D5);
+    (rng.next_u64() >> 1) | 1
+}
+
+impl SimCluster {
+    /// Starts PD, the stores and the driver on loopback.
+    pub async fn start(cfg: SimConfig) -> Result<Self> {
+        let store_ids: Vec<u64> = (1..=cfg.stores.max(1) as u64).collect();
+        let cluster_id = cluster_id_from_seed(cfg.seed);
+        let cdc = CdcConfig {
+            cluster_id,
+            scan_pending_limit: cfg.scan_pending_limit,
+            scan_concurrency: cfg.scan_concurrency.max(1),
+        };
+        let mut core = SimCore::new(&store_ids, cdc, cfg.clock.clone(), cfg.seed)?;
+
+        let pd_asked = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.pd_port));
+        let pd_listener = bind(pd_asked).await?;
+        let pd_addr = local_addr(&pd_listener, pd_asked)?;
+        let mut listeners = Vec::new();
+        for &id in &store_ids {
+            let asked = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+            let l = bind(asked).await?;
+            let addr = local_addr(&l, asked)?;
+            core.cluster.set_store_address(id, addr.to_string())?;
+            listeners.push((id, addr, l));
+        }
+
+        let shared = Arc::new(Shared::new(
+            core,
+            cluster_id,
+            &store_ids,
+            cfg.sink_memory_quota,
+        ));
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let inner = Arc::new(Inner {
+            shared: shared.clone(),
+            cancel: cancel.clone(),
+            tracker: tracker.clone(),
+            pd_addr,
+            stores: Mutex::new(HashMap::new()),
+        });
+        let this = SimCluster { inner };
+
+        let member_id = SimRng::new(cfg.seed ^ 0x9D).next_u64() | 1;
+        let pd = PdService::new(
+            shared.clone(),
+            format!("http://{pd_addr}"),
+            member_id,
+            cancel.clone(),
+            tracker.clone(),
+        );
+        let pd_cancel = cancel.clone();
+        tracker.spawn(async move {
+            let r = Server::builder()
+                .add_service(PdServer::new(pd))
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(pd_listener).with_nodelay(Some(true)),
+                    pd_cancel.cancelled_owned(),
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(error = %e, "simulated PD server failed");
+            }
+        });
+
+        for (id, addr, l) in listeners {
+            let running = this.spawn_store(id, l);
+            this.servers().insert(
+                id,
+                StoreServer {
+                    addr,
+                    running: Some(running),
+                },
+            );
+        }
+
+        tracker.spawn(driver::run(
+            shared,
+            cfg.scan_step_interval,
+            cfg.resolved_ts_interval,
+            cancel.child_token(),
+        ));
+        tracing::info!(%pd_addr, cluster_id, stores = store_ids.len(), "simulated cluster up");
+        Ok(this)
+    }
+
+    fn servers(&self) -> MutexGuard<'_, HashMap<u64, StoreServer>> {
+        self.inner
+            .stores
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn spawn_store(&self, store_id: u64, listener: TcpListener) -> Running {
+        let cancel = self.inner.cancel.child_token();
+        let shared = self.inner.shared.clone();
+        let cdc = ChangeDataService::new(
+            shared.clone(),
+            store_id,
+            cancel.clone(),
+            self.inner.tracker.clone(),
+        );
+        let kv = KvService::new(shared, store_id);
+        let stop = cancel.clone();
+        let handle = self.inner.tracker.spawn(async move {
+            let r = Server::builder()
+                .add_service(ChangeDataServer::new(cdc))
+                .add_service(TikvServer::new(kv))
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    stop.cancelled_owned(),
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(store_id, error = %e, "simulated TiKV server failed");
+            }
+        });
+        Running { cancel, handle }
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    pub(crate) fn tracker(&self) -> &TaskTracker {
+        &self.inner.tracker
+    }
+
+    pub(crate) fn cancel_token(&self) -> CancellationToken {
+        self.inner.cancel.clone()
+    }
+
+    fn check_alive(&self) -> Result<()> {
+        if self.inner.cancel.is_cancelled() {
+            return Err(ServerError::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// The PD cluster id (from the seed).
+    pub fn cluster_id(&self) -> u64 {
+        self.inner.shared.cluster_id
+    }
+
+    /// PD's `host:port`.
+    pub fn pd_addr(&self) -> SocketAddr {
+        self.inner.pd_addr
+    }
+
+    /// PD's URL as clients dial it: `http://127.0.0.1:PORT`.
+    pub fn pd_url(&self) -> String {
+        format!("http://{}", self.inner.pd_addr)
+    }
+
+    /// Store ids in ascending order.
+    pub fn store_ids(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.servers().keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A store's gRPC address (also while it is stopped: it comes back on the same port).
+    pub fn store_addr(&self, store_id: u64) -> Option<SocketAddr> {
+        self.servers().get(&store_id).map(|s| s.addr)
+    }
+
+    /// Runs `f` on the core under the lock. Outputs of core calls made inside are **not**
+    /// delivered: use [`SimCluster::apply`] for anything that writes or changes regions.
+    pub fn with_core<R>(&self, f: impl FnOnce(&mut SimCore) -> R) -> R {
+        f(&mut self.inner.shared.lock().core)
+    }
+
+    /// Runs a core call and delivers its outputs to the streams, under one lock.
+    pub fn apply<R>(
+        &self,
+        f: impl FnOnce(&mut SimCore) -> crate::sim::Result<(R, Vec<StoreOutput>)>,
+    ) -> Result<R> {
+        self.check_alive()?;
+        Ok(self.inner.shared.apply(f)?)
+    }
+
+    /// A region by id.
+    pub fn region(&self, region_id: u64) -> Option<RegionInfo> {
+        self.with_core(|c| c.cluster.region(region_id).cloned())
+    }
+
+    /// The region holding a raw key.
+    pub fn region_by_raw_key(&self, raw: &[u8]) -> Option<RegionInfo> {
+        self.with_core(|c| c.cluster.region_by_raw_key(raw).cloned())
+    }
+
+    /// Every region in key order.
+    pub fn regions(&self) -> Vec<RegionInfo> {
+        self.with_core(|c| {
+            c.cluster
+                .scan_regions(b"", b"", 0)
+                .into_iter()
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// One timestamp from the TSO.
+    pub fn tso(&self) -> Ts {
+        self.with_core(|c| c.ts())
+    }
+
+    /// Begins a transaction with a start ts from the TSO.
+    pub async fn begin(&self) -> Result<SimTxn> {
+        self.check_alive()?;
+        Ok(SimTxn::new(self.clone(), self.tso()))
+    }
+
+    pub(crate) fn prewrite(&self, req: &PrewriteRequest) -> Result<PrewriteResult> {
+        self.apply(|core| {
+            let (r, out) = core.prewrite(req)?;
+            Ok((r, out))
+        })
+    }
+
+    // ---- faults -------------------------------------------------------------------------
+
+    /// Splits `region_id` at a raw key (the original id keeps the right part).
+    pub async fn split_region(&self, region_id: u64, raw_split_key: &[u8]) -> Result<()> {
+        self.apply(|c| c.split_region(region_id, raw_split_key).map(|o| ((), o)))
+    }
+
+    /// Splits whichever region holds `raw_split_key` at it; returns `(left, right)` ids.
+    pub async fn split_at(&self, raw_split_key: &[u8]) -> Result<(u64, u64)> {
+        let right = self
+            .region_by_raw_key(raw_split_key)
+            .ok_or(SimError::InvalidRequest("no region holds the key"))?
+            .id();
+        self.split_region(right, raw_split_key).await?;
+        let left = self.with_core(|c| {
+            c.cluster
+                .prev_region(&crate::sim::region::encode_key(raw_split_key))
+                .map(|r| r.id())
+        });
+        Ok((left.ok_or(SimError::RegionNotFound(0))?, right))
+    }
+
+    /// Merges `source` into the adjacent `target`.
+    pub async fn merge_regions(&self, source: u64, target: u64) -> Result<()> {
+        self.apply(|c| c.merge_regions(source, target).map(|o| ((), o)))
+    }
+
+    /// Moves a region's leader to its peer on `store_id`.
+    pub async fn transfer_leader(&self, region_id: u64, store_id: u64) -> Result<()> {
+        self.apply(|c| c.transfer_leader(region_id, store_id).map(|o| ((), o)))
+    }
+
+    /// Stops a store: leaders move away, its gRPC server stops and its streams break.
+    pub async fn stop_store(&self, store_id: u64) -> Result<()> {
+        self.check_alive()?;
+        let running = {
+            let mut servers = self.servers();
+            let s = servers
+                .get_mut(&store_id)
+                .ok_or(SimError::StoreNotFound(store_id))?;
+            s.running.take().ok_or(ServerError::StoreState {
+                store_id,
+                state: "already stopped",
+            })?
+        };
+        self.apply(|c| c.stop_store(store_id).map(|o| ((), o)))?;
+        running.cancel.cancel();
+        let mut handle = running.handle;
+        if tokio::time::timeout(SERVER_STOP_TIMEOUT, &mut handle)
+            .await
+            .is_err()
+        {
+            handle.abort();
+        }
+        tracing::info!(store_id, "simulated store stopped");
+        Ok(())
+    }
+
+    /// Restarts a stopped store on its old port.
+    pub async fn restart_store(&self, store_id: u64) -> Result<()> {
+        self.check_alive()?;
+        let addr = {
+            let servers = self.servers();
+            let s = servers
+                .get(&store_id)
+                .ok_or(SimError::StoreNotFound(store_id))?;
+            if s.running.is_some() {
+                return Err(ServerError::StoreState {
+                    store_id,
+                    state: "running",
+                });
+            }
+            s.addr
+        };
+        let listener = bind(addr).await?;
+        self.apply(|c| c.start_store(store_id).map(|o| ((), o)))?;
+        let running = self.spawn_store(store_id, listener);
+        if let Some(s) = self.servers().get_mut(&store_id) {
+            s.running = Some(running);
+        }
+        tracing::info!(store_id, "simulated store restarted");
+        Ok(())
+    }
+
+    /// Writes `value` at raw `key` in a transaction that stays prewritten (locked) for `hold`
+    /// and then commits; the lock holds back resolved ts and blocks readers meanwhile.
+    pub async fn hold_lock(
+        &self,
+        key: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+        hold: Duration,
+    ) -> Result<HeldLock> {
+        let mut t = self.begin().await?;
+        t.put(key, value);
+        t.commit_after(hold).await
+    }
+
+    fn update_faults(&self, region_id: u64, f: impl FnOnce(&mut RegionFaults)) {
+        let mut st = self.inner.shared.lock();
+        let mut faults = st.faults.get(&region_id).cloned().unwrap_or_default();
+        f(&mut faults);
+        st.faults.insert(region_id, faults.clone());
+        st.core.set_region_faults(region_id, faults);
+    }
+
+    /// Replaces every fault of a region.
+    pub async fn set_region_faults(&self, region_id: u64, faults: RegionFaults) {
+        self.update_faults(region_id, |f| *f = faults);
+    }
+
+    /// Resolved ts of the region lags the TSO by `lag` (zero clears it).
+    pub async fn delay_resolved_ts(&self, region_id: u64, lag: Duration) {
+        let ms = u64::try_from(lag.as_millis()).unwrap_or(u64::MAX);
+        self.update_faults(region_id, |f| f.resolved_ts_lag_ms = ms);
+    }
+
+    /// Each resolved-ts tick skips the region with this probability (1.0 = never sent).
+    pub async fn drop_resolved_ts(&self, region_id: u64, probability: f64) {
+        self.update_faults(region_id, |f| f.drop_resolved_ts = probability);
+    }
+
+    /// Resolved ts of the region stops advancing (as under a long-held lock) until cleared.
+    pub async fn stall_resolved_ts(&self, region_id: u64, stall: bool) {
+        self.update_faults(region_id, |f| f.stall_resolved_ts = stall);
+    }
+
+    /// Each scan step of the region makes no progress with this probability, letting
+    /// realtime rows overtake the scan.
+    pub async fn stall_scan(&self, region_id: u64, probability: f64) {
+        self.update_faults(region_id, |f| f.stall_scan = probability);
+    }
+
+    /// Every stream of `store_id` waits `delay` before each message (zero clears it).
+    pub async fn slow_stream(&self, store_id: u64, delay: Duration) -> Result<()> {
+        let d = self
+            .inner
+            .shared
+            .stream_delay_us
+            .get(&store_id)
+            .ok_or(SimError::StoreNotFound(store_id))?;
+        d.store(
+            u64::try_from(delay.as_micros()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
+    /// Advances the GC safe point towards `target` (capped by service safe points) and drops
+    /// history below it; returns the safe point used.
+    pub async fn run_gc(&self, target: Ts) -> Ts {
+        self.with_core(|c| c.run_gc(target))
+    }
+
+    /// Stops every server and task and waits for them.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        self.inner.tracker.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("simulated cluster tasks did not stop in time");
+            let handles: Vec<JoinHandle<()>> = self
+                .servers()
+                .values_mut()
+                .filter_map(|s| s.running.take().map(|r| r.handle))
+                .collect();
+            for h in handles {
+                h.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A TiDB-like transaction client over the core: start ts from the TSO, buffered mutations,
+//! and real Percolator commits (2PC, async commit, 1PC) whose raft writes the CDC endpoints
+//! observe.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::error::{Result, ServerError};
+use super::SimCluster;
+use crate::sim::mvcc::{Mutation, PrewriteRequest};
+use crate::sim::{SimError, Ts};
+
+/// Lock TTL of an ordinary prewrite (TiDB's default `ManagedLockTTL` is 20 s; 3 s is TiKV's
+/// minimum TTL and keeps abandoned locks short-lived).
+pub const DEFAULT_LOCK_TTL_MS: u64 = 3_000;
+
+/// An open transaction. Dropping it without committing leaves nothing behind (nothing is
+/// written before commit).
+#[derive(Debug)]
+pub struct SimTxn {
+    cluster: SimCluster,
+    start_ts: Ts,
+    /// Raw key → new value (`None` = delete), in key order; the first key is the primary.
+    mutations: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    txn_source: u64,
+}
+
+impl SimTxn {
+    pub(super) fn new(cluster: SimCluster, start_ts: Ts) -> Self {
+        Self {
+            cluster,
+            start_ts,
+            mutations: BTreeMap::new(),
+            txn_source: 0,
+        }
+    }
+
+    /// The transaction's start ts (its identity in every CDC row).
+    pub fn start_ts(&self) -> Ts {
+        self.start_ts
+    }
+
+    /// Writes `value` at raw `key`.
+    pub fn put(&mut self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.mutations.insert(key.into(), Some(value.into()));
+    }
+
+    /// Deletes raw `key`.
+    pub fn delete(&mut self, key: impl Into<Vec<u8>>) {
+        self.mutations.insert(key.into(), None);
+    }
+
+    /// Tags the transaction's rows with a `txn_source` (CDC loop filtering, §1.7.6).
+    pub fn set_txn_source(&mut self, txn_source: u64) {
+        self.txn_source = txn_source;
+    }
+
+    fn request(&self) -> Result<(Vec<Vec<u8>>, PrewriteRequest)> {
+        let keys: Vec<Vec<u8>> = self.mutations.keys().cloned().collect();
+        let primary = keys
+            .first()
+            .cloned()
+            .ok_or(SimError::InvalidRequest("empty transaction"))?;
+        let mutations = self
+            .mutations
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => Mutation::Put(k.clone(), v.clone()),
+                None => Mutation::Delete(k.clone()),
+            })
+            .collect();
+        let req = PrewriteRequest {
+            mutations,
+            primary,
+            start_ts: self.start_ts,
+            lock_ttl_ms: DEFAULT_LOCK_TTL_MS,
+            txn_size: keys.len() as u64,
+            min_commit_ts: self.start_ts.next(),
+            txn_source: self.txn_source,
+            ..Default::default()
+        };
+        Ok((keys, req))
+    }
+
+    /// Two-phase commit: prewrite every key, take a commit ts from the TSO, commit the primary,
+    /// then the secondaries. Returns the commit ts.
+    pub async fn commit(self) -> Result<Ts> {
+        let (keys, req) = self.request()?;
+        self.cluster.prewrite(&req)?;
+        tokio::task::yield_now().await;
+        commit_keys(&self.cluster, &keys, self.start_ts, None)
+    }
+
+    /// One-phase commit: no locks, the commit ts is computed by the store (above its max ts),
+    /// and the rows arrive as COMMITTED. Returns the commit ts.
+    pub async fn commit_1pc(self) -> Result<Ts> {
+        let (_, mut req) = self.request()?;
+        req.try_one_pc = true;
+        let r = self.cluster.prewrite(&req)?;
+        Ok(r.one_pc_commit_ts)
+    }
+
+    /// Async commit: the prewrite computes the commit ts (`min_commit_ts`, not from the TSO)
+    /// and the transaction is committed at it. Returns the commit ts.
+    pub async fn commit_async(self) -> Result<Ts> {
+        let (keys, mut req) = self.request()?;
+        req.use_async_commit = true;
+        req.secondaries = keys.iter().skip(1).cloned().collect();
+        let commit_ts = self.cluster.prewrite(&req)?.min_commit_ts;
+        tokio::task::yield_now().await;
+        commit_keys(&self.cluster, &keys, self.start_ts, Some(commit_ts))
+    }
+
+    /// Prewrites now and commits after `hold` (the lock stays visible to readers and holds
+    /// back resolved ts meanwhile). Commit failures are reported through the handle.
+    pub async fn commit_after(self, hold: Duration) -> Result<HeldLock> {
+        let (keys, mut req) = self.request()?;
+        req.lock_ttl_ms = u64::try_from(hold.as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_add(DEFAULT_LOCK_TTL_MS);
+        self.cluster.prewrite(&req)?;
+        let (tx, rx) = oneshot::channel();
+        let cluster = self.cluster.clone();
+        let start_ts = self.start_ts;
+        let cancel = cluster.cancel_token();
+        let tracker = cluster.tracker().clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => {
+                    let _ = tx.send(Err(ServerError::Shutdown));
+                }
+                _ = tokio::time::sleep(hold) => {
+                    let _ = tx.send(commit_keys(&cluster, &keys, start_ts, None));
+                }
+            }
+        });
+        Ok(HeldLock { start_ts, done: rx })
+    }
+}
+
+/// Commits the primary (`keys[0]`) then the secondaries at `commit_ts`, or at a fresh TSO.
+fn commit_keys(
+    cluster: &SimCluster,
+    keys: &[Vec<u8>],
+    start_ts: Ts,
+    commit_ts: Option<Ts>,
+) -> Result<Ts> {
+    let (primary, secondaries) = keys
+        .split_first()
+        .ok_or(SimError::InvalidRequest("empty transaction"))?;
+    let commit_ts = cluster.shared().apply(|core| {
+        let commit_ts = commit_ts.unwrap_or_else(|| core.ts());
+        let out = core.commit(std::slice::from_ref(primary), start_ts, commit_ts)?;
+        Ok::<_, SimError>((commit_ts, out))
+    })?;
+    if !secondaries.is_empty() {
+        cluster.shared().apply(|core| {
+            core.commit(secondaries, start_ts, commit_ts)
+                .map(|o| ((), o))
+        })?;
+    }
+    Ok(commit_ts)
+}
+
+/// A prewritten transaction whose commit is delayed ([`SimTxn::commit_after`]).
+#[derive(Debug)]
+pub struct HeldLock {
+    start_ts: Ts,
+    done: oneshot::Receiver<Result<Ts>>,
+}
+
+impl HeldLock {
+    /// start_ts of the locking transaction.
+    pub fn start_ts(&self) -> Ts {
+        self.start_ts
+    }
+
+    /// Waits for the delayed commit; returns its commit ts.
+    pub async fn committed(self) -> Result<Ts> {
+        self.done.await.map_err(|_| ServerError::Shutdown)?
+    }
+}
