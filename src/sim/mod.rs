@@ -27,7 +27,9 @@ pub mod gc;
 pub mod mvcc;
 pub mod region;
 pub mod server;
+pub mod tidb;
 pub mod ts;
+pub mod workload;
 
 pub use error::{Result, SimError};
 pub use ts::Ts;

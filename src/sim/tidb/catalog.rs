@@ -1,0 +1,381 @@
+//! The in-memory schema of the simulated TiDB (what its info schema cache holds) and the
+//! per-table plans DML uses: row order, handle kind, index columns, partition routing.
+//!
+//! The catalog is only changed after the DDL transaction that writes the same change to the
+//! meta keys has committed, so it always equals the meta keys read at the newest ts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tibinlog_protocol::value::Value;
+
+use crate::tidb::codec::Datum;
+use crate::tidb::key::{meta_hash_key, meta_string_key, Handle};
+use crate::tidb::rowcodec::RowCodec;
+use crate::tidb::schema::{mysql, DBInfo, FieldType, TableInfo};
+use crate::tidb::time;
+
+use super::error::{Result, TidbError};
+use super::kv::KvTxn;
+
+/// How rows of a table are addressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandleKind {
+    /// `pk_is_handle`: the PK column at this row position is the int handle.
+    Int(usize),
+    /// Clustered common handle: the PK columns at these row positions, in key order.
+    Common(Vec<usize>),
+    /// `_tidb_rowid` handles allocated by TiDB; rows are found through the primary index
+    /// (a non-clustered PK) if there is one.
+    RowId,
+}
+
+/// An index that gets index keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexPlan {
+    pub id: i64,
+    pub unique: bool,
+    pub primary: bool,
+    /// Row positions of the index columns.
+    pub cols: Vec<usize>,
+}
+
+/// Partition routing by one integer column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionPlan {
+    /// `(upper bound exclusive or None = MAXVALUE, physical id)`.
+    Range {
+        col: usize,
+        parts: Vec<(Option<i64>, i64)>,
+    },
+    /// Physical ids by `abs(value) % n`.
+    Hash { col: usize, parts: Vec<i64> },
+}
+
+/// One table as DML sees it.
+#[derive(Debug, Clone)]
+pub struct TableMeta {
+    pub db_id: i64,
+    pub db_name: String,
+    pub info: TableInfo,
+    pub codec: RowCodec,
+    /// Column names in row order.
+    pub names: Vec<String>,
+    /// Field types in row order.
+    pub types: Vec<FieldType>,
+    pub handle: HandleKind,
+    /// Indexes with their own keys (not the clustered PK).
+    pub indexes: Vec<IndexPlan>,
+    pub partition: Option<PartitionPlan>,
+}
+
+impl TableMeta {
+    /// Builds the plans of `info` (public columns, in offset order, are the row).
+    pub fn new(db_id: i64, db_name: &str, info: TableInfo) -> Self {
+        let codec = RowCodec::new(&info);
+        let mut cols: Vec<_> = info
+            .public_columns()
+            .into_iter()
+            .filter(|c| !c.hidden)
+            .collect();
+        cols.sort_by_key(|c| c.offset);
+        let pos_of_offset = |off: usize| cols.iter().position(|c| c.offset == off);
+        let names = cols.iter().map(|c| c.name.o.clone()).collect();
+        let types = cols.iter().map(|c| c.field_type.clone()).collect();
+        let handle = if let Some(pk) = info.pk_handle_column() {
+            HandleKind::Int(cols.iter().position(|c| c.id == pk.id).unwrap_or(0))
+        } else if info.is_common_handle {
+            let pos = info.primary_index().map_or_else(Vec::new, |i| {
+                i.idx_cols
+                    .iter()
+                    .filter_map(|c| pos_of_offset(c.offset))
+                    .collect()
+            });
+            HandleKind::Common(pos)
+        } else {
+            HandleKind::RowId
+        };
+        let indexes = info
+            .indices
+            .iter()
+            .filter(|i| !(i.is_primary && info.is_common_handle))
+            .map(|i| IndexPlan {
+                id: i.id,
+                unique: i.is_unique,
+                primary: i.is_primary,
+                cols: i
+                    .idx_cols
+                    .iter()
+                    .filter_map(|c| pos_of_offset(c.offset))
+                    .collect(),
+            })
+            .collect();
+        let partition = info.partition.as_ref().and_then(|p| {
+            let name = p.expr.trim_matches('`').to_lowercase();
+            let col = cols.iter().position(|c| c.name.l == name)?;
+            Some(if p.partition_type == 2 {
+                PartitionPlan::Hash {
+                    col,
+                    parts: p.definitions.iter().map(|d| d.id).collect(),
+                }
+            } else {
+                PartitionPlan::Range {
+                    col,
+                    parts: p
+                        .definitions
+                        .iter()
+                        .map(|d| (d.less_than.first().and_then(|s| s.parse().ok()), d.id))
+                        .collect(),
+                }
+            })
+        });
+        TableMeta {
+            db_id,
+            db_name: db_name.to_owned(),
+            info,
+            codec,
+            names,
+            types,
+            handle,
+            indexes,
+            partition,
+        }
+    }
+
+    /// Table name.
+    pub fn name(&self) -> &str {
+        &self.info.name.o
+    }
+
+    fn bad(&self, problem: &'static str) -> TidbError {
+        TidbError::BadRow {
+            table: self.info.name.o.clone(),
+            problem,
+        }
+    }
+
+    /// Physical table id of a row whose partition column holds `v`.
+    pub fn route(&self, v: Option<&Value>) -> Result<i64> {
+        let Some(p) = &self.partition else {
+            return Ok(self.info.id);
+        };
+        let x = match v {
+            Some(Value::Int(i)) => *i,
+            Some(Value::UInt(u)) => *u as i64,
+            _ => return Err(self.bad("partition column must be a non-null integer")),
+        };
+        match p {
+            PartitionPlan::Hash { parts, .. } => {
+                Ok(parts[(x.unsigned_abs() % parts.len() as u64) as usize])
+            }
+            PartitionPlan::Range { parts, .. } => parts
+                .iter()
+                .find(|(b, _)| b.is_none_or(|b| x < b))
+                .map(|&(_, id)| id)
+                .ok_or_else(|| self.bad("no partition for value")),
+        }
+    }
+
+    /// Row positions of the primary key columns in key order (None: no primary key).
+    pub fn key_positions(&self) -> Option<Vec<usize>> {
+        match &self.handle {
+            HandleKind::Int(p) => Some(vec![*p]),
+            HandleKind::Common(pos) => Some(pos.clone()),
+            HandleKind::RowId => self
+                .indexes
+                .iter()
+                .find(|i| i.primary)
+                .map(|i| i.cols.clone()),
+        }
+    }
+
+    /// Row position of the partition column.
+    pub fn partition_col(&self) -> Option<usize> {
+        match &self.partition {
+            None => None,
+            Some(PartitionPlan::Hash { col, .. } | PartitionPlan::Range { col, .. }) => Some(*col),
+        }
+    }
+
+    /// The handle of a row (None for `_tidb_rowid` tables).
+    pub fn row_handle(&self, row: &[Value]) -> Result<Option<Handle>> {
+        match &self.handle {
+            HandleKind::RowId => Ok(None),
+            HandleKind::Int(p) => Ok(Some(Handle::Int(
+                int_handle(&row[*p])
+                    .ok_or_else(|| self.bad("integer primary key must be a non-null integer"))?,
+            ))),
+            HandleKind::Common(pos) => {
+                let mut d = Vec::with_capacity(pos.len());
+                for &p in pos {
+                    d.push(key_datum(&row[p], &self.types[p])?);
+                }
+                Ok(Some(Handle::common_from_datums(&d)?))
+            }
+        }
+    }
+}
+
+/// The int handle of an integer PK value (UNSIGNED BIGINT bit-cast).
+pub fn int_handle(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(i) => Some(*i),
+        Value::UInt(u) => Some(*u as i64),
+        _ => None,
+    }
+}
+
+/// The key (memcomparable) datum of a value of type `ft`: collation sort keys for strings
+/// (`utf8mb4_bin` is PAD SPACE: trailing spaces trimmed), packed times, durations in ns.
+pub fn key_datum(v: &Value, ft: &FieldType) -> Result<Datum> {
+    Ok(match v {
+        Value::Null => Datum::Null,
+        Value::Int(i) => Datum::Int(*i),
+        Value::UInt(u) => Datum::Uint(*u),
+        Value::Float(f) => Datum::Float(f64::from(*f)),
+        Value::Double(f) => Datum::Float(*f),
+        Value::Decimal(t) => Datum::Decimal {
+            text: t.clone(),
+            precision: ft.flen.clamp(0, 65) as u8,
+            frac: ft.decimal.clamp(0, 30) as u8,
+        },
+        Value::Bytes(b) => {
+            if ft.is_binary_string() {
+                Datum::Bytes(b.clone())
+            } else {
+                let end = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+                Datum::Bytes(b[..end].to_vec())
+            }
+        }
+        Value::Date(d) => Datum::Uint(time::pack_date(d)),
+        Value::DateTime(dt) => Datum::Uint(time::pack_datetime(dt)),
+        Value::Timestamp { seconds, micros } => Datum::Uint(time::pack_datetime(
+            &time::timestamp_to_datetime(*seconds, *micros),
+        )),
+        Value::Time(t) => Datum::Duration(time::duration_to_nanos(t)),
+        Value::Year(y) => Datum::Int(i64::from(*y)),
+        Value::Enum(i) => Datum::Uint(u64::from(*i)),
+        Value::Set(s) | Value::Bit(s) => Datum::Uint(*s),
+        Value::Json(_) => {
+            return Err(TidbError::Object {
+                what: "index column",
+                name: String::new(),
+                table: String::new(),
+                problem: "JSON values cannot be keys",
+            })
+        }
+    })
+}
+
+/// A database and its tables.
+#[derive(Debug, Clone)]
+pub struct DbEntry {
+    pub info: DBInfo,
+    pub tables: BTreeMap<i64, Arc<TableMeta>>,
+}
+
+/// Every database and table, the global id counter and the schema version.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub dbs: BTreeMap<i64, DbEntry>,
+    pub next_global_id: i64,
+    pub schema_version: i64,
+}
+
+impl Catalog {
+    /// Database by (case-insensitive) name.
+    pub fn db(&self, name: &str) -> Option<&DbEntry> {
+        let l = name.to_lowercase();
+        self.dbs.values().find(|d| d.info.db_name.l == l)
+    }
+
+    /// Database by name, or `ER_BAD_DB_ERROR`.
+    pub fn db_or_err(&self, name: &str) -> Result<&DbEntry> {
+        self.db(name).ok_or_else(|| TidbError::Database {
+            name: name.to_owned(),
+            problem: "does not exist",
+        })
+    }
+
+    /// Table by names.
+    pub fn table(&self, db: &str, table: &str) -> Option<&Arc<TableMeta>> {
+        let l = table.to_lowercase();
+        self.db(db)?.tables.values().find(|t| t.info.name.l == l)
+    }
+
+    /// Table by names, or `ER_NO_SUCH_TABLE`.
+    pub fn table_or_err(&self, db: &str, table: &str) -> Result<&Arc<TableMeta>> {
+        self.table(db, table).ok_or_else(|| TidbError::Table {
+            db: db.to_owned(),
+            table: table.to_owned(),
+            problem: "does not exist",
+        })
+    }
+}
+
+/// Meta hash key of the databases.
+pub const DBS_KEY: &[u8] = b"DBs";
+
+fn db_key(db_id: i64) -> Vec<u8> {
+    format!("DB:{db_id}").into_bytes()
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    // Serializing our own schema structs cannot fail (no maps with non-string keys).
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// `DBs` field `DB:{id}` = DBInfo.
+pub fn put_db(txn: &mut KvTxn, info: &DBInfo) {
+    txn.put(meta_hash_key(DBS_KEY, &db_key(info.id)), json(info));
+}
+
+/// Removes a database: its `DBs` field and every field of its `DB:{id}` hash.
+pub fn delete_db(txn: &mut KvTxn, db: &DbEntry) {
+    txn.delete(meta_hash_key(DBS_KEY, &db_key(db.info.id)));
+    for t in db.tables.values() {
+        delete_table(txn, db.info.id, t.info.id);
+        txn.delete(meta_hash_key(
+            &db_key(db.info.id),
+            format!("TID:{}", t.info.id).as_bytes(),
+        ));
+    }
+}
+
+/// `DB:{db_id}` field `Table:{id}` = TableInfo.
+pub fn put_table(txn: &mut KvTxn, db_id: i64, info: &TableInfo) {
+    txn.put(
+        meta_hash_key(&db_key(db_id), format!("Table:{}", info.id).as_bytes()),
+        json(info),
+    );
+}
+
+/// Removes `Table:{id}` from `DB:{db_id}` (data keys stay until GC, as in TiDB).
+pub fn delete_table(txn: &mut KvTxn, db_id: i64, table_id: i64) {
+    txn.delete(meta_hash_key(
+        &db_key(db_id),
+        format!("Table:{table_id}").as_bytes(),
+    ));
+}
+
+/// `DB:{db_id}` field `TID:{table_id}` = the row id allocator's end (decimal text).
+pub fn row_id_key(db_id: i64, table_id: i64) -> Vec<u8> {
+    meta_hash_key(&db_key(db_id), format!("TID:{table_id}").as_bytes())
+}
+
+/// A meta string (`NextGlobalID`, `SchemaVersionKey`, `Diff:{v}`, ...).
+pub fn put_string(txn: &mut KvTxn, key: &str, value: Vec<u8>) {
+    txn.put(meta_string_key(key.as_bytes()), value);
+}
+
+/// Whether a field type is an integer type (partition and int-handle columns).
+pub fn is_int_type(ft: &FieldType) -> bool {
+    matches!(
+        ft.tp,
+        mysql::TYPE_TINY
+            | mysql::TYPE_SHORT
+            | mysql::TYPE_INT24
+            | mysql::TYPE_LONG
+            | mysql::TYPE_LONGLONG
+    )
+}

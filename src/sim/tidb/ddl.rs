@@ -1,0 +1,855 @@
+//! DDL statements run as TiDB 8.5 DDL jobs (submit → run to done → move to history; see the
+//! [module doc](super)). Every check happens before the job is submitted, so a failing
+//! statement writes nothing.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tibinlog_protocol::value::Value;
+
+use crate::sim::core::{SimCore, StoreOutput};
+use crate::sim::Ts;
+use crate::tidb::key::{decode_record_key, record_key, record_span, Handle};
+use crate::tidb::schema::{
+    action, job_state, mysql, schema_state, CIStr, DBInfo, HistoryInfo, Job, TableInfo,
+};
+use crate::tidb::time;
+
+use super::catalog::{self, DbEntry, TableMeta};
+use super::dml::index_entry;
+use super::error::{Result, TidbError};
+use super::kv::{CommitMode, KvTxn};
+use super::truth::TruthTxn;
+use super::types::{self, quote, ColumnDef, IndexDef, TableDef};
+use super::{db_info, Tidb, MYSQL_DB};
+
+/// `txn_source` of index backfill writes: lossy DDL reorg (bit 8), dropped by TiKV's CDC.
+pub const BACKFILL_TXN_SOURCE: u64 = 1 << 8;
+
+/// A DDL statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ddl {
+    CreateDatabase {
+        name: String,
+    },
+    DropDatabase {
+        name: String,
+    },
+    CreateTable {
+        db: String,
+        table: TableDef,
+    },
+    DropTable {
+        db: String,
+        table: String,
+    },
+    TruncateTable {
+        db: String,
+        table: String,
+    },
+    RenameTable {
+        db: String,
+        table: String,
+        new_db: String,
+        new_table: String,
+    },
+    /// `ADD COLUMN` (appended last).
+    AddColumn {
+        db: String,
+        table: String,
+        column: ColumnDef,
+    },
+    DropColumn {
+        db: String,
+        table: String,
+        column: String,
+    },
+    /// `MODIFY COLUMN` without reorg (same type family, not narrower).
+    ModifyColumn {
+        db: String,
+        table: String,
+        column: ColumnDef,
+    },
+    AddIndex {
+        db: String,
+        table: String,
+        index: IndexDef,
+    },
+    DropIndex {
+        db: String,
+        table: String,
+        index: String,
+    },
+}
+
+impl Ddl {
+    /// The statement text (what the job's `query` holds), with qualified names.
+    pub fn sql(&self) -> String {
+        let qt = |db: &str, t: &str| format!("{}.{}", quote(db), quote(t));
+        match self {
+            Ddl::CreateDatabase { name } => format!("CREATE DATABASE {}", quote(name)),
+            Ddl::DropDatabase { name } => format!("DROP DATABASE {}", quote(name)),
+            Ddl::CreateTable { db, table } => table.sql(db),
+            Ddl::DropTable { db, table } => format!("DROP TABLE {}", qt(db, table)),
+            Ddl::TruncateTable { db, table } => format!("TRUNCATE TABLE {}", qt(db, table)),
+            Ddl::RenameTable {
+                db,
+                table,
+                new_db,
+                new_table,
+            } => {
+                format!(
+                    "RENAME TABLE {} TO {}",
+                    qt(db, table),
+                    qt(new_db, new_table)
+                )
+            }
+            Ddl::AddColumn { db, table, column } => {
+                format!("ALTER TABLE {} ADD COLUMN {}", qt(db, table), column.sql())
+            }
+            Ddl::DropColumn { db, table, column } => {
+                format!(
+                    "ALTER TABLE {} DROP COLUMN {}",
+                    qt(db, table),
+                    quote(column)
+                )
+            }
+            Ddl::ModifyColumn { db, table, column } => {
+                format!(
+                    "ALTER TABLE {} MODIFY COLUMN {}",
+                    qt(db, table),
+                    column.sql()
+                )
+            }
+            Ddl::AddIndex { db, table, index } => {
+                let cols: Vec<String> = index.columns.iter().map(|c| quote(c)).collect();
+                format!(
+                    "ALTER TABLE {} ADD {}INDEX {}({})",
+                    qt(db, table),
+                    if index.unique { "UNIQUE " } else { "" },
+                    quote(&index.name),
+                    cols.join(",")
+                )
+            }
+            Ddl::DropIndex { db, table, index } => {
+                format!("ALTER TABLE {} DROP INDEX {}", qt(db, table), quote(index))
+            }
+        }
+    }
+}
+
+/// What a finished DDL reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DdlOutcome {
+    pub job_id: i64,
+    pub schema_version: i64,
+    /// start_ts of the transaction that made the job done.
+    pub start_ts: Ts,
+    /// Its commit ts: the FinishedTS a CDC client assigns to the job.
+    pub finished_ts: Ts,
+    /// Everything the CDC endpoints emitted during the three (or four) transactions.
+    pub outputs: Vec<StoreOutput>,
+}
+
+enum Edit {
+    PutDb(DBInfo),
+    DropDb(i64),
+    PutTable(i64, Box<TableInfo>),
+    DropTable(i64, i64),
+    /// Moves the `TID:` allocator field between databases (cross-database rename).
+    MoveRowId {
+        table: i64,
+        from: i64,
+        to: i64,
+    },
+}
+
+struct Plan {
+    action: u8,
+    schema_id: i64,
+    schema_name: String,
+    table_id: i64,
+    table_name: String,
+    old_schema_id: i64,
+    edits: Vec<Edit>,
+    db_info: Option<DBInfo>,
+    table_info: Option<TableInfo>,
+    raw_args: serde_json::Value,
+    reorg: bool,
+    /// Index entries of existing rows for ADD INDEX.
+    backfill: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Plan {
+    fn new(action: u8, schema_id: i64, schema_name: &str) -> Self {
+        Plan {
+            action,
+            schema_id,
+            schema_name: schema_name.to_owned(),
+            table_id: 0,
+            table_name: String::new(),
+            old_schema_id: 0,
+            edits: Vec::new(),
+            db_info: None,
+            table_info: None,
+            raw_args: serde_json::Value::Null,
+            reorg: false,
+            backfill: Vec::new(),
+        }
+    }
+    fn table(mut self, t: &TableInfo) -> Self {
+        self.table_id = t.id;
+        self.table_name = t.name.o.clone();
+        self
+    }
+}
+
+fn obj_err(what: &'static str, name: &str, table: &str, problem: &'static str) -> TidbError {
+    TidbError::Object {
+        what,
+        name: name.to_owned(),
+        table: table.to_owned(),
+        problem,
+    }
+}
+
+/// Recomputes PRI_KEY / UNIQUE_KEY / MULTIPLE_KEY flags from the PK and the indexes.
+fn refresh_key_flags(t: &mut TableInfo) {
+    let key_flags = mysql::PRI_KEY_FLAG | mysql::UNIQUE_KEY_FLAG | mysql::MULTIPLE_KEY_FLAG;
+    for c in &mut t.columns {
+        let was_pk = c.field_type.flag & mysql::PRI_KEY_FLAG != 0;
+        c.field_type.flag &= !key_flags;
+        if was_pk && t.pk_is_handle {
+            c.field_type.flag |= mysql::PRI_KEY_FLAG;
+        }
+    }
+    for idx in &t.indices {
+        let Some(first) = idx.idx_cols.first() else {
+            continue;
+        };
+        if idx.is_primary {
+            for ic in &idx.idx_cols {
+                if let Some(c) = t.columns.iter_mut().find(|c| c.offset == ic.offset) {
+                    c.field_type.flag |= mysql::PRI_KEY_FLAG;
+                }
+            }
+            continue;
+        }
+        if let Some(c) = t.columns.iter_mut().find(|c| c.offset == first.offset) {
+            if idx.is_unique && idx.idx_cols.len() == 1 {
+                c.field_type.flag |= mysql::UNIQUE_KEY_FLAG;
+            } else if c.field_type.flag & (mysql::PRI_KEY_FLAG | mysql::UNIQUE_KEY_FLAG) == 0 {
+                c.field_type.flag |= mysql::MULTIPLE_KEY_FLAG;
+            }
+        }
+    }
+}
+
+/// Whether changing a column from `old` to `new` needs no reorg (TiDB's `needChangeColumnData`
+/// is false): same family and signedness, not narrower, same charset.
+fn lossless_change(
+    old: &crate::tidb::schema::FieldType,
+    new: &crate::tidb::schema::FieldType,
+) -> bool {
+    let int_rank = |tp| match tp {
+        mysql::TYPE_TINY => Some(1),
+        mysql::TYPE_SHORT => Some(2),
+        mysql::TYPE_INT24 => Some(3),
+        mysql::TYPE_LONG => Some(4),
+        mysql::TYPE_LONGLONG => Some(5),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (int_rank(old.tp), int_rank(new.tp)) {
+        return b >= a && old.is_unsigned() == new.is_unsigned();
+    }
+    let varlen = |tp| matches!(tp, mysql::TYPE_VARCHAR | mysql::TYPE_VAR_STRING);
+    let same_family = old.tp == new.tp || (varlen(old.tp) && varlen(new.tp));
+    same_family
+        && old.charset == new.charset
+        && new.flen >= old.flen
+        && old.decimal == new.decimal
+        && old.elems == new.elems
+}
+
+impl Tidb {
+    fn db_entry(&self, name: &str) -> Result<&DbEntry> {
+        self.catalog.db_or_err(name)
+    }
+
+    fn ids_needed(&self, ddl: &Ddl) -> Result<usize> {
+        Ok(match ddl {
+            Ddl::CreateDatabase { .. } => 1,
+            Ddl::CreateTable { table, .. } => 1 + table.partition_count(),
+            Ddl::TruncateTable { db, table } => {
+                let t = self.catalog.table_or_err(db, table)?;
+                1 + t.info.partition.as_ref().map_or(0, |p| p.definitions.len())
+            }
+            _ => 0,
+        })
+    }
+
+    fn plan(&self, core: &mut SimCore, ddl: &Ddl, ids: &[i64]) -> Result<Plan> {
+        let cat = &self.catalog;
+        let table_of = |db: &str, t: &str| cat.table_or_err(db, t).map(|m| (**m).clone());
+        Ok(match ddl {
+            Ddl::CreateDatabase { name } => {
+                if cat.db(name).is_some() {
+                    return Err(TidbError::Database {
+                        name: name.clone(),
+                        problem: "exists",
+                    });
+                }
+                let info = db_info(ids[0], name);
+                let mut p = Plan::new(action::CREATE_SCHEMA, ids[0], name);
+                p.raw_args = json!({ "db_id": ids[0] });
+                p.edits.push(Edit::PutDb(info.clone()));
+                p.db_info = Some(info);
+                p
+            }
+            Ddl::DropDatabase { name } => {
+                let db = self.db_entry(name)?;
+                if db.info.db_name.l == MYSQL_DB {
+                    return Err(TidbError::Database {
+                        name: name.clone(),
+                        problem: "is a system database",
+                    });
+                }
+                let mut info = db.info.clone();
+                info.state = schema_state::NONE;
+                let mut p = Plan::new(action::DROP_SCHEMA, db.info.id, name);
+                p.raw_args = json!({ "fk_check": false });
+                p.edits.push(Edit::DropDb(db.info.id));
+                p.db_info = Some(info);
+                p
+            }
+            Ddl::CreateTable { db, table } => {
+                let d = self.db_entry(db)?;
+                if cat.table(db, &table.name).is_some() {
+                    return Err(TidbError::Table {
+                        db: db.clone(),
+                        table: table.name.clone(),
+                        problem: "exists",
+                    });
+                }
+                let info = table.build(ids[0], &ids[1..], 0)?;
+                let mut p = Plan::new(action::CREATE_TABLE, d.info.id, db).table(&info);
+                p.raw_args = json!({ "table_id": info.id, "fk_check": false });
+                p.edits
+                    .push(Edit::PutTable(d.info.id, Box::new(info.clone())));
+                p.table_info = Some(info);
+                p
+            }
+            Ddl::DropTable { db, table } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                info.state = schema_state::NONE;
+                let mut p = Plan::new(action::DROP_TABLE, t.db_id, db).table(&info);
+                p.raw_args = json!({ "old_partition_ids": info.physical_ids() });
+                p.edits.push(Edit::DropTable(t.db_id, info.id));
+                p.table_info = Some(info);
+                p
+            }
+            Ddl::TruncateTable { db, table } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                info.id = ids[0];
+                if let Some(part) = info.partition.as_mut() {
+                    for (d, &id) in part.definitions.iter_mut().zip(&ids[1..]) {
+                        d.id = id;
+                    }
+                }
+                let mut p = Plan::new(action::TRUNCATE_TABLE, t.db_id, db).table(&t.info);
+                p.raw_args = json!({ "new_table_id": ids[0], "new_partition_ids": &ids[1..] });
+                p.edits.push(Edit::DropTable(t.db_id, t.info.id));
+                p.edits
+                    .push(Edit::PutTable(t.db_id, Box::new(info.clone())));
+                p.table_info = Some(info);
+                p
+            }
+            Ddl::RenameTable {
+                db,
+                table,
+                new_db,
+                new_table,
+            } => {
+                let t = table_of(db, table)?;
+                let nd = self.db_entry(new_db)?;
+                if cat.table(new_db, new_table).is_some() {
+                    return Err(TidbError::Table {
+                        db: new_db.clone(),
+                        table: new_table.clone(),
+                        problem: "exists",
+                    });
+                }
+                let mut info = t.info.clone();
+                info.name = CIStr::new(new_table);
+                for idx in &mut info.indices {
+                    idx.tbl_name = CIStr::new(new_table);
+                }
+                let mut p = Plan::new(action::RENAME_TABLE, nd.info.id, new_db).table(&info);
+                p.old_schema_id = t.db_id;
+                p.raw_args =
+                    json!({ "old_schema_id": t.db_id, "new_table_name": CIStr::new(new_table) });
+                if nd.info.id != t.db_id {
+                    p.edits.push(Edit::DropTable(t.db_id, info.id));
+                    p.edits.push(Edit::MoveRowId {
+                        table: info.id,
+                        from: t.db_id,
+                        to: nd.info.id,
+                    });
+                }
+                p.edits
+                    .push(Edit::PutTable(nd.info.id, Box::new(info.clone())));
+                p.table_info = Some(info);
+                p
+            }
+            Ddl::AddColumn { db, table, column } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                if info
+                    .columns
+                    .iter()
+                    .any(|c| c.name.l == column.name.to_lowercase())
+                {
+                    return Err(obj_err("column", &column.name, table, "duplicate"));
+                }
+                info.max_col_id += 1;
+                let col = column.build(info.max_col_id, info.columns.len(), true);
+                info.columns.push(col);
+                self.alter(
+                    t,
+                    info,
+                    action::ADD_COLUMN,
+                    db,
+                    json!({ "column": column.name }),
+                )
+            }
+            Ddl::DropColumn { db, table, column } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                let l = column.to_lowercase();
+                let off = info
+                    .columns
+                    .iter()
+                    .position(|c| c.name.l == l)
+                    .ok_or_else(|| obj_err("column", column, table, "unknown"))?;
+                let indexed = info
+                    .indices
+                    .iter()
+                    .any(|i| i.idx_cols.iter().any(|c| c.offset == off))
+                    || info.columns[off].field_type.is_pri_key()
+                    || info
+                        .partition
+                        .as_ref()
+                        .is_some_and(|p| p.expr.trim_matches('`').eq_ignore_ascii_case(column));
+                if indexed || info.columns.len() == 1 {
+                    return Err(obj_err(
+                        "column",
+                        column,
+                        table,
+                        "is indexed, partitioned on, or the last column",
+                    ));
+                }
+                info.columns.remove(off);
+                for c in &mut info.columns {
+                    if c.offset > off {
+                        c.offset -= 1;
+                    }
+                }
+                for ic in info.indices.iter_mut().flat_map(|i| i.idx_cols.iter_mut()) {
+                    if ic.offset > off {
+                        ic.offset -= 1;
+                    }
+                }
+                self.alter(
+                    t,
+                    info,
+                    action::DROP_COLUMN,
+                    db,
+                    json!({ "column": column }),
+                )
+            }
+            Ddl::ModifyColumn { db, table, column } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                let l = column.name.to_lowercase();
+                let c = info
+                    .columns
+                    .iter_mut()
+                    .find(|c| c.name.l == l)
+                    .ok_or_else(|| obj_err("column", &column.name, table, "unknown"))?;
+                let mut new = column.build(c.id, c.offset, false);
+                if !lossless_change(&c.field_type, &new.field_type)
+                    || (!c.field_type.is_not_null() && !column.nullable)
+                {
+                    return Err(obj_err(
+                        "column",
+                        &column.name,
+                        table,
+                        "change needs a reorg (not simulated)",
+                    ));
+                }
+                new.origin_default = c.origin_default.clone();
+                new.origin_default_bit = c.origin_default_bit.clone();
+                new.field_type.flag |= c.field_type.flag & mysql::PRI_KEY_FLAG;
+                new.name = c.name.clone();
+                *c = new;
+                refresh_key_flags(&mut info);
+                self.alter(
+                    t,
+                    info,
+                    action::MODIFY_COLUMN,
+                    db,
+                    json!({ "column": column.name }),
+                )
+            }
+            Ddl::AddIndex { db, table, index } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                if info
+                    .indices
+                    .iter()
+                    .any(|i| i.idx_name.l == index.name.to_lowercase())
+                {
+                    return Err(obj_err("index", &index.name, table, "duplicate"));
+                }
+                let mut cols = Vec::new();
+                for name in &index.columns {
+                    let c = info
+                        .columns
+                        .iter()
+                        .find(|c| c.name.l == name.to_lowercase())
+                        .ok_or_else(|| obj_err("column", name, table, "unknown"))?;
+                    if c.field_type.tp == mysql::TYPE_JSON
+                        || c.field_type.flag & mysql::BLOB_FLAG != 0
+                    {
+                        return Err(obj_err(
+                            "index",
+                            &index.name,
+                            table,
+                            "JSON/BLOB column needs a prefix",
+                        ));
+                    }
+                    cols.push(c);
+                }
+                let idx = types::index_info(
+                    info.max_idx_id + 1,
+                    &index.name,
+                    &info.name.o,
+                    &cols,
+                    index.unique,
+                    false,
+                );
+                info.max_idx_id += 1;
+                info.indices.push(idx);
+                refresh_key_flags(&mut info);
+                let new_meta = TableMeta::new(t.db_id, &t.db_name, info.clone());
+                let backfill = self.backfill(core, &new_meta, info.max_idx_id)?;
+                let mut p = self.alter(
+                    t,
+                    info,
+                    action::ADD_INDEX,
+                    db,
+                    json!({ "index_name": index.name, "unique": index.unique }),
+                );
+                p.reorg = true;
+                p.backfill = backfill;
+                p
+            }
+            Ddl::DropIndex { db, table, index } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                let l = index.to_lowercase();
+                let pos = info
+                    .indices
+                    .iter()
+                    .position(|i| i.idx_name.l == l && !i.is_primary)
+                    .ok_or_else(|| obj_err("index", index, table, "unknown"))?;
+                info.indices.remove(pos);
+                refresh_key_flags(&mut info);
+                self.alter(
+                    t,
+                    info,
+                    action::DROP_INDEX,
+                    db,
+                    json!({ "index_name": index }),
+                )
+            }
+        })
+    }
+
+    fn alter(
+        &self,
+        t: TableMeta,
+        info: TableInfo,
+        act: u8,
+        db: &str,
+        args: serde_json::Value,
+    ) -> Plan {
+        let mut p = Plan::new(act, t.db_id, db).table(&info);
+        p.raw_args = args;
+        p.edits
+            .push(Edit::PutTable(t.db_id, Box::new(info.clone())));
+        p.table_info = Some(info);
+        p
+    }
+
+    /// Index entries of every existing row for the index `index_id` of `t`.
+    fn backfill(
+        &self,
+        core: &mut SimCore,
+        t: &TableMeta,
+        index_id: i64,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let Some(idx) = t.indexes.iter().find(|i| i.id == index_id) else {
+            return Ok(Vec::new());
+        };
+        let ts = core.ts();
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut row = Vec::new();
+        for pid in t.info.physical_ids() {
+            let (start, end) = record_span(pid);
+            for pair in core.mvcc.scan(&start, &end, 0, ts, false, &[])? {
+                let r = pair.result?;
+                let (_, handle) = decode_record_key(&pair.key)?;
+                t.codec.decode_into(&r.value, Some(&handle), &mut row)?;
+                out.push(index_entry(t, idx, pid, &handle, &row)?);
+            }
+        }
+        out.sort();
+        if idx.unique && out.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(obj_err(
+                "index",
+                "",
+                t.name(),
+                "duplicate entry for the unique index",
+            ));
+        }
+        Ok(out)
+    }
+
+    fn job_row(
+        &self,
+        job: &Job,
+        reorg: bool,
+        processing: bool,
+        p: &Plan,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let row = [
+            Value::Int(job.id),
+            Value::Int(i64::from(reorg)),
+            Value::Bytes(p.schema_id.to_string().into_bytes()),
+            Value::Bytes(p.table_id.to_string().into_bytes()),
+            Value::Bytes(serde_json::to_vec(job).unwrap_or_default()),
+            Value::Int(i64::from(job.action)),
+            Value::Int(i64::from(processing)),
+        ];
+        let mut v = Vec::new();
+        self.job_table.codec.encode_v2(&row, &mut v)?;
+        Ok((record_key(self.job_table.info.id, &Handle::Int(job.id)), v))
+    }
+
+    /// Runs `ddl` as a job; returns once it is done and in the history table.
+    pub fn execute_ddl(&mut self, core: &mut SimCore, ddl: &Ddl) -> Result<DdlOutcome> {
+        let n = self.ids_needed(ddl)?;
+        let first = self.catalog.next_global_id + 1;
+        let job_id = first;
+        let ids: Vec<i64> = (first + 1..first + 1 + n as i64).collect();
+        let mut plan = self.plan(core, ddl, &ids)?;
+        let query = ddl.sql();
+        let mut outputs = Vec::new();
+
+        // 1. submit
+        let mut txn = KvTxn::new(core.ts());
+        self.seq_num += 1;
+        let mut job = Job {
+            id: job_id,
+            action: plan.action,
+            schema_id: plan.schema_id,
+            table_id: plan.table_id,
+            schema_name: plan.schema_name.clone(),
+            table_name: plan.table_name.clone(),
+            state: job_state::QUEUEING,
+            raw_args: Some(plan.raw_args.clone()),
+            schema_state: schema_state::NONE,
+            start_ts: txn.start_ts().0,
+            query: query.clone(),
+            binlog: Some(HistoryInfo::default()),
+            version: 2,
+            seq_num: self.seq_num,
+            ..Job::default()
+        };
+        self.catalog.next_global_id = first + n as i64;
+        catalog::put_string(
+            &mut txn,
+            "NextGlobalID",
+            self.catalog.next_global_id.to_string().into_bytes(),
+        );
+        let (k, v) = self.job_row(&job, plan.reorg, false, &plan)?;
+        txn.insert(k, v);
+        outputs.extend(txn.commit(core, CommitMode::TwoPc)?.outputs);
+
+        // 1b. backfill (ADD INDEX), invisible to CDC
+        if !plan.backfill.is_empty() {
+            let mut txn = KvTxn::new(core.ts());
+            txn.set_txn_source(BACKFILL_TXN_SOURCE);
+            for (k, v) in std::mem::take(&mut plan.backfill) {
+                txn.put(k, v);
+            }
+            outputs.extend(txn.commit(core, CommitMode::TwoPc)?.outputs);
+        }
+
+        // 2. run to done
+        let mut txn = KvTxn::new(core.ts());
+        let run_start = txn.start_ts();
+        let version = self.catalog.schema_version + 1;
+        for e in &mut plan.edits {
+            match e {
+                Edit::PutDb(info) => catalog::put_db(&mut txn, info),
+                Edit::DropDb(id) => {
+                    if let Some(db) = self.catalog.dbs.get(id) {
+                        catalog::delete_db(&mut txn, db);
+                    }
+                }
+                Edit::PutTable(db, info) => {
+                    info.update_timestamp = run_start.0;
+                    catalog::put_table(&mut txn, *db, info);
+                }
+                Edit::DropTable(db, id) => catalog::delete_table(&mut txn, *db, *id),
+                Edit::MoveRowId { table, from, to } => {
+                    let old = catalog::row_id_key(*from, *table);
+                    if let Some(v) = txn.get(core, &old)? {
+                        txn.delete(old);
+                        txn.put(catalog::row_id_key(*to, *table), v);
+                    }
+                }
+            }
+        }
+        if let Some(t) = plan.table_info.as_mut() {
+            if t.state == schema_state::PUBLIC {
+                t.update_timestamp = run_start.0;
+            }
+        }
+        catalog::put_string(
+            &mut txn,
+            "SchemaVersionKey",
+            version.to_string().into_bytes(),
+        );
+        let diff = json!({
+            "version": version, "type": plan.action, "schema_id": plan.schema_id,
+            "table_id": plan.table_info.as_ref().map_or(plan.table_id, |t| t.id),
+            "old_table_id": if plan.action == action::TRUNCATE_TABLE { plan.table_id } else { 0 },
+            "old_schema_id": plan.old_schema_id, "regenerate_schema_map": false,
+            "affected_options": null,
+        });
+        catalog::put_string(
+            &mut txn,
+            &format!("Diff:{version}"),
+            diff.to_string().into_bytes(),
+        );
+        job.state = job_state::DONE;
+        job.schema_state = if matches!(plan.action, action::DROP_SCHEMA | action::DROP_TABLE) {
+            schema_state::NONE
+        } else {
+            schema_state::PUBLIC
+        };
+        job.snapshot_ver = run_start.0;
+        job.real_start_ts = run_start.0;
+        job.binlog = Some(HistoryInfo {
+            schema_version: version,
+            db_info: plan.db_info.clone(),
+            table_info: plan.table_info.clone(),
+            finished_ts: 0,
+            multiple_table_infos: Vec::new(),
+        });
+        let (k, v) = self.job_row(&job, plan.reorg, true, &plan)?;
+        txn.put(k, v);
+        let done = txn.commit(core, CommitMode::TwoPc)?;
+        outputs.extend(done.outputs);
+        self.apply(&plan, version);
+        self.emit_truth(&TruthTxn {
+            start_ts: run_start,
+            commit_ts: done.commit_ts,
+            rows: Vec::new(),
+            ddl: Some(query),
+        })?;
+
+        // 3. move to history
+        let mut txn = KvTxn::new(core.ts());
+        job.state = job_state::SYNCED;
+        if let Some(b) = job.binlog.as_mut() {
+            b.finished_ts = txn.start_ts().0;
+        }
+        let (k, _) = self.job_row(&job, plan.reorg, true, &plan)?;
+        txn.delete(k);
+        let now = core.now_ms();
+        let created = time::timestamp_to_datetime((now / 1000) as u32, 0);
+        let row = [
+            Value::Int(job.id),
+            Value::Bytes(serde_json::to_vec(&job).unwrap_or_default()),
+            Value::Bytes(plan.schema_name.clone().into_bytes()),
+            Value::Bytes(plan.table_name.clone().into_bytes()),
+            Value::Bytes(plan.schema_id.to_string().into_bytes()),
+            Value::Bytes(plan.table_id.to_string().into_bytes()),
+            Value::DateTime(created),
+        ];
+        let mut v = Vec::new();
+        self.history_table.codec.encode_v2(&row, &mut v)?;
+        txn.insert(
+            record_key(self.history_table.info.id, &Handle::Int(job.id)),
+            v,
+        );
+        outputs.extend(txn.commit(core, CommitMode::TwoPc)?.outputs);
+
+        Ok(DdlOutcome {
+            job_id,
+            schema_version: version,
+            start_ts: run_start,
+            finished_ts: done.commit_ts,
+            outputs,
+        })
+    }
+
+    /// Applies a committed plan to the in-memory catalog.
+    fn apply(&mut self, plan: &Plan, version: i64) {
+        self.catalog.schema_version = version;
+        for e in &plan.edits {
+            match e {
+                Edit::PutDb(info) => {
+                    self.catalog.dbs.insert(
+                        info.id,
+                        DbEntry {
+                            info: info.clone(),
+                            tables: Default::default(),
+                        },
+                    );
+                }
+                Edit::DropDb(id) => {
+                    if let Some(db) = self.catalog.dbs.remove(id) {
+                        for t in db.tables.keys() {
+                            self.row_ids.remove(t);
+                        }
+                    }
+                }
+                Edit::PutTable(db, info) => {
+                    if let Some(d) = self.catalog.dbs.get_mut(db) {
+                        let name = d.info.db_name.o.clone();
+                        d.tables.insert(
+                            info.id,
+                            Arc::new(TableMeta::new(*db, &name, (**info).clone())),
+                        );
+                    }
+                }
+                Edit::DropTable(db, id) => {
+                    if let Some(d) = self.catalog.dbs.get_mut(db) {
+                        d.tables.remove(id);
+                    }
+                    if !matches!(plan.action, action::RENAME_TABLE) {
+                        self.row_ids.remove(id);
+                    }
+                }
+                Edit::MoveRowId { .. } => {}
+            }
+        }
+    }
+}
