@@ -1,5 +1,7 @@
 //! tibinlog: a TiDB cluster served as a MySQL binlog master.
 
+pub mod capture;
 pub mod inspect;
+pub mod model;
 pub mod sim;
 pub mod tidb;
