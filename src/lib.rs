@@ -3,5 +3,6 @@
 pub mod capture;
 pub mod inspect;
 pub mod model;
+pub mod mounter;
 pub mod sim;
 pub mod tidb;

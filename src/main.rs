@@ -22,6 +22,8 @@ enum Command {
     },
     /// Run the server on an embedded simulated TiDB cluster with a live workload.
     Demo,
+    /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
+    Sim(tibinlog::sim::cli::SimArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
+        Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
         Command::Demo => {
             anyhow::bail!(
                 "the demo is not yet available: it needs the simulator, the capture core and \

@@ -25,9 +25,16 @@
 
 pub mod error;
 pub mod frontier;
+pub mod gc_keeper;
 pub mod matcher;
+pub mod output;
+pub mod pd;
+pub mod puller;
 pub mod region;
+pub mod region_cache;
+pub mod snapshot;
 pub mod span;
+pub mod store_stream;
 
 pub use error::{CaptureError, RegionErrorKind, Result, Retry};
 pub use frontier::SpanFrontier;

@@ -21,6 +21,8 @@
 //! * [`error`]: the error type.
 
 pub mod cdc;
+pub mod chaos;
+pub mod cli;
 pub mod core;
 pub mod error;
 pub mod gc;

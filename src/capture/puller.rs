@@ -1,0 +1,822 @@
+//! The puller: table spans in, complete committed rows and a resolved-ts watermark out.
+//!
+//! ```text
+//!   PullerHandle ──add/remove span──►┐
+//!                                    ▼
+//!   PD ◄──regions, stores──── puller actor ──Register──► store actor (one per store) ──► TiKV
+//!                             (frontier, cache,   ◄──rows / resolved / failures──┘
+//!                              retries, dedup)
+//!                                    │
+//!                                    ▼ RawKvEvent (byte-bounded)
+//! ```
+//!
+//! One actor owns the [`SpanFrontier`], the [`RegionCache`], the retry schedule and the
+//! handles of the store actors ([`super::store_stream`]). For every table span it loads the
+//! regions from PD, cuts the span at region boundaries and subscribes each piece with
+//! `checkpoint_ts` = the piece's own resolved ts (`min_in`, §1.9.1).
+//!
+//! # Error handling
+//! Every region failure is handled as [`CaptureError::retry`] says (§1.9.2): re-send the same
+//! region (after TiKV's `backoff_ms` or our backoff; to the hinted leader), or reload the piece
+//! from PD and cut it again; a broken stream re-subscribes every region it held that way.
+//! Backoff grows exponentially with the failures a subscription had before INITIALIZED, with
+//! jitter from a seeded RNG. Errors without a retry (protocol violations, cluster id mismatch,
+//! incompatible version, duplicate request) end the actor with [`PullerError`]; the output
+//! channel closes and [`PullerHandle::join`] returns the error.
+//!
+//! # Output and its invariant
+//! Invariant: after `Resolved(T)` is sent, no row with `commit_ts <= T` follows. The
+//! watermark is the frontier's minimum, which a region advances only after the rows it sent
+//! before; rows of one store are handled in stream order.
+//!
+//! Re-subscribing from a piece's resolved ts makes TiKV send again the rows above it that were
+//! already delivered. Unlike TiCDC (which forwards such duplicates to an idempotent sink) the
+//! puller drops them: a row with `commit_ts <=` the emitted watermark was necessarily delivered
+//! already, and rows above it are remembered by `(commit_ts, start_ts, key)` until the
+//! watermark passes them.
+//!
+//! # Back-pressure
+//! The output is bounded in bytes ([`PullerConfig::output_quota_bytes`], [`super::output`]).
+//! When it is full the actor waits, store actors stop reading their gRPC streams, and HTTP/2
+//! flow control pushes back on TiKV.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::error::{CaptureError, Retry};
+use super::frontier::SpanFrontier;
+use super::matcher::MatcherConfig;
+use super::output::{output_channel, EventSender};
+use super::pd::{PdClient, PdConfig, PdError};
+use super::region_cache::{RegionCache, RegionInfo};
+use super::span::{first_gap, intersect};
+use super::store_stream::{
+    self, Ended, RegionRequest, StoreCommand, StoreHandle, StoreOutput, StoreStreamConfig,
+    DEFAULT_SCAN_LIMIT, TICDC_VERSION,
+};
+use crate::model::{RawKvEvent, RawRow, RegionId, ResolvedTs, Span, Ts};
+
+pub use super::output::EventReceiver;
+
+/// Default byte budget of rows waiting in the output: 64 MiB. TiCDC's whole changefeed
+/// defaults to a 1 GiB memory quota; this is only the hand-off to the sorter.
+pub const DEFAULT_OUTPUT_QUOTA_BYTES: usize = 64 << 20;
+/// First retry delay after a failure before INITIALIZED.
+pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(20);
+/// Cap of the retry delay (client-go's TiKV RPC backoff also caps at 2 s).
+pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// Store outputs queued towards the actor (each is at most one gRPC message's worth).
+const STORE_OUTPUT_CHANNEL: usize = 64;
+
+/// Errors that stop the puller.
+#[derive(Debug, thiserror::Error)]
+pub enum PullerError {
+    /// PD refused in a way retrying cannot fix (wrong cluster, TSO regression).
+    #[error(transparent)]
+    Pd(#[from] PdError),
+    /// TiKV broke the protocol or refused us for good.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// History at `start_ts` may already be collected.
+    #[error("start ts {start_ts} is below the GC safe point {safe_point}")]
+    StartTsBeforeGcSafePoint { start_ts: Ts, safe_point: Ts },
+    /// The puller task is gone (shut down or failed; see [`PullerHandle::join`]).
+    #[error("puller stopped")]
+    Stopped,
+}
+
+/// What to capture and how.
+#[derive(Debug, Clone)]
+pub struct PullerConfig {
+    pub pd: PdConfig,
+    /// Encoded spans (usually [`super::span::table_record_span`]s); subscription ids are
+    /// their indices.
+    pub spans: Vec<Span>,
+    /// Rows with `commit_ts > start_ts` are captured.
+    pub start_ts: Ts,
+    pub output_quota_bytes: usize,
+    pub scan_limit_per_store: usize,
+    /// Use `EventFeedV2` with stream multiplexing when the store has it.
+    pub multiplexing: bool,
+    pub matcher: MatcherConfig,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    /// Seed of the backoff jitter.
+    pub seed: u64,
+    /// Announced in `cdcpb.Header.ticdc_version`.
+    pub ticdc_version: String,
+}
+
+impl PullerConfig {
+    /// Defaults for capturing `spans` from `start_ts` through the PD members `pd_addrs`.
+    pub fn new(pd_addrs: Vec<String>, spans: Vec<Span>, start_ts: Ts) -> PullerConfig {
+        PullerConfig {
+            pd: PdConfig::new(pd_addrs),
+            spans,
+            start_ts,
+            output_quota_bytes: DEFAULT_OUTPUT_QUOTA_BYTES,
+            scan_limit_per_store: DEFAULT_SCAN_LIMIT,
+            multiplexing: true,
+            matcher: MatcherConfig::default(),
+            backoff_base: DEFAULT_BACKOFF_BASE,
+            backoff_max: DEFAULT_BACKOFF_MAX,
+            seed: 0,
+            ticdc_version: TICDC_VERSION.to_string(),
+        }
+    }
+}
+
+/// splitmix64: a small seeded generator for backoff jitter.
+#[derive(Debug, Clone)]
+struct Jitter(u64);
+
+impl Jitter {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// `base · 2^(attempt−1)` capped at `max`, scaled by a factor in [0.5, 1); zero for attempt 0.
+fn backoff(base: Duration, max: Duration, attempt: u32, rng: &mut Jitter) -> Duration {
+    if attempt == 0 {
+        return Duration::ZERO;
+    }
+    let exp = base.saturating_mul(1u32 << (attempt - 1).min(16)).min(max);
+    let frac = 0.5 + (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 / 2.0;
+    exp.mul_f64(frac)
+}
+
+/// Commands from the handle.
+#[derive(Debug)]
+enum Command {
+    AddSpan {
+        span: Span,
+        start_ts: Ts,
+        reply: oneshot::Sender<Result<u64, CaptureError>>,
+    },
+    RemoveSpan {
+        sub: u64,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// Control of a running puller.
+#[derive(Debug)]
+pub struct PullerHandle {
+    commands: mpsc::Sender<Command>,
+    resolved: watch::Receiver<Ts>,
+    cluster_id: u64,
+    task: JoinHandle<Result<(), PullerError>>,
+}
+
+impl PullerHandle {
+    /// Starts capturing `span` from `start_ts` (a table created by DDL); returns its
+    /// subscription id. `start_ts` must not be below the watermark already emitted, or rows of
+    /// the span would arrive after a `Resolved` covering them ([`CaptureError::FrontierRegression`]).
+    pub async fn add_span(&self, span: Span, start_ts: Ts) -> Result<u64, PullerError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::AddSpan {
+                span,
+                start_ts,
+                reply,
+            })
+            .await
+            .map_err(|_| PullerError::Stopped)?;
+        Ok(rx.await.map_err(|_| PullerError::Stopped)??)
+    }
+
+    /// Stops capturing a subscription (its regions are deregistered; the watermark may rise).
+    pub async fn remove_span(&self, sub: u64) -> Result<(), PullerError> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::RemoveSpan { sub, reply })
+            .await
+            .map_err(|_| PullerError::Stopped)?;
+        rx.await.map_err(|_| PullerError::Stopped)
+    }
+
+    /// The emitted watermark, for a GC keeper or metrics.
+    pub fn resolved_ts(&self) -> watch::Receiver<Ts> {
+        self.resolved.clone()
+    }
+
+    /// The PD cluster id.
+    pub fn cluster_id(&self) -> u64 {
+        self.cluster_id
+    }
+
+    /// Waits for the puller to stop; `Ok` after cancellation or when the receiver was dropped.
+    pub async fn join(self) -> Result<(), PullerError> {
+        self.task.await.unwrap_or(Err(PullerError::Stopped))
+    }
+}
+
+/// Entry point.
+#[derive(Debug)]
+pub struct Puller;
+
+impl Puller {
+    /// Connects to PD, checks `start_ts` against the GC safe point and starts capturing.
+    pub async fn start(
+        cfg: PullerConfig,
+        cancel: CancellationToken,
+    ) -> Result<(PullerHandle, EventReceiver), PullerError> {
+        let pd = PdClient::connect(cfg.pd.clone(), cancel.child_token()).await?;
+        Puller::start_with_pd(pd, cfg, cancel).await
+    }
+
+    /// As [`Puller::start`] with an existing PD client.
+    pub async fn start_with_pd(
+        pd: PdClient,
+        cfg: PullerConfig,
+        cancel: CancellationToken,
+    ) -> Result<(PullerHandle, EventReceiver), PullerError> {
+        let safe_point = pd.get_gc_safe_point().await?;
+        if cfg.start_ts < safe_point {
+            return Err(PullerError::StartTsBeforeGcSafePoint {
+                start_ts: cfg.start_ts,
+                safe_point,
+            });
+        }
+        let (out, rx) = output_channel(cfg.output_quota_bytes);
+        let (cmd_tx, cmd_rx) = mpsc::channel(16);
+        let (resolved_tx, resolved_rx) = watch::channel(cfg.start_ts);
+        let (store_tx, store_rx) = mpsc::channel(STORE_OUTPUT_CHANNEL);
+        let cluster_id = pd.cluster_id();
+        let mut actor = Actor {
+            stream_cfg: StoreStreamConfig {
+                cluster_id,
+                ticdc_version: cfg.ticdc_version.clone(),
+                multiplexing: cfg.multiplexing,
+                scan_limit: cfg.scan_limit_per_store,
+                matcher: cfg.matcher,
+                connect_timeout: cfg.pd.connect_timeout,
+            },
+            rng: Jitter(cfg.seed),
+            frontier: SpanFrontier::new(cfg.start_ts),
+            emitted: cfg.start_ts,
+            pd,
+            cfg,
+            cancel: cancel.clone(),
+            cache: RegionCache::new(),
+            subs: HashMap::new(),
+            next_sub: 0,
+            next_request: 1,
+            live: HashMap::new(),
+            stores: HashMap::new(),
+            next_generation: 1,
+            store_tx,
+            store_rx,
+            retries: BinaryHeap::new(),
+            next_seq: 0,
+            out,
+            seen: BTreeSet::new(),
+            resolved_tx,
+            commands: cmd_rx,
+            duplicates: 0,
+        };
+        for span in actor.cfg.spans.clone() {
+            let start_ts = actor.cfg.start_ts;
+            actor.add_sub(span, start_ts)?;
+        }
+        let task = tokio::spawn(async move {
+            let r = actor.run().await;
+            if let Err(e) = &r {
+                tracing::error!(error = %e, "puller stopped on a fatal error");
+            }
+            r
+        });
+        Ok((
+            PullerHandle {
+                commands: cmd_tx,
+                resolved: resolved_rx,
+                cluster_id,
+                task,
+            },
+            rx,
+        ))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct SubInfo {
+    span: Span,
+    start_ts: Ts,
+}
+
+#[derive(Debug, Clone)]
+struct Live {
+    sub: u64,
+    region: RegionId,
+    span: Span,
+    store_id: u64,
+}
+
+#[derive(Debug)]
+enum Task {
+    /// Reload the piece from PD and subscribe its regions.
+    Range { sub: u64, span: Span, attempt: u32 },
+    /// Re-send the same region request.
+    Region(Box<RegionRequest>),
+}
+
+#[derive(Debug)]
+struct Scheduled {
+    at: Instant,
+    seq: u64,
+    task: Task,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scheduled {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+struct Actor {
+    pd: PdClient,
+    cfg: PullerConfig,
+    stream_cfg: StoreStreamConfig,
+    cancel: CancellationToken,
+    cache: RegionCache,
+    frontier: SpanFrontier,
+    subs: HashMap<u64, SubInfo>,
+    next_sub: u64,
+    next_request: u64,
+    /// Subscriptions handed to store actors, by request id.
+    live: HashMap<u64, Live>,
+    stores: HashMap<u64, StoreHandle>,
+    next_generation: u64,
+    store_tx: mpsc::Sender<StoreOutput>,
+    store_rx: mpsc::Receiver<StoreOutput>,
+    retries: BinaryHeap<Reverse<Scheduled>>,
+    next_seq: u64,
+    rng: Jitter,
+    out: EventSender,
+    /// The last watermark sent.
+    emitted: Ts,
+    /// Rows sent with `commit_ts > emitted`: `(commit_ts, start_ts, key)`.
+    seen: BTreeSet<(Ts, Ts, Vec<u8>)>,
+    resolved_tx: watch::Sender<Ts>,
+    commands: mpsc::Receiver<Command>,
+    /// Rows dropped as already delivered.
+    duplicates: u64,
+}
+
+type Step = Result<(), PullerError>;
+
+impl Actor {
+    async fn run(&mut self) -> Step {
+        enum Woke {
+            Cancelled,
+            Command(Option<Command>),
+            Store(Option<StoreOutput>),
+            Due,
+        }
+        let mut handle_gone = false;
+        loop {
+            let next = self.retries.peek().map(|r| r.0.at);
+            let woke = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => Woke::Cancelled,
+                cmd = self.commands.recv(), if !handle_gone => Woke::Command(cmd),
+                o = self.store_rx.recv() => Woke::Store(o),
+                _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => Woke::Due,
+            };
+            match woke {
+                Woke::Cancelled => return Ok(()),
+                Woke::Command(Some(c)) => self.on_command(c).await?,
+                Woke::Command(None) => handle_gone = true,
+                Woke::Store(Some(o)) => {
+                    if !self.on_store_output(o).await? {
+                        return Ok(());
+                    }
+                }
+                // The actor holds a sender itself.
+                Woke::Store(None) => {}
+                Woke::Due => self.run_due().await?,
+            }
+        }
+    }
+
+    fn add_sub(&mut self, span: Span, start_ts: Ts) -> Result<u64, CaptureError> {
+        if start_ts < self.emitted {
+            return Err(CaptureError::FrontierRegression {
+                ts: start_ts,
+                frontier: self.emitted,
+            });
+        }
+        self.frontier.watch(&span, start_ts)?;
+        let sub = self.next_sub;
+        self.next_sub += 1;
+        self.subs.insert(
+            sub,
+            SubInfo {
+                span: span.clone(),
+                start_ts,
+            },
+        );
+        self.schedule(
+            Duration::ZERO,
+            Task::Range {
+                sub,
+                span,
+                attempt: 0,
+            },
+        );
+        Ok(sub)
+    }
+
+    async fn on_command(&mut self, cmd: Command) -> Step {
+        match cmd {
+            Command::AddSpan {
+                span,
+                start_ts,
+                reply,
+            } => {
+                let _ = reply.send(self.add_sub(span, start_ts));
+            }
+            Command::RemoveSpan { sub, reply } => {
+                if let Some(info) = self.subs.remove(&sub) {
+                    self.frontier.unwatch(&info.span);
+                    let ids: Vec<u64> = self
+                        .live
+                        .iter()
+                        .filter(|(_, l)| l.sub == sub)
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for request_id in ids {
+                        let Some(l) = self.live.remove(&request_id) else {
+                            continue;
+                        };
+                        if let Some(h) = self.stores.get(&l.store_id) {
+                            let cmd = StoreCommand::Deregister {
+                                request_id,
+                                region_id: l.region,
+                            };
+                            // A gone store actor holds nothing to deregister.
+                            let _ = h.tx.send(cmd).await;
+                        }
+                    }
+                    self.maybe_emit().await;
+                }
+                let _ = reply.send(());
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self, after: Duration, task: Task) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.retries.push(Reverse(Scheduled {
+            at: Instant::now() + after,
+            seq,
+            task,
+        }));
+    }
+
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        backoff(
+            self.cfg.backoff_base,
+            self.cfg.backoff_max,
+            attempt,
+            &mut self.rng,
+        )
+    }
+
+    fn retry_range(&mut self, sub: u64, span: Span, attempt: u32) {
+        let after = self.backoff(attempt);
+        self.schedule(after, Task::Range { sub, span, attempt });
+    }
+
+    async fn run_due(&mut self) -> Step {
+        let now = Instant::now();
+        while self.retries.peek().is_some_and(|r| r.0.at <= now) {
+            let Some(Reverse(s)) = self.retries.pop() else {
+                break;
+            };
+            match s.task {
+                Task::Range { sub, span, attempt } => {
+                    self.subscribe_range(sub, span, attempt).await?
+                }
+                Task::Region(req) => {
+                    let req = *req;
+                    self.subscribe_region(req.sub, req.region, req.span, req.attempt)
+                        .await?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads the regions of `span` from PD and subscribes each piece.
+    async fn subscribe_range(&mut self, sub: u64, span: Span, attempt: u32) -> Step {
+        let Some(info) = self.subs.get(&sub) else {
+            return Ok(());
+        };
+        let Some(span) = intersect(&span, &info.span) else {
+            return Ok(());
+        };
+        let regions = match self.pd.regions_in(&span).await {
+            Ok(r) => r,
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, "loading regions failed, retrying");
+                self.retry_range(sub, span, attempt + 1);
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let pieces: Vec<Span> = regions.iter().map(|r| r.span.clone()).collect();
+        if first_gap(&span, &pieces).is_some() {
+            // PD has not learned every region of a split yet.
+            self.retry_range(sub, span, attempt + 1);
+            return Ok(());
+        }
+        for r in regions {
+            self.cache.insert(r.clone());
+            if let Some(piece) = intersect(&span, &r.span) {
+                self.subscribe_region(sub, r, piece, attempt).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn store_handle(&mut self, store_id: u64) -> Result<StoreHandle, PdError> {
+        if let Some(h) = self.stores.get(&store_id) {
+            if !h.tx.is_closed() {
+                return Ok(h.clone());
+            }
+        }
+        let addr = match self.cache.store_addr(store_id) {
+            Some(a) => a.to_string(),
+            None => {
+                let s = self.pd.get_store(store_id).await?;
+                self.cache.set_store_addr(store_id, s.address.clone());
+                s.address
+            }
+        };
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        let h = store_stream::spawn(
+            store_id,
+            generation,
+            addr,
+            self.stream_cfg.clone(),
+            self.store_tx.clone(),
+            self.cancel.child_token(),
+        );
+        self.stores.insert(store_id, h.clone());
+        Ok(h)
+    }
+
+    /// Subscribes `piece` of `region` from the piece's resolved ts.
+    async fn subscribe_region(
+        &mut self,
+        sub: u64,
+        region: RegionInfo,
+        piece: Span,
+        attempt: u32,
+    ) -> Step {
+        let Some(info) = self.subs.get(&sub) else {
+            return Ok(());
+        };
+        let start_ts = info.start_ts;
+        let Some(checkpoint) = self.frontier.min_in(&piece) else {
+            return Ok(());
+        };
+        let checkpoint_ts = checkpoint.max(start_ts);
+        // A live subscription of this table on this region already covering the piece (two
+        // failures reloading the same range) makes a second one pointless.
+        let covered = self.live.values().any(|l| {
+            l.sub == sub
+                && l.region == region.id
+                && intersect(&l.span, &piece).as_ref() == Some(&piece)
+        });
+        if covered {
+            return Ok(());
+        }
+        let Some(store_id) = region.leader_store() else {
+            self.cache.invalidate(region.id);
+            self.retry_range(sub, piece, attempt + 1);
+            return Ok(());
+        };
+        let handle = match self.store_handle(store_id).await {
+            Ok(h) => h,
+            Err(e) if e.is_retryable() => {
+                self.retry_range(sub, piece, attempt + 1);
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let request_id = self.next_request;
+        self.next_request += 1;
+        self.live.insert(
+            request_id,
+            Live {
+                sub,
+                region: region.id,
+                span: piece.clone(),
+                store_id,
+            },
+        );
+        let req = RegionRequest {
+            request_id,
+            sub,
+            region,
+            span: piece.clone(),
+            start_ts,
+            checkpoint_ts,
+            attempt,
+        };
+        let sent = tokio::select! {
+            _ = self.cancel.cancelled() => return Ok(()),
+            r = handle.tx.send(StoreCommand::Register(Box::new(req))) => r.is_ok(),
+        };
+        if !sent {
+            // The store actor is gone; its failure report does not hold this request.
+            self.live.remove(&request_id);
+            self.drop_store(store_id, handle.generation);
+            self.retry_range(sub, piece, attempt + 1);
+        }
+        Ok(())
+    }
+
+    fn drop_store(&mut self, store_id: u64, generation: u64) {
+        if self
+            .stores
+            .get(&store_id)
+            .is_some_and(|h| h.generation == generation)
+        {
+            self.stores.remove(&store_id);
+            self.cache.invalidate_store(store_id);
+        }
+    }
+
+    /// Returns false if the output receiver is gone.
+    async fn on_store_output(&mut self, o: StoreOutput) -> Result<bool, PullerError> {
+        match o {
+            StoreOutput::Rows(rows) => {
+                for row in rows {
+                    if !self.emit_row(row).await {
+                        return Ok(false);
+                    }
+                }
+            }
+            StoreOutput::Resolved(v) => {
+                for (span, ts) in v {
+                    self.frontier.advance(&span, ts);
+                }
+                return Ok(self.maybe_emit().await);
+            }
+            StoreOutput::RegionFailed { ended, error } => {
+                self.live.remove(&ended.req.request_id);
+                self.on_region_failed(*ended, *error)?;
+            }
+            StoreOutput::StreamFailed {
+                store_id,
+                generation,
+                ended,
+                error,
+            } => {
+                tracing::info!(store_id, regions = ended.len(), error = %error,
+                    "store stream failed, re-subscribing its regions");
+                self.drop_store(store_id, generation);
+                for e in ended {
+                    self.live.remove(&e.req.request_id);
+                    let attempt = if e.initialized { 0 } else { e.req.attempt + 1 };
+                    self.cache.invalidate(e.req.region.id);
+                    // At least one backoff step: the store may be restarting.
+                    self.retry_range(e.req.sub, e.req.span, attempt.max(1));
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    fn on_region_failed(&mut self, ended: Ended, error: CaptureError) -> Step {
+        let Some(retry) = error.retry() else {
+            return Err(error.into());
+        };
+        if !self.subs.contains_key(&ended.req.sub) {
+            return Ok(());
+        }
+        let mut req = ended.req;
+        req.attempt = if ended.initialized {
+            0
+        } else {
+            req.attempt + 1
+        };
+        tracing::debug!(region_id = req.region.id.0, ts = ended.resolved_ts.0, error = %error,
+            "region subscription ended");
+        match retry {
+            Retry::Region {
+                after,
+                leader_store,
+            } => {
+                if let Some(store) = leader_store {
+                    if !req.region.set_leader_store(store) {
+                        self.cache.invalidate(req.region.id);
+                        self.retry_range(req.sub, req.span, req.attempt);
+                        return Ok(());
+                    }
+                    self.cache.update_leader(req.region.id, store);
+                }
+                let after = after.max(self.backoff(req.attempt));
+                self.schedule(after, Task::Region(Box::new(req)));
+            }
+            Retry::Range | Retry::Store => {
+                self.cache.invalidate(req.region.id);
+                self.retry_range(req.sub, req.span, req.attempt);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a row unless it was delivered already; false if the receiver is gone.
+    async fn emit_row(&mut self, row: RawRow) -> bool {
+        if row.commit_ts <= self.emitted {
+            self.duplicates += 1;
+            return true;
+        }
+        if !self
+            .seen
+            .insert((row.commit_ts, row.start_ts, row.key.clone()))
+        {
+            self.duplicates += 1;
+            return true;
+        }
+        self.send(RawKvEvent::Row(row)).await
+    }
+
+    async fn send(&mut self, ev: RawKvEvent) -> bool {
+        tokio::select! {
+            _ = self.cancel.cancelled() => false,
+            ok = self.out.send(ev) => ok,
+        }
+    }
+
+    /// Sends the watermark if it rose; false if the receiver is gone.
+    async fn maybe_emit(&mut self) -> bool {
+        let f = self.frontier.frontier();
+        if f <= self.emitted {
+            return true;
+        }
+        debug_assert!(f > self.emitted, "watermark only rises");
+        self.emitted = f;
+        self.seen = self.seen.split_off(&(f.next(), Ts::ZERO, Vec::new()));
+        self.resolved_tx.send_replace(f);
+        tracing::trace!(ts = f.0, duplicates = self.duplicates, "watermark advanced");
+        self.send(RawKvEvent::Resolved(ResolvedTs(f))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_jitters_deterministically() {
+        let base = Duration::from_millis(20);
+        let max = Duration::from_secs(2);
+        let mut a = Jitter(7);
+        let mut b = Jitter(7);
+        assert_eq!(backoff(base, max, 0, &mut a), Duration::ZERO);
+        let _ = backoff(base, max, 0, &mut b);
+        for attempt in 1..20 {
+            let d = backoff(base, max, attempt, &mut a);
+            assert_eq!(
+                d,
+                backoff(base, max, attempt, &mut b),
+                "same seed, same delays"
+            );
+            let cap = base.saturating_mul(1 << (attempt - 1).min(16)).min(max);
+            assert!(
+                d >= cap / 2 && d <= cap,
+                "attempt {attempt}: {d:?} vs {cap:?}"
+            );
+        }
+    }
+}

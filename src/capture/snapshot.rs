@@ -1,0 +1,448 @@
+//! Snapshot reads at a timestamp over `tikvpb.Tikv` (`KvGet`, `KvScan`; upstream-wire-facts
+//! §3), for the schema bootstrap: the change stream cannot read history, so the meta keys are
+//! read at the start ts with ordinary KV calls.
+//!
+//! Keys here are **raw** (kvrpcpb takes raw keys); regions are located by the encoded key.
+//!
+//! # Error handling
+//! * Region errors (not leader, epoch not match, region not found, key not in region, busy) and
+//!   transport failures: forget the region (or apply the leader hint), back off, locate again,
+//!   retry; at most [`SnapshotConfig::max_region_retries`] times in a row.
+//! * A lock at or below the read ts (`KeyError.locked`): the transaction may still commit
+//!   below our ts, so the read waits and retries with exponential backoff until the lock is
+//!   gone, at most [`SnapshotConfig::lock_wait_max`]. A full reader would check the primary's
+//!   status and resolve expired locks (`KvCheckTxnStatus` / `KvResolveLock`); this one only
+//!   waits, which is enough for live transactions and fails with [`SnapshotError::LockTimeout`]
+//!   on an abandoned lock.
+//! * Other key errors are returned as they are.
+//!
+//! # Blocking use
+//! The mounter's schema bootstrap reads through the synchronous [`MetaReader`] trait;
+//! [`BlockingSnapshotReader`] adapts this reader to it by blocking on the runtime.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tibinlog_proto::kvrpcpb;
+use tibinlog_proto::tikvpb::tikv_client::TikvClient;
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tonic::transport::Channel;
+use tonic::Status;
+
+use super::pd::{dial, PdClient, PdError, MAX_DECODING_MESSAGE_SIZE};
+use super::region_cache::{RegionCache, RegionInfo};
+use super::span::encode_key_into;
+use crate::model::Ts;
+use crate::mounter::{MetaReader, MounterError};
+use crate::tidb::codec::decode_bytes;
+
+/// Keys per `KvScan` page (client-go's `scanBatchSize`).
+pub const DEFAULT_SCAN_BATCH: u32 = 256;
+/// Longest wait for one lock to go away.
+pub const DEFAULT_LOCK_WAIT_MAX: Duration = Duration::from_secs(30);
+/// Region retries of one read in a row.
+pub const DEFAULT_MAX_REGION_RETRIES: u32 = 20;
+
+/// Errors of snapshot reads.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error(transparent)]
+    Pd(#[from] PdError),
+    /// The region kept failing (or PD knows none for the key).
+    #[error("no usable region for key {key:02x?} after {retries} retries: {last}")]
+    Region {
+        key: Vec<u8>,
+        retries: u32,
+        last: String,
+    },
+    /// A lock stayed longer than we wait.
+    #[error("key {key:02x?} stayed locked by start_ts {lock_ts}")]
+    LockTimeout { key: Vec<u8>, lock_ts: Ts },
+    /// A key error other than a lock.
+    #[error("read of key {key:02x?} failed: {message}")]
+    Key { key: Vec<u8>, message: String },
+    /// A region boundary is not a complete key encoding, so no raw key starts the region.
+    #[error("region boundary {0:02x?} is not a complete encoded key")]
+    Boundary(Vec<u8>),
+}
+
+/// Result of snapshot reads.
+pub type Result<T> = std::result::Result<T, SnapshotError>;
+
+/// Limits of the reader.
+#[derive(Debug, Clone)]
+pub struct SnapshotConfig {
+    pub scan_batch: u32,
+    pub lock_wait_max: Duration,
+    pub max_region_retries: u32,
+    pub connect_timeout: Duration,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        SnapshotConfig {
+            scan_batch: DEFAULT_SCAN_BATCH,
+            lock_wait_max: DEFAULT_LOCK_WAIT_MAX,
+            max_region_retries: DEFAULT_MAX_REGION_RETRIES,
+            connect_timeout: super::pd::DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+}
+
+/// Reads keys and ranges at a ts. Share it by reference; the caches are locked only briefly.
+#[derive(Debug)]
+pub struct SnapshotReader {
+    pd: PdClient,
+    cfg: SnapshotConfig,
+    cache: Mutex<RegionCache>,
+    clients: Mutex<HashMap<u64, TikvClient<Channel>>>,
+}
+
+/// What one attempt of a read ended with, besides data.
+enum Again {
+    /// Retry after locating the region again.
+    Region(String),
+    /// Wait for a lock.
+    Locked { key: Vec<u8>, lock_ts: Ts },
+}
+
+fn context(r: &RegionInfo) -> Option<kvrpcpb::Context> {
+    Some(kvrpcpb::Context {
+        region_id: r.id.0,
+        region_epoch: Some(r.epoch),
+        peer: r.leader,
+        ..Default::default()
+    })
+}
+
+fn key_error(key: &[u8], e: kvrpcpb::KeyError) -> std::result::Result<Again, SnapshotError> {
+    match e.locked {
+        Some(l) => Ok(Again::Locked {
+            key: if l.key.is_empty() {
+                key.to_vec()
+            } else {
+                l.key
+            },
+            lock_ts: Ts(l.lock_version),
+        }),
+        None => Err(SnapshotError::Key {
+            key: key.to_vec(),
+            message: format!("{e:?}"),
+        }),
+    }
+}
+
+/// The raw key an encoded region start corresponds to (empty = −∞ / +∞).
+fn raw_of(encoded: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    if encoded.is_empty() {
+        return Ok(out);
+    }
+    match decode_bytes(encoded, &mut out) {
+        Ok([]) => Ok(out),
+        _ => Err(SnapshotError::Boundary(encoded.to_vec())),
+    }
+}
+
+impl SnapshotReader {
+    /// A reader locating regions through `pd`.
+    pub fn new(pd: PdClient, cfg: SnapshotConfig) -> SnapshotReader {
+        SnapshotReader {
+            pd,
+            cfg,
+            cache: Mutex::new(RegionCache::new()),
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, RegionCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn locate(&self, raw: &[u8]) -> Result<Option<RegionInfo>> {
+        let mut enc = Vec::new();
+        encode_key_into(raw, &mut enc);
+        if let Some(r) = self.cache().locate(&enc).cloned() {
+            return Ok(Some(r));
+        }
+        let r = self.pd.get_region(&enc).await?;
+        if let Some(r) = &r {
+            self.cache().insert(r.clone());
+        }
+        Ok(r)
+    }
+
+    async fn client(&self, store_id: u64) -> std::result::Result<TikvClient<Channel>, String> {
+        if let Some(c) = self
+            .clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&store_id)
+        {
+            return Ok(c.clone());
+        }
+        let store = self
+            .pd
+            .get_store(store_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let ch = dial(&store.address, self.cfg.connect_timeout)
+            .await
+            .map_err(|s| s.to_string())?;
+        let c = TikvClient::new(ch).max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(store_id, c.clone());
+        Ok(c)
+    }
+
+    fn on_region_error(&self, r: &RegionInfo, e: &tibinlog_proto::errorpb::Error) -> String {
+        let hint = e
+            .not_leader
+            .as_ref()
+            .and_then(|nl| nl.leader.as_ref())
+            .map(|p| p.store_id)
+            .filter(|s| *s != 0);
+        let mut cache = self.cache();
+        match hint {
+            Some(store) => {
+                cache.update_leader(r.id, store);
+            }
+            None => cache.invalidate(r.id),
+        }
+        format!("{e:?}")
+    }
+
+    fn on_transport_error(&self, r: &RegionInfo, s: &Status) -> String {
+        if let Some(store) = r.leader_store() {
+            self.clients
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&store);
+        }
+        self.cache().invalidate(r.id);
+        s.to_string()
+    }
+
+    /// Runs `attempt` until it yields data, handling region retries and lock waits.
+    async fn retrying<T, F, Fut>(&self, key: &[u8], mut attempt: F) -> Result<T>
+    where
+        F: FnMut(RegionInfo, TikvClient<Channel>) -> Fut,
+        Fut: Future<Output = Result<std::result::Result<T, Again>>>,
+    {
+        let mut region_retries = 0u32;
+        let mut lock_wait = Duration::ZERO;
+        let mut lock_step = Duration::from_millis(10);
+        loop {
+            let outcome = match self.locate(key).await? {
+                None => Again::Region("PD knows no region".into()),
+                Some(r) => match r.leader_store() {
+                    None => {
+                        self.cache().invalidate(r.id);
+                        Again::Region("region has no leader".into())
+                    }
+                    Some(store) => match self.client(store).await {
+                        Err(e) => {
+                            self.cache().invalidate(r.id);
+                            Again::Region(e)
+                        }
+                        Ok(c) => match attempt(r, c).await? {
+                            Ok(v) => return Ok(v),
+                            Err(again) => again,
+                        },
+                    },
+                },
+            };
+            match outcome {
+                Again::Region(last) => {
+                    region_retries += 1;
+                    if region_retries > self.cfg.max_region_retries {
+                        return Err(SnapshotError::Region {
+                            key: key.to_vec(),
+                            retries: region_retries - 1,
+                            last,
+                        });
+                    }
+                    let ms = (2u64 << region_retries.min(8)).min(500);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                Again::Locked { key, lock_ts } => {
+                    if lock_wait >= self.cfg.lock_wait_max {
+                        return Err(SnapshotError::LockTimeout { key, lock_ts });
+                    }
+                    tracing::debug!(ts = lock_ts.0, "read met a lock, waiting");
+                    tokio::time::sleep(lock_step).await;
+                    lock_wait += lock_step;
+                    lock_step = (lock_step * 2).min(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+
+    /// The value of raw `key` at `ts`, or `None` if absent (or deleted).
+    pub async fn get(&self, key: &[u8], ts: Ts) -> Result<Option<Vec<u8>>> {
+        self.retrying(key, |r, mut c| async move {
+            let req = kvrpcpb::GetRequest {
+                context: context(&r),
+                key: key.to_vec(),
+                version: ts.0,
+                need_commit_ts: false,
+            };
+            let resp = match c.kv_get(req).await {
+                Ok(resp) => resp.into_inner(),
+                Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+            };
+            if let Some(e) = resp.region_error {
+                return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+            }
+            if let Some(e) = resp.error {
+                return key_error(key, e).map(Err);
+            }
+            Ok(Ok((!resp.not_found).then_some(resp.value)))
+        })
+        .await
+    }
+
+    /// Every `(key, value)` in raw `[start, end)` at `ts` in key order (`end` empty = no bound).
+    pub async fn scan(&self, start: &[u8], end: &[u8], ts: Ts) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut cur = start.to_vec();
+        let batch = self.cfg.scan_batch.max(1);
+        loop {
+            if !end.is_empty() && cur.as_slice() >= end {
+                return Ok(out);
+            }
+            // One page inside one region: pairs, and where to continue (None = done).
+            let from = cur.clone();
+            let (pairs, next) = self
+                .retrying(&from, |r, mut c| {
+                    let from = from.clone();
+                    async move {
+                        let region_end = raw_of(&r.span.end)?;
+                        let upper = if region_end.is_empty()
+                            || (!end.is_empty() && end <= region_end.as_slice())
+                        {
+                            end.to_vec()
+                        } else {
+                            region_end.clone()
+                        };
+                        let req = kvrpcpb::ScanRequest {
+                            context: context(&r),
+                            start_key: from.clone(),
+                            end_key: upper.clone(),
+                            limit: batch,
+                            version: ts.0,
+                            ..Default::default()
+                        };
+                        let resp = match c.kv_scan(req).await {
+                            Ok(resp) => resp.into_inner(),
+                            Err(s) => {
+                                return Ok(Err(Again::Region(self.on_transport_error(&r, &s))))
+                            }
+                        };
+                        if let Some(e) = resp.region_error {
+                            return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+                        }
+                        if let Some(e) = resp.error {
+                            return key_error(&from, e).map(Err);
+                        }
+                        let mut pairs = Vec::with_capacity(resp.pairs.len());
+                        let full = resp.pairs.len() >= batch as usize;
+                        for p in resp.pairs {
+                            if let Some(e) = p.error {
+                                return key_error(&p.key, e).map(Err);
+                            }
+                            pairs.push((p.key, p.value));
+                        }
+                        let next = if full {
+                            pairs.last().map(|(k, _): &(Vec<u8>, Vec<u8>)| {
+                                let mut n = k.clone();
+                                n.push(0);
+                                n
+                            })
+                        } else if upper.is_empty() || upper.as_slice() == end {
+                            None
+                        } else {
+                            Some(upper)
+                        };
+                        Ok(Ok((pairs, next)))
+                    }
+                })
+                .await?;
+            out.extend(pairs);
+            match next {
+                Some(n) => cur = n,
+                None => return Ok(out),
+            }
+        }
+    }
+}
+
+/// [`SnapshotReader`] behind the mounter's synchronous [`MetaReader`].
+///
+/// Call it from a blocking thread (`spawn_blocking`, or any thread outside the runtime), or
+/// from a task of a multi-threaded runtime (it then uses `block_in_place`). From a task of a
+/// current-thread runtime it would deadlock the runtime, and tokio panics instead.
+#[derive(Debug, Clone)]
+pub struct BlockingSnapshotReader {
+    reader: Arc<SnapshotReader>,
+    handle: Handle,
+}
+
+impl BlockingSnapshotReader {
+    /// Blocks on `handle`'s runtime for every read.
+    pub fn new(reader: Arc<SnapshotReader>, handle: Handle) -> BlockingSnapshotReader {
+        BlockingSnapshotReader { reader, handle }
+    }
+
+    fn block<T>(&self, f: impl Future<Output = T>) -> T {
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.handle.block_on(f))
+            }
+            _ => self.handle.block_on(f),
+        }
+    }
+}
+
+fn mounter_error(ts: Ts, e: SnapshotError) -> MounterError {
+    MounterError::Snapshot {
+        ts,
+        source: Box::new(e),
+    }
+}
+
+impl MetaReader for BlockingSnapshotReader {
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        ts: Ts,
+    ) -> crate::mounter::error::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.block(self.reader.scan(start, end, ts))
+            .map_err(|e| mounter_error(ts, e))
+    }
+
+    fn get(&self, key: &[u8], ts: Ts) -> crate::mounter::error::Result<Option<Vec<u8>>> {
+        self.block(self.reader.get(key, ts))
+            .map_err(|e| mounter_error(ts, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tidb::codec::encode_bytes;
+
+    #[test]
+    fn region_boundaries_decode_to_raw_keys() {
+        let mut enc = Vec::new();
+        encode_bytes(&mut enc, b"mDB:1");
+        assert_eq!(raw_of(&enc).expect("complete"), b"mDB:1");
+        assert_eq!(raw_of(b"").expect("unbounded"), b"");
+        assert!(raw_of(&enc[..5]).is_err(), "truncated encoding");
+    }
+}

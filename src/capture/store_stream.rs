@@ -1,0 +1,576 @@
+//! One change-data stream per TiKV store: region registrations out, complete rows and
+//! resolved ts in (upstream-wire-facts §1.4–1.9).
+//!
+//! ```text
+//!  puller ──StoreCommand──► receive half ──ChangeDataRequest──► send half ──► gRPC ──► TiKV
+//!     ▲                      (owns the RegionFeeds)                                     │
+//!     └──StoreOutput (rows, resolved, failures)◄── dispatch by (request_id, region_id) ◄┘
+//! ```
+//!
+//! * **Connection.** `EventFeedV2` with request metadata `features: stream-multiplexing`; if
+//!   the call is refused with `UNIMPLEMENTED` (TiKV < 7.5 or an unknown feature) the actor falls
+//!   back to `EventFeed` ([`should_fall_back`]). On a non-multiplexed stream `ResolvedTs`
+//!   batches carry `request_id = 0` and are applied to every subscription of the listed regions.
+//! * **Halves.** The send half only forwards requests to gRPC. The receive half owns the
+//!   [`RegionFeed`]s, accepts commands, and reads the stream; both are joined with `try_join!`
+//!   so either failing ends the actor, which then reports every subscription it held in one
+//!   [`StoreOutput::StreamFailed`] (the puller reloads them from PD and re-subscribes).
+//! * **Back-pressure.** Outputs of one gRPC message are queued locally and the stream is not
+//!   read again until the puller took them all, so a slow consumer stalls HTTP/2 flow control
+//!   towards TiKV instead of growing a buffer. Commands are accepted meanwhile, so the puller can
+//!   never deadlock against a blocked store.
+//! * **Scan limit.** At most `scan_limit` subscriptions are registered but not yet INITIALIZED
+//!   (each holds a token released at INITIALIZED or on failure); others wait in a queue.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use tibinlog_proto::cdcpb::{self, change_data_client::ChangeDataClient};
+use tibinlog_proto::kvrpcpb;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataValue;
+use tonic::{Code, Request, Status, Streaming};
+
+use super::error::CaptureError;
+use super::matcher::MatcherConfig;
+use super::pd::{dial, MAX_DECODING_MESSAGE_SIZE};
+use super::region::{RegionEvent, RegionFeed};
+use super::region_cache::RegionInfo;
+use crate::model::{RawRow, RegionId, Span, Ts};
+
+/// The `features` value announced on `EventFeedV2`.
+pub const FEATURE_STREAM_MULTIPLEXING: &str = "stream-multiplexing";
+/// Default most regions registered on one store and not yet INITIALIZED: TiCDC ≤ 6.1's
+/// `region-scan-limit` (40). TiKV itself runs at most 6 scans per store
+/// (`incremental-scan-concurrency`) and queues the rest, so this only bounds queued scans.
+pub const DEFAULT_SCAN_LIMIT: usize = 40;
+/// Client version announced in `cdcpb.Header` (≥ 5.3.0 enables batch resolved ts and cluster id
+/// checks; no leading `v`, §1.4).
+pub const TICDC_VERSION: &str = "8.5.0";
+/// Capacity of the command channel into a store actor (commands are small; the actor drains
+/// them even while its output is blocked).
+pub const COMMAND_CHANNEL: usize = 256;
+/// Requests buffered between the receive half and the send half.
+const REQUEST_CHANNEL: usize = 64;
+
+/// One region subscription to make.
+#[derive(Debug, Clone)]
+pub struct RegionRequest {
+    /// Unique per subscription (this client allocates a fresh one per region request).
+    pub request_id: u64,
+    /// The table subscription (puller span) it belongs to.
+    pub sub: u64,
+    pub region: RegionInfo,
+    /// The requested span: the region intersected with the table span (encoded).
+    pub span: Span,
+    /// The table subscription's start ts.
+    pub start_ts: Ts,
+    /// Commits above this are sent; the span's resolved ts.
+    pub checkpoint_ts: Ts,
+    /// Failures before INITIALIZED so far (drives the backoff).
+    pub attempt: u32,
+}
+
+/// Instructions from the puller.
+#[derive(Debug)]
+pub enum StoreCommand {
+    Register(Box<RegionRequest>),
+    /// Drops a subscription (table removed); TiKV answers with `region_not_found`, ignored.
+    Deregister {
+        request_id: u64,
+        region_id: RegionId,
+    },
+}
+
+/// A subscription that ended, with what is needed to resume it.
+#[derive(Debug)]
+pub struct Ended {
+    pub req: RegionRequest,
+    /// Last resolved ts it reached (≥ its checkpoint).
+    pub resolved_ts: Ts,
+    pub initialized: bool,
+}
+
+/// What a store actor reports.
+#[derive(Debug)]
+pub enum StoreOutput {
+    /// Complete committed rows, in stream order.
+    Rows(Vec<RawRow>),
+    /// Resolved ts of subscriptions over their spans.
+    Resolved(Vec<(Span, Ts)>),
+    /// TiKV ended one subscription (or it broke the protocol: then `error` is fatal).
+    /// Boxed: failures are rare and would otherwise make every output large.
+    RegionFailed {
+        ended: Box<Ended>,
+        error: Box<CaptureError>,
+    },
+    /// The stream is gone; every subscription it held (and queued) is listed.
+    StreamFailed {
+        store_id: u64,
+        generation: u64,
+        ended: Vec<Ended>,
+        error: Box<CaptureError>,
+    },
+}
+
+/// How a store actor talks to TiKV.
+#[derive(Debug, Clone)]
+pub struct StoreStreamConfig {
+    pub cluster_id: u64,
+    pub ticdc_version: String,
+    /// Try `EventFeedV2` with multiplexing first (false: `EventFeed` only).
+    pub multiplexing: bool,
+    pub scan_limit: usize,
+    pub matcher: MatcherConfig,
+    pub connect_timeout: Duration,
+}
+
+/// The puller's handle on a store actor.
+#[derive(Debug, Clone)]
+pub struct StoreHandle {
+    pub store_id: u64,
+    /// Distinguishes successive actors of one store.
+    pub generation: u64,
+    pub tx: mpsc::Sender<StoreCommand>,
+}
+
+/// True if a refused `EventFeedV2` means "use `EventFeed`" (TiCDC's probe, §1.4).
+pub fn should_fall_back(status: &Status) -> bool {
+    status.code() == Code::Unimplemented
+}
+
+/// Starts the actor of `store_id` at `addr`.
+pub fn spawn(
+    store_id: u64,
+    generation: u64,
+    addr: String,
+    cfg: StoreStreamConfig,
+    out: mpsc::Sender<StoreOutput>,
+    cancel: CancellationToken,
+) -> StoreHandle {
+    let (tx, rx) = mpsc::channel(COMMAND_CHANNEL);
+    let actor = StoreActor {
+        store_id,
+        generation,
+        cfg,
+        commands: rx,
+        out,
+        feeds: HashMap::new(),
+        by_region: HashMap::new(),
+        pending: VecDeque::new(),
+        scanning: 0,
+        multiplexed: true,
+        outq: VecDeque::new(),
+        rows: Vec::new(),
+    };
+    tokio::spawn(actor.run(addr, cancel));
+    StoreHandle {
+        store_id,
+        generation,
+        tx,
+    }
+}
+
+struct Sub {
+    req: RegionRequest,
+    feed: RegionFeed,
+}
+
+struct StoreActor {
+    store_id: u64,
+    generation: u64,
+    cfg: StoreStreamConfig,
+    commands: mpsc::Receiver<StoreCommand>,
+    out: mpsc::Sender<StoreOutput>,
+    feeds: HashMap<(u64, RegionId), Sub>,
+    /// Region → request ids subscribed on this stream (for `request_id = 0` resolved ts).
+    by_region: HashMap<RegionId, Vec<u64>>,
+    /// Registrations waiting for a scan token.
+    pending: VecDeque<RegionRequest>,
+    /// Registered and not yet INITIALIZED.
+    scanning: usize,
+    multiplexed: bool,
+    /// Outputs of the last gRPC message not yet taken by the puller.
+    outq: VecDeque<StoreOutput>,
+    /// Scratch for rows of one message.
+    rows: Vec<RawRow>,
+}
+
+type Feed = (
+    mpsc::Sender<cdcpb::ChangeDataRequest>,
+    Streaming<cdcpb::ChangeDataEvent>,
+);
+
+async fn open(addr: &str, cfg: &StoreStreamConfig) -> Result<(Feed, bool), Status> {
+    let ch = dial(addr, cfg.connect_timeout).await?;
+    let mut client = ChangeDataClient::new(ch).max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
+    if cfg.multiplexing {
+        let (tx, rx) = mpsc::channel(REQUEST_CHANNEL);
+        let mut req = Request::new(ReceiverStream::new(rx));
+        req.metadata_mut().insert(
+            "features",
+            MetadataValue::from_static(FEATURE_STREAM_MULTIPLEXING),
+        );
+        match client.event_feed_v2(req).await {
+            Ok(resp) => return Ok(((tx, resp.into_inner()), true)),
+            Err(s) if should_fall_back(&s) => {
+                tracing::info!(addr, "EventFeedV2 unimplemented, falling back to EventFeed");
+            }
+            Err(s) => return Err(s),
+        }
+    }
+    let (tx, rx) = mpsc::channel(REQUEST_CHANNEL);
+    let resp = client
+        .event_feed(Request::new(ReceiverStream::new(rx)))
+        .await?;
+    Ok(((tx, resp.into_inner()), false))
+}
+
+impl StoreActor {
+    async fn run(mut self, addr: String, cancel: CancellationToken) {
+        let store_id = self.store_id;
+        let opened = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = open(&addr, &self.cfg) => r,
+        };
+        let result = match opened {
+            Ok(((grpc_tx, stream), multiplexed)) => {
+                self.multiplexed = multiplexed;
+                tracing::debug!(store_id, multiplexed, "change data stream open");
+                let (req_tx, req_rx) = mpsc::channel(REQUEST_CHANNEL);
+                let send_half = send_half(req_rx, grpc_tx, store_id);
+                let recv_half = self.recv_half(stream, req_tx, &cancel);
+                tokio::try_join!(send_half, recv_half).map(|_| ())
+            }
+            Err(source) => Err(CaptureError::Stream {
+                store: store_id,
+                source,
+            }),
+        };
+        if let Err(error) = result {
+            tracing::info!(store_id, error = %error, "change data stream failed");
+            self.fail(error, &cancel).await;
+        }
+    }
+
+    /// Reports every subscription (held, queued, and still in the command channel) as ended.
+    async fn fail(mut self, error: CaptureError, cancel: &CancellationToken) {
+        self.commands.close();
+        while let Ok(cmd) = self.commands.try_recv() {
+            if let StoreCommand::Register(req) = cmd {
+                self.pending.push_back(*req);
+            }
+        }
+        let mut ended: Vec<Ended> = self
+            .feeds
+            .drain()
+            .map(|(_, s)| Ended {
+                resolved_ts: s.feed.resolved_ts(),
+                initialized: s.feed.is_initialized(),
+                req: s.req,
+            })
+            .collect();
+        ended.extend(self.pending.drain(..).map(|req| Ended {
+            resolved_ts: req.checkpoint_ts,
+            initialized: false,
+            req,
+        }));
+        // Outputs already produced go first: rows of a message precede its failure.
+        for o in self
+            .outq
+            .drain(..)
+            .chain(std::iter::once(StoreOutput::StreamFailed {
+                store_id: self.store_id,
+                generation: self.generation,
+                ended,
+                error: Box::new(error),
+            }))
+        {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                r = self.out.send(o) => if r.is_err() { return },
+            }
+        }
+    }
+
+    async fn recv_half(
+        &mut self,
+        mut stream: Streaming<cdcpb::ChangeDataEvent>,
+        req_tx: mpsc::Sender<cdcpb::ChangeDataRequest>,
+        cancel: &CancellationToken,
+    ) -> Result<(), CaptureError> {
+        enum Woke {
+            Cancelled,
+            Sent,
+            Command(Option<StoreCommand>),
+            Message(Result<Option<cdcpb::ChangeDataEvent>, Status>),
+        }
+        let store = self.store_id;
+        loop {
+            let woke = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Woke::Cancelled,
+                permit = self.out.reserve(), if !self.outq.is_empty() => match permit {
+                    Ok(permit) => {
+                        if let Some(o) = self.outq.pop_front() {
+                            permit.send(o);
+                        }
+                        Woke::Sent
+                    }
+                    Err(_) => Woke::Cancelled,
+                },
+                cmd = self.commands.recv() => Woke::Command(cmd),
+                msg = stream.message(), if self.outq.is_empty() => Woke::Message(msg),
+            };
+            match woke {
+                Woke::Cancelled | Woke::Command(None) => return Ok(()),
+                Woke::Sent => {}
+                Woke::Command(Some(cmd)) => self.on_command(cmd, &req_tx).await?,
+                Woke::Message(Ok(Some(ev))) => self.on_message(ev, &req_tx).await?,
+                Woke::Message(Ok(None)) => {
+                    return Err(CaptureError::Stream {
+                        store,
+                        source: Status::unavailable("stream ended by TiKV"),
+                    })
+                }
+                Woke::Message(Err(source)) => return Err(CaptureError::Stream { store, source }),
+            }
+        }
+    }
+
+    fn request(&self, req: &RegionRequest) -> cdcpb::ChangeDataRequest {
+        cdcpb::ChangeDataRequest {
+            header: Some(cdcpb::Header {
+                cluster_id: self.cfg.cluster_id,
+                ticdc_version: self.cfg.ticdc_version.clone(),
+            }),
+            region_id: req.region.id.0,
+            region_epoch: Some(req.region.epoch),
+            checkpoint_ts: req.checkpoint_ts.0,
+            start_key: req.span.start.clone(),
+            end_key: req.span.end.clone(),
+            request_id: req.request_id,
+            extra_op: kvrpcpb::ExtraOp::ReadOldValue as i32,
+            request: Some(cdcpb::change_data_request::Request::Register(
+                cdcpb::change_data_request::Register {},
+            )),
+            ..Default::default()
+        }
+    }
+
+    async fn send(
+        &self,
+        req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
+        r: cdcpb::ChangeDataRequest,
+    ) -> Result<(), CaptureError> {
+        req_tx.send(r).await.map_err(|_| CaptureError::Stream {
+            store: self.store_id,
+            source: Status::unavailable("send half closed"),
+        })
+    }
+
+    async fn on_command(
+        &mut self,
+        cmd: StoreCommand,
+        req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
+    ) -> Result<(), CaptureError> {
+        match cmd {
+            StoreCommand::Register(req) => {
+                self.pending.push_back(*req);
+                self.start_pending(req_tx).await
+            }
+            StoreCommand::Deregister {
+                request_id,
+                region_id,
+            } => {
+                let key = (request_id, region_id);
+                if let Some(sub) = self.feeds.remove(&key) {
+                    self.unindex(region_id, request_id);
+                    if !sub.feed.is_initialized() {
+                        self.scanning = self.scanning.saturating_sub(1);
+                    }
+                    let mut r = self.request(&sub.req);
+                    r.request = Some(cdcpb::change_data_request::Request::Deregister(
+                        cdcpb::change_data_request::Deregister {},
+                    ));
+                    self.send(req_tx, r).await?;
+                } else {
+                    self.pending.retain(|p| p.request_id != request_id);
+                }
+                self.start_pending(req_tx).await
+            }
+        }
+    }
+
+    /// Registers queued subscriptions while scan tokens are free.
+    async fn start_pending(
+        &mut self,
+        req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
+    ) -> Result<(), CaptureError> {
+        while self.scanning < self.cfg.scan_limit.max(1) {
+            let Some(req) = self.pending.pop_front() else {
+                break;
+            };
+            let r = self.request(&req);
+            let feed = RegionFeed::new(
+                req.region.id,
+                req.span.clone(),
+                req.start_ts,
+                req.checkpoint_ts,
+                self.cfg.matcher,
+            );
+            tracing::trace!(
+                store_id = self.store_id,
+                region_id = req.region.id.0,
+                ts = req.checkpoint_ts.0,
+                "register region"
+            );
+            self.by_region
+                .entry(req.region.id)
+                .or_default()
+                .push(req.request_id);
+            self.feeds
+                .insert((req.request_id, req.region.id), Sub { req, feed });
+            self.scanning += 1;
+            self.send(req_tx, r).await?;
+        }
+        Ok(())
+    }
+
+    fn unindex(&mut self, region: RegionId, request_id: u64) {
+        if let Some(v) = self.by_region.get_mut(&region) {
+            v.retain(|r| *r != request_id);
+            if v.is_empty() {
+                self.by_region.remove(&region);
+            }
+        }
+    }
+
+    /// The subscription an event is for: exact `(request_id, region_id)`, or on a
+    /// non-multiplexed stream the region's only subscription.
+    fn route(&self, request_id: u64, region: RegionId) -> Option<(u64, RegionId)> {
+        if self.feeds.contains_key(&(request_id, region)) {
+            return Some((request_id, region));
+        }
+        if self.multiplexed {
+            return None;
+        }
+        match self.by_region.get(&region).map(Vec::as_slice) {
+            Some([only]) => Some((*only, region)),
+            _ => None,
+        }
+    }
+
+    async fn on_message(
+        &mut self,
+        msg: cdcpb::ChangeDataEvent,
+        req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
+    ) -> Result<(), CaptureError> {
+        let mut resolved: Vec<(Span, Ts)> = Vec::new();
+        let mut failed: Vec<StoreOutput> = Vec::new();
+        let mut tokens_freed = false;
+        for ev in msg.events {
+            let Some(key) = self.route(ev.request_id, RegionId(ev.region_id)) else {
+                continue; // a subscription we no longer track (§1.4 Deregister)
+            };
+            let Some(sub) = self.feeds.get_mut(&key) else {
+                continue;
+            };
+            let was_init = sub.feed.is_initialized();
+            match sub.feed.on_cdcpb_event(ev, &mut self.rows) {
+                Ok(Some(ts)) => resolved.push((sub.req.span.clone(), ts)),
+                Ok(None) => {}
+                Err(error) => {
+                    if let Some(sub) = self.feeds.remove(&key) {
+                        self.unindex(key.1, key.0);
+                        if !was_init {
+                            self.scanning = self.scanning.saturating_sub(1);
+                            tokens_freed = true;
+                        }
+                        failed.push(StoreOutput::RegionFailed {
+                            ended: Box::new(Ended {
+                                resolved_ts: sub.feed.resolved_ts(),
+                                initialized: was_init,
+                                req: sub.req,
+                            }),
+                            error: Box::new(error),
+                        });
+                    }
+                    continue;
+                }
+            }
+            if !was_init && sub.feed.is_initialized() {
+                tracing::trace!(
+                    store_id = self.store_id,
+                    region_id = key.1 .0,
+                    "initialized"
+                );
+                self.scanning = self.scanning.saturating_sub(1);
+                tokens_freed = true;
+            }
+        }
+        if let Some(r) = msg.resolved_ts {
+            let ts = Ts(r.ts);
+            for region in r.regions {
+                let region = RegionId(region);
+                let ids: Vec<u64> = if self.multiplexed || r.request_id != 0 {
+                    vec![r.request_id]
+                } else {
+                    self.by_region.get(&region).cloned().unwrap_or_default()
+                };
+                for id in ids {
+                    if let Some(sub) = self.feeds.get_mut(&(id, region)) {
+                        if let Ok(Some(ts)) = sub
+                            .feed
+                            .on_event(RegionEvent::ResolvedTs(ts), &mut self.rows)
+                        {
+                            resolved.push((sub.req.span.clone(), ts));
+                        }
+                    }
+                }
+            }
+        }
+        if !self.rows.is_empty() {
+            self.outq
+                .push_back(StoreOutput::Rows(std::mem::take(&mut self.rows)));
+        }
+        self.outq.extend(failed);
+        if !resolved.is_empty() {
+            self.outq.push_back(StoreOutput::Resolved(resolved));
+        }
+        if tokens_freed {
+            self.start_pending(req_tx).await?;
+        }
+        Ok(())
+    }
+}
+
+async fn send_half(
+    mut req_rx: mpsc::Receiver<cdcpb::ChangeDataRequest>,
+    grpc_tx: mpsc::Sender<cdcpb::ChangeDataRequest>,
+    store: u64,
+) -> Result<(), CaptureError> {
+    while let Some(r) = req_rx.recv().await {
+        grpc_tx.send(r).await.map_err(|_| CaptureError::Stream {
+            store,
+            source: Status::unavailable("gRPC request stream closed"),
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_unimplemented_falls_back_to_event_feed() {
+        assert!(should_fall_back(&Status::unimplemented(
+            "unknown feature stream-multiplexing"
+        )));
+        assert!(!should_fall_back(&Status::unavailable("store is stopped")));
+        assert!(!should_fall_back(&Status::internal("boom")));
+    }
+}

@@ -1,0 +1,624 @@
+//! The capture shell (PD client, store streams, puller, GC keeper, snapshot reads) against the
+//! simulated cluster over loopback gRPC.
+//!
+//! Every test is bounded by [`TEST_TIMEOUT`]; progress is awaited through the puller's own
+//! output (a `Resolved` at or above a commit ts), never through sleeps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tibinlog::capture::gc_keeper::{GcError, GcKeeper, GcKeeperConfig};
+use tibinlog::capture::pd::{PdClient, PdConfig, PdError};
+use tibinlog::capture::puller::{EventReceiver, Puller, PullerConfig, PullerError, PullerHandle};
+use tibinlog::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
+use tibinlog::capture::span::table_record_span;
+use tibinlog::model::{Op, RawKvEvent, RawRow, TableId, Ts};
+use tibinlog::mounter::MetaReader;
+use tibinlog::sim::server::{SimCluster, SimConfig};
+use tibinlog::tidb::key::{record_key, table_prefix, Handle};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+const WAIT: Duration = Duration::from_secs(30);
+const T1: i64 = 100;
+const T2: i64 = 200;
+
+async fn timed<F: Future<Output = ()>>(seed: u64, f: F) {
+    // RUST_LOG=tibinlog=debug shows the retries when a test fails.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    if tokio::time::timeout(TEST_TIMEOUT, f).await.is_err() {
+        panic!("test timed out (seed {seed})");
+    }
+}
+
+async fn cluster(stores: usize, seed: u64) -> SimCluster {
+    SimCluster::start(SimConfig {
+        stores,
+        seed,
+        resolved_ts_interval: Duration::from_millis(50),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("cluster start failed (seed {seed}): {e}"))
+}
+
+fn key(table: i64, h: i64) -> Vec<u8> {
+    record_key(table, &Handle::Int(h))
+}
+
+fn ts(t: tibinlog::sim::Ts) -> Ts {
+    Ts(t.0)
+}
+
+/// Two tables, `T1`'s region led by store 1 and `T2`'s by store 2.
+async fn two_store_layout(c: &SimCluster) {
+    let (_left, right) = c.split_at(&table_prefix(T2)).await.expect("split");
+    c.transfer_leader(right, 2).await.expect("transfer");
+}
+
+fn config(c: &SimCluster, start_ts: Ts, seed: u64) -> PullerConfig {
+    let mut cfg = PullerConfig::new(
+        vec![c.pd_url()],
+        vec![
+            table_record_span(TableId(T1)),
+            table_record_span(TableId(T2)),
+        ],
+        start_ts,
+    );
+    cfg.seed = seed;
+    cfg
+}
+
+/// Everything read from a puller, with the ordering invariant checked on the fly.
+#[derive(Default)]
+struct Log {
+    rows: Vec<RawRow>,
+    resolved: Vec<Ts>,
+    /// Highest watermark seen.
+    watermark: Ts,
+}
+
+impl Log {
+    fn on_event(&mut self, ev: RawKvEvent) {
+        match ev {
+            RawKvEvent::Row(r) => {
+                assert!(
+                    r.commit_ts > self.watermark,
+                    "row {:?}@{} after watermark {}",
+                    r.start_ts,
+                    r.commit_ts,
+                    self.watermark
+                );
+                self.rows.push(r);
+            }
+            RawKvEvent::Resolved(t) => {
+                assert!(t.0 > self.watermark, "watermark must rise");
+                self.watermark = t.0;
+                self.resolved.push(t.0);
+            }
+        }
+    }
+
+    /// Reads until the watermark reaches `target`.
+    async fn until(&mut self, rx: &mut EventReceiver, target: Ts) {
+        while self.watermark < target {
+            match tokio::time::timeout(WAIT, rx.recv()).await {
+                Ok(Some(ev)) => self.on_event(ev),
+                Ok(None) => panic!("puller stopped before {target}"),
+                Err(_) => panic!("watermark stuck at {} < {target}", self.watermark),
+            }
+        }
+    }
+
+    /// `(start_ts, key)` → how often it arrived.
+    fn counts(&self) -> BTreeMap<(Ts, Vec<u8>), usize> {
+        let mut m = BTreeMap::new();
+        for r in &self.rows {
+            *m.entry((r.start_ts, r.key.clone())).or_default() += 1;
+        }
+        m
+    }
+
+    fn assert_exactly(&self, expected: &BTreeMap<(Ts, Vec<u8>), (Ts, Op)>) {
+        let counts = self.counts();
+        let dups: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(dups.is_empty(), "duplicates: {dups:?}");
+        let got: BTreeSet<_> = counts.keys().cloned().collect();
+        let want: BTreeSet<_> = expected.keys().cloned().collect();
+        assert_eq!(
+            got.difference(&want).count() + want.difference(&got).count(),
+            0,
+            "missing {:?}, unexpected {:?}",
+            want.difference(&got).collect::<Vec<_>>(),
+            got.difference(&want).collect::<Vec<_>>()
+        );
+        for r in &self.rows {
+            let (commit_ts, op) = expected[&(r.start_ts, r.key.clone())];
+            assert_eq!((r.commit_ts, r.op), (commit_ts, op), "row {:?}", r.start_ts);
+        }
+    }
+}
+
+/// Writes a few transactions touching both tables with every commit flavour; records the
+/// expected rows and returns the highest commit ts.
+async fn write_batch(
+    c: &SimCluster,
+    round: i64,
+    expected: &mut BTreeMap<(Ts, Vec<u8>), (Ts, Op)>,
+) -> Ts {
+    let mut last = Ts::ZERO;
+    for i in 0..4i64 {
+        let h = round * 10 + i;
+        let mut t = c.begin().await.expect("begin");
+        let start = ts(t.start_ts());
+        let k1 = key(T1, h);
+        let k2 = key(T2, h);
+        t.put(k1.clone(), format!("v{h}").into_bytes());
+        t.put(k2.clone(), format!("w{h}").into_bytes());
+        let mut ops = vec![(k1, Op::Put), (k2, Op::Put)];
+        if h > 0 {
+            let k3 = key(T1, h - 1);
+            t.delete(k3.clone());
+            ops.push((k3, Op::Delete));
+        }
+        let commit = match i {
+            0 => t.commit().await,
+            1 => t.commit_1pc().await,
+            2 => t.commit_async().await,
+            _ => t.commit().await,
+        }
+        .expect("commit");
+        let commit = ts(commit);
+        for (k, op) in ops {
+            expected.insert((start, k), (commit, op));
+        }
+        last = last.max(commit);
+    }
+    last
+}
+
+async fn start_puller(cfg: PullerConfig) -> (PullerHandle, EventReceiver, CancellationToken) {
+    let cancel = CancellationToken::new();
+    let (h, rx) = Puller::start(cfg, cancel.clone())
+        .await
+        .expect("puller start");
+    (h, rx, cancel)
+}
+
+async fn stop(h: PullerHandle, cancel: CancellationToken, c: &SimCluster) {
+    cancel.cancel();
+    h.join().await.expect("puller ended cleanly");
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn rows_arrive_once_after_the_watermark_through_split_leader_move_and_store_restart() {
+    let seed = 11;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        let mut expected = BTreeMap::new();
+        // Committed before the start: must not show up.
+        let _ = write_batch(&c, 0, &mut BTreeMap::new()).await;
+        let start_ts = ts(c.tso());
+        let (h, mut rx, cancel) = start_puller(config(&c, start_ts, seed)).await;
+        let mut log = Log::default();
+
+        let t = write_batch(&c, 1, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        // A split inside T1 (EpochNotMatch → range reload).
+        c.split_at(&key(T1, 25)).await.expect("split");
+        let t = write_batch(&c, 2, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        // A leader transfer (NotLeader with a hint → same region on the new store).
+        let r = c.region_by_raw_key(&key(T1, 5)).expect("region").id();
+        c.transfer_leader(r, 2).await.expect("transfer");
+        let t = write_batch(&c, 3, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        // Store 2 stops (its streams break, leaders move to store 1) and comes back.
+        c.stop_store(2).await.expect("stop");
+        let t = write_batch(&c, 4, &mut expected).await;
+        log.until(&mut rx, t).await;
+        c.restart_store(2).await.expect("restart");
+        let r = c.region_by_raw_key(&key(T2, 1)).expect("region").id();
+        c.transfer_leader(r, 2).await.expect("transfer back");
+        let t = write_batch(&c, 5, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        log.assert_exactly(&expected);
+        assert!(*h.resolved_ts().borrow() >= t);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn event_feed_v1_fallback_delivers_the_same_rows() {
+    let seed = 12;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        let start_ts = ts(c.tso());
+        let mut cfg = config(&c, start_ts, seed);
+        cfg.multiplexing = false;
+        let (h, mut rx, cancel) = start_puller(cfg).await;
+        let mut log = Log::default();
+        let mut expected = BTreeMap::new();
+        for round in 1..=2 {
+            let t = write_batch(&c, round, &mut expected).await;
+            log.until(&mut rx, t).await;
+        }
+        c.split_at(&key(T2, 15)).await.expect("split");
+        let t = write_batch(&c, 3, &mut expected).await;
+        log.until(&mut rx, t).await;
+        log.assert_exactly(&expected);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_held_lock_stalls_the_watermark_until_it_commits() {
+    let seed = 13;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        let start_ts = ts(c.tso());
+        let (h, mut rx, cancel) = start_puller(config(&c, start_ts, seed)).await;
+        let mut log = Log::default();
+        let mut expected = BTreeMap::new();
+        let t = write_batch(&c, 1, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        let held = c
+            .hold_lock(key(T1, 500), b"locked".to_vec(), Duration::from_millis(800))
+            .await
+            .expect("lock");
+        let lock_ts = ts(held.start_ts());
+        // Traffic on the other table keeps flowing meanwhile.
+        let mut other = c.begin().await.expect("begin");
+        other.put(key(T2, 500), b"free".to_vec());
+        let other_start = ts(other.start_ts());
+        let other_commit = ts(other.commit().await.expect("commit"));
+        expected.insert((other_start, key(T2, 500)), (other_commit, Op::Put));
+
+        let commit = held.committed();
+        tokio::pin!(commit);
+        let lock_commit = loop {
+            tokio::select! {
+                c = &mut commit => break ts(c.expect("delayed commit")),
+                ev = rx.recv() => {
+                    log.on_event(ev.expect("puller alive"));
+                    assert!(log.watermark <= lock_ts, "watermark {} passed the lock {lock_ts}", log.watermark);
+                }
+            }
+        };
+        assert!(log.watermark <= lock_ts);
+        expected.insert((lock_ts, key(T1, 500)), (lock_commit, Op::Put));
+        log.until(&mut rx, lock_commit).await;
+        log.assert_exactly(&expected);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn commit_before_the_scans_prewrite_is_matched_once() {
+    let seed = 14;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        let mut expected = BTreeMap::new();
+        // Lock taken before the puller starts: the incremental scan reports it as PREWRITE.
+        let held = c
+            .hold_lock(key(T1, 7), b"late".to_vec(), Duration::from_millis(300))
+            .await
+            .expect("lock");
+        let lock_ts = ts(held.start_ts());
+        let r = c.region_by_raw_key(&key(T1, 7)).expect("region").id();
+        c.stall_scan(r, 0.95).await;
+        let start_ts = ts(c.tso());
+        let (h, mut rx, cancel) = start_puller(config(&c, start_ts, seed)).await;
+        let lock_commit = ts(held.committed().await.expect("commit"));
+        expected.insert((lock_ts, key(T1, 7)), (lock_commit, Op::Put));
+        let t = write_batch(&c, 1, &mut expected).await;
+        c.stall_scan(r, 0.0).await;
+        let mut log = Log::default();
+        log.until(&mut rx, t.max(lock_commit)).await;
+        log.assert_exactly(&expected);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pd_fails_over_past_a_dead_address() {
+    let seed = 15;
+    timed(seed, async {
+        let c = cluster(1, seed).await;
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").to_string()
+        };
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(
+            PdConfig::new(vec![dead.clone(), c.pd_addr().to_string()]),
+            cancel.clone(),
+        )
+        .await
+        .expect("failover to the live member");
+        assert_eq!(pd.cluster_id(), c.cluster_id());
+        // Concurrent callers share TSO batches; every ts is distinct and above the last.
+        let before = pd.tso().await.expect("tso");
+        let many = futures_join(&pd, 64).await;
+        let distinct: BTreeSet<Ts> = many.iter().copied().collect();
+        assert_eq!(distinct.len(), many.len());
+        assert!(many.iter().all(|t| *t > before));
+        let store = pd.get_store(1).await.expect("store");
+        assert_eq!(store.address, c.store_addr(1).expect("addr").to_string());
+
+        let mut wrong = PdConfig::new(vec![dead, c.pd_url()]);
+        wrong.expected_cluster_id = Some(c.cluster_id() + 1);
+        let err = PdClient::connect(wrong, cancel.clone())
+            .await
+            .expect_err("other cluster");
+        assert!(matches!(err, PdError::ClusterIdMismatch { .. }), "{err}");
+        cancel.cancel();
+        c.shutdown().await;
+    })
+    .await;
+}
+
+async fn futures_join(pd: &PdClient, n: usize) -> Vec<Ts> {
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let pd = pd.clone();
+        set.spawn(async move { pd.tso().await });
+    }
+    let mut out = Vec::new();
+    while let Some(r) = set.join_next().await {
+        out.push(r.expect("join").expect("tso"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn gc_keeper_holds_and_moves_the_service_safe_point() {
+    let seed = 16;
+    timed(seed, async {
+        let c = cluster(1, seed).await;
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(PdConfig::new(vec![c.pd_url()]), cancel.clone())
+            .await
+            .expect("pd");
+        let first = ts(c.tso());
+        let (tx, rx) = watch::channel(first);
+        let mut cfg = GcKeeperConfig::new("tibinlog-test");
+        cfg.interval = Duration::from_millis(20);
+        GcKeeper::hold(&pd, &cfg, first).await.expect("hold");
+        let keeper = GcKeeper::spawn(pd.clone(), cfg.clone(), rx, cancel.clone());
+        // GC towards "now" stops at our safe point.
+        let now = c.tso();
+        assert_eq!(ts(c.run_gc(now).await), first.prev());
+
+        let second = ts(c.tso());
+        tx.send_replace(second);
+        // The keeper picks the new checkpoint up at its next tick.
+        let mut held = keeper.held();
+        tokio::time::timeout(WAIT, held.wait_for(|t| *t == second.prev()))
+            .await
+            .expect("keeper moved the safe point in time")
+            .expect("keeper alive");
+        assert_eq!(ts(c.run_gc(c.tso()).await), second.prev());
+
+        // A checkpoint below what GC already reached is refused.
+        let err = GcKeeper::hold(&pd, &cfg, first).await.expect_err("passed");
+        assert!(matches!(err, GcError::SafePointPassed { .. }), "{err}");
+        cancel.cancel();
+        keeper.join().await.expect("keeper ok");
+        c.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_start_ts_below_the_gc_safe_point_is_fatal() {
+    let seed = 17;
+    timed(seed, async {
+        let c = cluster(1, seed).await;
+        let old = ts(c.tso());
+        let sp = c.run_gc(c.tso()).await;
+        assert!(ts(sp) > old);
+        let err = Puller::start(config(&c, old, seed), CancellationToken::new())
+            .await
+            .expect_err("history is gone");
+        assert!(
+            matches!(err, PullerError::StartTsBeforeGcSafePoint { .. }),
+            "{err}"
+        );
+        c.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn snapshot_scan_spans_two_regions_at_a_ts_and_waits_for_locks() {
+    let seed = 18;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        let mut t = c.begin().await.expect("begin");
+        for h in 0..10 {
+            t.put(key(T1, h), format!("a{h}").into_bytes());
+        }
+        let first = ts(t.commit().await.expect("commit"));
+        let mut t = c.begin().await.expect("begin");
+        for h in (0..10).step_by(2) {
+            t.put(key(T1, h), format!("b{h}").into_bytes());
+        }
+        t.delete(key(T1, 9));
+        let second = ts(t.commit().await.expect("commit"));
+        let (_, right) = c.split_at(&key(T1, 5)).await.expect("split");
+        c.transfer_leader(right, 2).await.expect("transfer");
+
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(PdConfig::new(vec![c.pd_url()]), cancel.clone())
+            .await
+            .expect("pd");
+        let reader = Arc::new(SnapshotReader::new(
+            pd,
+            SnapshotConfig {
+                scan_batch: 3, // several pages per region
+                ..SnapshotConfig::default()
+            },
+        ));
+        let start = key(T1, 0);
+        let end = key(T1, 100);
+        let at_first = reader.scan(&start, &end, first).await.expect("scan");
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (0..10)
+            .map(|h| (key(T1, h), format!("a{h}").into_bytes()))
+            .collect();
+        assert_eq!(at_first, want);
+        let at_second = reader.scan(&start, &end, second).await.expect("scan");
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (0..9)
+            .map(|h| {
+                let v = if h % 2 == 0 { "b" } else { "a" };
+                (key(T1, h), format!("{v}{h}").into_bytes())
+            })
+            .collect();
+        assert_eq!(at_second, want);
+        assert_eq!(
+            reader.get(&key(T1, 9), first).await.expect("get"),
+            Some(b"a9".to_vec())
+        );
+        assert_eq!(reader.get(&key(T1, 9), second).await.expect("get"), None);
+
+        // A lock below the read ts: the read waits until the transaction commits (after the
+        // read ts, so the old value is the answer).
+        let held = c
+            .hold_lock(key(T1, 6), b"c6".to_vec(), Duration::from_millis(200))
+            .await
+            .expect("lock");
+        let read_ts = ts(c.tso());
+        let got = reader.get(&key(T1, 6), read_ts).await.expect("get");
+        assert_eq!(got, Some(b"b6".to_vec()));
+        let commit = ts(held.committed().await.expect("commit"));
+        assert!(commit > read_ts);
+        let scanned = reader
+            .scan(&key(T1, 6), &key(T1, 7), commit)
+            .await
+            .expect("scan");
+        assert_eq!(scanned, vec![(key(T1, 6), b"c6".to_vec())]);
+
+        // The mounter's synchronous view, from a blocking thread.
+        let blocking =
+            BlockingSnapshotReader::new(reader.clone(), tokio::runtime::Handle::current());
+        let (all, missing) = tokio::task::spawn_blocking(move || {
+            let all = blocking.scan(&key(T1, 0), &key(T1, 100), commit);
+            let missing = blocking.get(&key(T1, 9), commit);
+            (all, missing)
+        })
+        .await
+        .expect("blocking reads");
+        assert_eq!(all.expect("scan").len(), 9);
+        assert_eq!(missing.expect("get"), None);
+        cancel.cancel();
+        c.shutdown().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn spans_are_added_and_removed_while_running() {
+    let seed = 19;
+    timed(seed, async {
+        const T3: i64 = 300;
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        let start_ts = ts(c.tso());
+        let (h, mut rx, cancel) = start_puller(config(&c, start_ts, seed)).await;
+        let mut log = Log::default();
+        let mut expected = BTreeMap::new();
+        let t = write_batch(&c, 1, &mut expected).await;
+        log.until(&mut rx, t).await;
+
+        // Below the emitted watermark: refused (its rows would come after a Resolved).
+        let err = h
+            .add_span(table_record_span(TableId(T3)), start_ts)
+            .await
+            .expect_err("below the watermark");
+        assert!(matches!(err, PullerError::Capture(_)), "{err}");
+        let at = *h.resolved_ts().borrow();
+        let sub = h
+            .add_span(table_record_span(TableId(T3)), at)
+            .await
+            .expect("add");
+        assert_eq!(sub, 2, "initial spans are 0 and 1");
+        h.remove_span(1).await.expect("remove T2");
+
+        let mut last = Ts::ZERO;
+        for i in 0..3 {
+            let mut t = c.begin().await.expect("begin");
+            let start = ts(t.start_ts());
+            t.put(key(T1, 900 + i), b"one".to_vec());
+            t.put(key(T2, 900 + i), b"gone".to_vec());
+            t.put(key(T3, 900 + i), b"three".to_vec());
+            let commit = ts(t.commit().await.expect("commit"));
+            expected.insert((start, key(T1, 900 + i)), (commit, Op::Put));
+            expected.insert((start, key(T3, 900 + i)), (commit, Op::Put));
+            last = commit;
+        }
+        log.until(&mut rx, last).await;
+        log.assert_exactly(&expected);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_full_output_holds_back_the_streams_and_nothing_is_lost() {
+    let seed = 20;
+    timed(seed, async {
+        // TiKV's side congests quickly too (its sink quota), forcing region re-subscriptions.
+        let c = SimCluster::start(SimConfig {
+            stores: 2,
+            seed,
+            resolved_ts_interval: Duration::from_millis(50),
+            sink_memory_quota: 64 << 10,
+            ..SimConfig::default()
+        })
+        .await
+        .expect("cluster");
+        two_store_layout(&c).await;
+        let start_ts = ts(c.tso());
+        let mut cfg = config(&c, start_ts, seed);
+        cfg.output_quota_bytes = 8 << 10;
+        let (h, mut rx, cancel) = start_puller(cfg).await;
+        let mut expected = BTreeMap::new();
+        let mut last = Ts::ZERO;
+        // Nobody reads while ~5 MiB of rows are written: more than the HTTP/2 windows (hyper's
+        // default stream window is 2 MiB) plus both quotas hold.
+        for i in 0..300i64 {
+            let mut t = c.begin().await.expect("begin");
+            let start = ts(t.start_ts());
+            let table = if i % 2 == 0 { T1 } else { T2 };
+            t.put(key(table, i), vec![b'x'; 16 << 10]);
+            let commit = ts(t.commit().await.expect("commit"));
+            expected.insert((start, key(table, i)), (commit, Op::Put));
+            last = commit;
+        }
+        let mut log = Log::default();
+        log.until(&mut rx, last).await;
+        log.assert_exactly(&expected);
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
