@@ -276,6 +276,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)]
     fn golden_types_and_metadata() {
         use mysql::*;
         let utf8mb4_bin = Some(46);

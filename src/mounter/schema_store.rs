@@ -494,22 +494,19 @@ impl SchemaStore {
                     schema_before = Some(db.db_name.o.clone());
                     self.put_db(db);
                 }
-                match binlog.table_info {
-                    Some(info) => {
-                        if let Some(old) = self.tables.get(&job.table_id).cloned() {
-                            before.push(old);
-                            if job.table_id != info.id {
-                                self.drop_table(job.table_id, ts);
-                            }
+                if let Some(info) = binlog.table_info {
+                    if let Some(old) = self.tables.get(&job.table_id).cloned() {
+                        before.push(old);
+                        if job.table_id != info.id {
+                            self.drop_table(job.table_id, ts);
                         }
-                        let sid = if self.dbs.contains_key(&job.schema_id) {
-                            job.schema_id
-                        } else {
-                            before.first().map_or(job.schema_id, |t| t.schema_id)
-                        };
-                        after.push(self.put_table(sid, info, ts)?);
                     }
-                    None => {}
+                    let sid = if self.dbs.contains_key(&job.schema_id) {
+                        job.schema_id
+                    } else {
+                        before.first().map_or(job.schema_id, |t| t.schema_id)
+                    };
+                    after.push(self.put_table(sid, info, ts)?);
                 }
             }
         }
