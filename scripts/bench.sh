@@ -7,3 +7,11 @@ echo "== rowcodec v2 decode (TiDB rows -> typed values)"
 cargo bench --locked -p tibinlog --bench rowcodec "${args[@]}"
 echo "== rows-event encode (typed values -> WRITE_ROWS events)"
 cargo bench --locked -p tibinlog-protocol --bench rows "${args[@]}"
+echo "== sorter (RocksDB write + ordered read + delete; 2 GB transaction peak RSS)"
+cargo bench --locked -p tibinlog --bench sorter "${args[@]}"
+echo "== simulated workload (row changes/s the simulator generates)"
+cargo bench --locked -p tibinlog --bench sim_workload "${args[@]}"
+echo "== capture end to end (simulated cluster over gRPC -> typed transactions)"
+cargo bench --locked -p tibinlog --bench capture
+echo "== sorter: one 2 GiB transaction streamed (peak RSS printed)"
+SORTER_BIG_TXN_MB=2048 cargo bench --locked -p tibinlog --bench sorter

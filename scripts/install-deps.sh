@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a fresh Debian machine. Idempotent and quiet when
-# everything is present. The Rust build itself needs nothing from apt: protoc comes from a crate.
+# everything is present. The Rust build needs libclang (bindgen generates RocksDB's bindings) and a
+# C++ compiler; protoc comes from a crate.
 set -euo pipefail
 
 SUDO=""
@@ -10,6 +11,8 @@ need_apt=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 command -v mariadb-binlog >/dev/null 2>&1 || need_apt+=(mariadb-client)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}"

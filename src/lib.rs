@@ -1,8 +1,10 @@
 //! tibinlog: a TiDB cluster served as a MySQL binlog master.
 
 pub mod capture;
+pub mod changefeed;
 pub mod inspect;
 pub mod model;
 pub mod mounter;
 pub mod sim;
+pub mod sorter;
 pub mod tidb;

@@ -25,6 +25,11 @@ impl EventReceiver {
     pub async fn recv(&mut self) -> Option<RawKvEvent> {
         self.rx.recv().await.map(|(ev, _permit)| ev)
     }
+
+    /// The next event if one is ready now (to batch what has already arrived).
+    pub fn try_recv(&mut self) -> Option<RawKvEvent> {
+        self.rx.try_recv().ok().map(|(ev, _permit)| ev)
+    }
 }
 
 /// Bytes an event holds against the output quota.

@@ -263,7 +263,10 @@ mod tests {
     use super::*;
     use crate::sim::tidb::types as ty;
 
-    fn golden(ft: FieldType) -> (u8, Vec<u8>, bool, Option<u16>) {
+    /// Binlog type code, metadata bytes, unsigned, collation id.
+    type Golden = (u8, Vec<u8>, bool, Option<u16>);
+
+    fn golden(ft: FieldType) -> Golden {
         let col = ColumnInfo {
             name: crate::tidb::schema::CIStr::new("c"),
             field_type: ft,
@@ -276,58 +279,54 @@ mod tests {
     }
 
     #[test]
-    #[allow(clippy::type_complexity)]
     fn golden_types_and_metadata() {
         use mysql::*;
         let utf8mb4_bin = Some(46);
-        let cases: Vec<(FieldType, u8, Vec<u8>, bool, Option<u16>)> = vec![
-            (ty::int(TYPE_TINY, false), 1, vec![], false, None),
-            (ty::int(TYPE_TINY, true), 1, vec![], true, None),
-            (ty::int(TYPE_SHORT, false), 2, vec![], false, None),
-            (ty::int(TYPE_INT24, true), 9, vec![], true, None),
-            (ty::int(TYPE_LONG, false), 3, vec![], false, None),
-            (ty::int(TYPE_LONGLONG, true), 8, vec![], true, None),
-            (ty::float(), 4, vec![4], false, None),
-            (ty::double(), 5, vec![8], false, None),
-            (ty::decimal(20, 6), 246, vec![20, 6], false, None),
-            (ty::decimal(65, 30), 246, vec![65, 30], false, None),
-            (ty::year(), 13, vec![], false, None),
-            (ty::date(), 10, vec![], false, None),
-            (ty::time(0), 19, vec![0], false, None),
-            (ty::time(2), 19, vec![2], false, None),
-            (ty::datetime(3), 18, vec![3], false, None),
-            (ty::timestamp(6), 17, vec![6], false, None),
-            (ty::char(12), 254, vec![0xFE, 48], false, utf8mb4_bin),
-            (ty::char(255), 254, vec![0xCE, 0xFC], false, utf8mb4_bin),
-            (ty::binary(6), 254, vec![0xFE, 6], false, Some(63)),
-            (ty::varchar(48), 15, vec![0xC0, 0], false, utf8mb4_bin),
-            (ty::varchar(16383), 15, vec![0xFC, 0xFF], false, utf8mb4_bin),
-            (ty::varbinary(20), 15, vec![20, 0], false, Some(63)),
-            (ty::text(), 252, vec![2], false, utf8mb4_bin),
-            (ty::blob(), 252, vec![2], false, Some(63)),
-            (ty::longblob(), 252, vec![4], false, Some(63)),
-            (ty::json(), 245, vec![4], false, None),
-            (ty::bit(12), 16, vec![4, 1], false, None),
-            (ty::bit(1), 16, vec![1, 0], false, None),
-            (ty::bit(64), 16, vec![0, 8], false, None),
+        let cases: Vec<(FieldType, Golden)> = vec![
+            (ty::int(TYPE_TINY, false), (1, vec![], false, None)),
+            (ty::int(TYPE_TINY, true), (1, vec![], true, None)),
+            (ty::int(TYPE_SHORT, false), (2, vec![], false, None)),
+            (ty::int(TYPE_INT24, true), (9, vec![], true, None)),
+            (ty::int(TYPE_LONG, false), (3, vec![], false, None)),
+            (ty::int(TYPE_LONGLONG, true), (8, vec![], true, None)),
+            (ty::float(), (4, vec![4], false, None)),
+            (ty::double(), (5, vec![8], false, None)),
+            (ty::decimal(20, 6), (246, vec![20, 6], false, None)),
+            (ty::decimal(65, 30), (246, vec![65, 30], false, None)),
+            (ty::year(), (13, vec![], false, None)),
+            (ty::date(), (10, vec![], false, None)),
+            (ty::time(0), (19, vec![0], false, None)),
+            (ty::time(2), (19, vec![2], false, None)),
+            (ty::datetime(3), (18, vec![3], false, None)),
+            (ty::timestamp(6), (17, vec![6], false, None)),
+            (ty::char(12), (254, vec![0xFE, 48], false, utf8mb4_bin)),
+            (ty::char(255), (254, vec![0xCE, 0xFC], false, utf8mb4_bin)),
+            (ty::binary(6), (254, vec![0xFE, 6], false, Some(63))),
+            (ty::varchar(48), (15, vec![0xC0, 0], false, utf8mb4_bin)),
+            (
+                ty::varchar(16383),
+                (15, vec![0xFC, 0xFF], false, utf8mb4_bin),
+            ),
+            (ty::varbinary(20), (15, vec![20, 0], false, Some(63))),
+            (ty::text(), (252, vec![2], false, utf8mb4_bin)),
+            (ty::blob(), (252, vec![2], false, Some(63))),
+            (ty::longblob(), (252, vec![4], false, Some(63))),
+            (ty::json(), (245, vec![4], false, None)),
+            (ty::bit(12), (16, vec![4, 1], false, None)),
+            (ty::bit(1), (16, vec![1, 0], false, None)),
+            (ty::bit(64), (16, vec![0, 8], false, None)),
             (
                 ty::enumeration(&["a", "b"]),
-                254,
-                vec![247, 1],
-                false,
-                utf8mb4_bin,
+                (254, vec![247, 1], false, utf8mb4_bin),
             ),
             (
                 ty::set(&["a", "b", "c"]),
-                254,
-                vec![248, 1],
-                false,
-                utf8mb4_bin,
+                (254, vec![248, 1], false, utf8mb4_bin),
             ),
         ];
-        for (ft, code, meta, unsigned, coll) in cases {
+        for (ft, want) in cases {
             let what = format!("{ft:?}");
-            assert_eq!(golden(ft), (code, meta, unsigned, coll), "{what}");
+            assert_eq!(golden(ft), want, "{what}");
         }
     }
 

@@ -12,9 +12,10 @@
 //!
 //! [`SchemaStore::apply_ddl_job`] takes a job that reached state done, with the commit ts F of
 //! the job row that says so (the job's FinishedTS; the done record leaves `binlog.FinishedTS`
-//! at 0). Jobs arrive in commit order; one already applied (same job id, or F ≤ the last applied
-//! ts, e.g. the snapshot already had it) is skipped, as are jobs with `SchemaVersion == 0`. How
-//! each action changes the schema follows tiflow `cdc/entry/schema/snapshot.go`:
+//! at 0). Jobs arrive in commit order (an earlier F than the last applied job is an error); one
+//! already applied (same job id, or F ≤ the snapshot/GC ts, so the snapshot already has it) is
+//! skipped, as are jobs with `SchemaVersion == 0`. How each action changes the schema follows
+//! tiflow `cdc/entry/schema/snapshot.go`:
 //!
 //! | action | effect |
 //! |---|---|
@@ -542,7 +543,8 @@ impl SchemaStore {
                 !(list.len() == 1 && list[0].1.is_none() && list[0].0 <= ts)
             });
         }
-        self.applied_jobs.retain(|_, t| *t > ts);
+        // Applied job ids are kept: the history copy of a job (TiDB 8.0–8.2 fast create
+        // table) may arrive after its done record was garbage-collected; a few bytes per DDL.
     }
 
     /// Number of stored versions (physical + logical), for tests and metrics.

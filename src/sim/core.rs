@@ -88,35 +88,64 @@ impl SimCore {
     }
 
     /// Routes an applied batch to the leader endpoint of each region it touches.
+    ///
+    /// Each key is encoded once (into a reused buffer) and looked up only when it leaves the
+    /// region of the previous key. Regions whose leader endpoint captures nothing are skipped
+    /// (the endpoint would ignore the batch), and a batch lying in one region is passed on as
+    /// it is, without copying.
     fn observe(&mut self, batch: &WriteBatch) -> Vec<StoreOutput> {
-        let mut per_region: BTreeMap<u64, (u64, WriteBatch)> = BTreeMap::new();
-        for m in &batch.modifies {
-            let Some(r) = self.cluster.region_by_key(&encode_key(m.key())) else {
-                continue;
-            };
-            let Some(store) = r.leader_store() else {
-                continue;
-            };
-            let e = per_region.entry(r.id()).or_insert_with(|| {
-                (
-                    store,
-                    WriteBatch {
-                        modifies: Vec::new(),
-                        one_pc: batch.one_pc,
-                    },
-                )
-            });
-            e.1.modifies.push(m.clone());
+        if batch.modifies.is_empty() || self.endpoints.values().all(|ep| !ep.is_capturing()) {
+            return Vec::new();
         }
+        // (region id, leader store) of each modify; None when no region or no leader.
+        let mut targets: Vec<Option<(u64, u64)>> = Vec::with_capacity(batch.modifies.len());
+        let mut enc = Vec::new();
+        let mut cur: Option<&super::region::RegionInfo> = None;
+        for m in &batch.modifies {
+            enc.clear();
+            crate::tidb::codec::encode_bytes(&mut enc, m.key());
+            let r = match cur.filter(|r| r.contains_encoded(&enc)) {
+                Some(r) => Some(r),
+                None => {
+                    cur = self.cluster.region_by_key(&enc);
+                    cur
+                }
+            };
+            targets.push(r.and_then(|r| r.leader_store().map(|s| (r.id(), s))));
+        }
+        // Regions in id order, as the per-region map used to give them.
+        let mut regions: Vec<(u64, u64)> = targets.iter().flatten().copied().collect();
+        regions.sort_unstable();
+        regions.dedup();
         let mut out = Vec::new();
-        for (region_id, (store_id, b)) in per_region {
-            if let Some(ep) = self.endpoints.get_mut(&store_id) {
-                out.extend(
-                    ep.on_write_batch(region_id, &b, &self.mvcc)
-                        .into_iter()
-                        .map(|output| StoreOutput { store_id, output }),
-                );
+        for (region_id, store_id) in regions {
+            let Some(ep) = self.endpoints.get_mut(&store_id) else {
+                continue;
+            };
+            if !ep.captures(region_id) {
+                continue;
             }
+            let whole = targets.iter().all(|t| *t == Some((region_id, store_id)));
+            let outputs = if whole {
+                ep.on_write_batch(region_id, batch, &self.mvcc)
+            } else {
+                let b = WriteBatch {
+                    modifies: batch
+                        .modifies
+                        .iter()
+                        .zip(&targets)
+                        .filter(|(_, t)| **t == Some((region_id, store_id)))
+                        .map(|(m, _)| m.clone())
+                        .collect(),
+                    one_pc: batch.one_pc,
+                };
+                ep.on_write_batch(region_id, &b, &self.mvcc)
+            };
+            out.extend(
+                outputs
+                    .into_iter()
+                    .map(|output| StoreOutput { store_id, output }),
+            );
         }
         out
     }
@@ -347,5 +376,177 @@ impl SimCore {
         let sp = self.gc.advance_gc_safe_point(target, now);
         self.mvcc.gc(sp);
         sp
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Behaviour pins: hashes of the truth log and of every CDC output of a seeded workload,
+    //! so that performance work on the core cannot change what the simulator produces.
+
+    use std::sync::Arc;
+
+    use tibinlog_proto::cdcpb::{self, change_data_request, ChangeDataRequest};
+    use tibinlog_proto::metapb;
+
+    use super::*;
+    use crate::sim::tidb::{Tidb, TidbConfig, TruthCollector};
+    use crate::sim::ts::ManualClock;
+    use crate::sim::workload::{gen, Workload, WorkloadConfig};
+
+    /// FNV-1a, 64 bits: stable across platforms and releases.
+    #[derive(Debug)]
+    struct Fnv(u64);
+
+    impl Fnv {
+        fn new() -> Self {
+            Fnv(0xcbf2_9ce4_8422_2325)
+        }
+        fn add(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.0 ^= u64::from(b);
+                self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            // separator, so that ["ab", "c"] and ["a", "bc"] differ
+            self.0 ^= 0xff;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn setup(seed: u64, txns: u64) -> (SimCore, Tidb, Workload, TruthCollector) {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let mut core = SimCore::new(
+            &[1, 2, 3],
+            CdcConfig::default(),
+            Arc::new(clock.clone()),
+            seed,
+        )
+        .expect("core");
+        let (mut tidb, _) = Tidb::bootstrap(&mut core, TidbConfig::default()).expect("boot");
+        let truth = TruthCollector::new();
+        tidb.set_truth_sink(Box::new(truth.clone()));
+        let cfg = WorkloadConfig {
+            seed,
+            txns,
+            large_rows: 200,
+            ..WorkloadConfig::default()
+        };
+        let mut wl = Workload::new(cfg, Some(clock));
+        wl.setup(&mut tidb, &mut core).expect("setup");
+        (core, tidb, wl, truth)
+    }
+
+    /// Hashes the outputs; returns the number of rows they carry.
+    fn hash_outputs(h: &mut Fnv, outs: &[StoreOutput]) -> usize {
+        let mut rows = 0;
+        for o in outs {
+            h.add(format!("{o:?}").as_bytes());
+            for e in &o.output.event.events {
+                if let Some(cdcpb::event::Event::Entries(en)) = &e.event {
+                    rows += en.entries.len();
+                }
+            }
+        }
+        rows
+    }
+
+    /// Unwatched cluster (as the throughput bench runs it): truth log and outputs.
+    #[test]
+    fn workload_truth_log_hash_is_pinned() {
+        let (mut core, mut tidb, mut wl, truth) = setup(20_240_601, 400);
+        let mut outs = Fnv::new();
+        let stats = wl
+            .run(&mut tidb, &mut core, |o| {
+                hash_outputs(&mut outs, &o);
+            })
+            .expect("run");
+        let mut h = Fnv::new();
+        for l in truth.lines() {
+            h.add(l.as_bytes());
+        }
+        assert!(stats.row_changes > 1000, "{stats:?}");
+        assert_eq!(
+            (h.0, outs.0, stats.row_changes, core.mvcc.key_count()),
+            (9_055_160_490_385_492_325, 0xcbf2_9ce4_8422_2325, 1600, 2441),
+            "truth log or outputs changed"
+        );
+    }
+
+    /// Watched cluster: several regions with leaders on every store, one downstream per
+    /// region, resolved-ts ticks; every CDC output and the truth log are hashed.
+    #[test]
+    fn watched_workload_outputs_hash_is_pinned() {
+        let (mut core, mut tidb, mut wl, truth) = setup(7, 300);
+        let mut h = Fnv::new();
+        for t in gen::initial_tables() {
+            let id = tidb.table("wl", &t.name).expect("table").info.id;
+            let split = crate::tidb::key::table_prefix(id);
+            let region = core.cluster.region_by_raw_key(&split).expect("region").id();
+            hash_outputs(&mut h, &core.split_region(region, &split).expect("split"));
+        }
+        let mut regions: Vec<u64> = core
+            .cluster
+            .scan_regions(b"", b"", 0)
+            .iter()
+            .map(|r| r.id())
+            .collect();
+        regions.sort_unstable();
+        assert!(regions.len() >= 4, "{regions:?}");
+        for (i, &r) in regions.iter().enumerate() {
+            let store = 1 + (i as u64 % 3);
+            hash_outputs(&mut h, &core.transfer_leader(r, store).expect("leader"));
+        }
+        for store in 1..=3 {
+            core.open_conn(store, store, false).expect("conn");
+        }
+        for &r in &regions {
+            let info = core.cluster.region(r).expect("region");
+            let store = info.leader_store().expect("leader");
+            let req = ChangeDataRequest {
+                header: Some(cdcpb::Header {
+                    cluster_id: 0,
+                    ticdc_version: "8.5.0".into(),
+                }),
+                region_id: r,
+                region_epoch: Some(metapb::RegionEpoch {
+                    conf_ver: 1,
+                    version: info.version(),
+                }),
+                checkpoint_ts: 0,
+                request_id: r,
+                request: Some(change_data_request::Request::Register(Default::default())),
+                ..Default::default()
+            };
+            hash_outputs(
+                &mut h,
+                &core.on_cdc_request(store, store, &req).expect("reg"),
+            );
+        }
+        let mut rows = 0;
+        for _ in 0..50 {
+            let o = core.drive_scans();
+            rows += hash_outputs(&mut h, &o);
+        }
+        for i in 0..300u64 {
+            let rep = wl.step(&mut tidb, &mut core).expect("step");
+            rows += hash_outputs(&mut h, &rep.outputs);
+            if i % 10 == 0 {
+                hash_outputs(&mut h, &core.tick_resolved_ts());
+            }
+        }
+        hash_outputs(&mut h, &core.tick_resolved_ts());
+        let mut t = Fnv::new();
+        for l in truth.lines() {
+            t.add(l.as_bytes());
+        }
+        let downstreams: usize = (1..=3)
+            .map(|s| core.endpoint(s).expect("ep").downstream_count())
+            .sum();
+        assert_eq!(downstreams, regions.len());
+        assert_eq!(
+            (h.0, t.0, rows),
+            (16_023_733_434_241_681_420, 12_697_883_347_425_386_930, 9026),
+            "CDC outputs or truth log changed"
+        );
     }
 }

@@ -268,6 +268,17 @@ impl CdcEndpoint {
         self.downstreams.len()
     }
 
+    /// True if some downstream captures `region_id` here (a write batch of any other region is
+    /// ignored by [`CdcEndpoint::on_write_batch`]).
+    pub fn captures(&self, region_id: u64) -> bool {
+        self.delegates.contains_key(&region_id)
+    }
+
+    /// True if any region is captured here.
+    pub fn is_capturing(&self) -> bool {
+        !self.delegates.is_empty()
+    }
+
     /// True if the downstream reached Normal.
     pub fn is_normal(&self, id: DownstreamId) -> bool {
         matches!(
@@ -565,23 +576,36 @@ impl CdcEndpoint {
             return Vec::new();
         }
         let mut out = Vec::new();
-        for id in &del.downstreams {
-            let Some(d) = self.downstreams.get(id) else {
-                continue;
+        let live: Vec<(DownstreamId, &Downstream)> = del
+            .downstreams
+            .iter()
+            .filter_map(|id| self.downstreams.get(id).map(|d| (*id, d)))
+            .filter(|(_, d)| !matches!(d.state, DownstreamState::Uninitialized))
+            .collect();
+        let n = live.len();
+        let mut rows = Some(rows);
+        for (i, (id, d)) in live.into_iter().enumerate() {
+            let keep = |r: &RealtimeRow| {
+                d.range.contains(&r.encoded_key)
+                    && passes_txn_source(r.row.txn_source, d.filter_loop)
             };
-            if matches!(d.state, DownstreamState::Uninitialized) {
-                continue;
-            }
-            let picked: Vec<event::Row> = rows
-                .iter()
-                .filter(|r| {
-                    d.range.contains(&r.encoded_key)
-                        && passes_txn_source(r.row.txn_source, d.filter_loop)
-                })
-                .map(|r| r.row.clone())
-                .collect();
+            // The last downstream takes the rows; earlier ones get copies.
+            let picked: Vec<event::Row> = if i + 1 == n {
+                rows.take()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|r| keep(r))
+                    .map(|r| r.row)
+                    .collect()
+            } else {
+                rows.iter()
+                    .flatten()
+                    .filter(|r| keep(r))
+                    .map(|r| r.row.clone())
+                    .collect()
+            };
             if !picked.is_empty() {
-                out.push(out_events(id.conn, vec![entries_event(*id, picked)]));
+                out.push(out_events(id.conn, vec![entries_event(id, picked)]));
             }
         }
         out

@@ -347,7 +347,11 @@ impl MvccStore {
     }
 
     fn slot(&mut self, key: &[u8]) -> &mut KeyEntry {
-        self.keys.entry(key.to_vec()).or_default()
+        // Look up by borrowed key first: copying the key is only needed for a new entry.
+        if !self.keys.contains_key(key) {
+            self.keys.insert(key.to_vec(), KeyEntry::default());
+        }
+        self.keys.get_mut(key).expect("entry just ensured")
     }
 
     fn update_existing(&mut self, key: &[u8], f: impl FnOnce(&mut KeyEntry)) {

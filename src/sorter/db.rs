@@ -1,0 +1,124 @@
+//! The sync core: one RocksDB instance opened as a throw-away cache.
+//!
+//! [`SortDb`] is what the writer and reader threads (and the benches) call. Every method
+//! blocks on RocksDB: call it from a dedicated thread or `spawn_blocking`, never from an async
+//! task. The write path is in `write.rs`, the read path in `read.rs`, deletion in `gc.rs`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
+
+use super::error::{Result, SorterError};
+use super::metrics::SorterMetrics;
+use super::Config;
+
+/// The sorter's RocksDB, shareable between threads.
+#[derive(Clone)]
+pub struct SortDb {
+    pub(crate) db: Arc<DB>,
+    pub(crate) metrics: Arc<SorterMetrics>,
+}
+
+impl std::fmt::Debug for SortDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SortDb")
+            .field("path", &self.db.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Memtables RocksDB may hold at once (one active, the rest waiting for flush). With the
+/// default 32 MiB write buffer that caps memtable memory at 3 * 32 = 96 MiB.
+const MAX_WRITE_BUFFERS: i32 = 3;
+/// 16 KiB blocks: the DB is only ever scanned in order, never point-read, so larger blocks
+/// mean fewer index entries and cheaper iteration than the default 4 KiB.
+const BLOCK_SIZE: usize = 16 << 10;
+/// Read-ahead for the ordered scans once data has been flushed to SST files.
+const READAHEAD: usize = 2 << 20;
+
+impl SortDb {
+    /// Wipes `cfg.data_dir` and opens a fresh DB there. Blocking (tens of milliseconds).
+    ///
+    /// The DB is a cache of not-yet-written changes (ARCHITECTURE "Durability"): whatever a
+    /// previous run left is deleted, never read.
+    pub fn open(cfg: &Config) -> Result<SortDb> {
+        cfg.validate()?;
+        wipe(&cfg.data_dir)?;
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.set_write_buffer_size(cfg.write_buffer_bytes);
+        opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS);
+        opts.set_max_background_jobs(2);
+        // L0/L1 hold short-lived data that is usually deleted before a compaction reaches it:
+        // compressing it costs CPU for nothing. Deeper levels only fill when the consumer lags
+        // far behind; lz4 halves their disk at a small CPU price.
+        opts.set_compression_per_level(&[
+            DBCompressionType::None,
+            DBCompressionType::None,
+            DBCompressionType::Lz4,
+            DBCompressionType::Lz4,
+            DBCompressionType::Lz4,
+            DBCompressionType::Lz4,
+            DBCompressionType::Lz4,
+        ]);
+        let cache = Cache::new_lru_cache(cfg.block_cache_bytes);
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(&cache);
+        table.set_block_size(BLOCK_SIZE);
+        // Index blocks count against the cache, so the cache size bounds them too.
+        table.set_cache_index_and_filter_blocks(true);
+        opts.set_block_based_table_factory(&table);
+        let db = DB::open(&opts, &cfg.data_dir)?;
+        // Nothing survives a restart, so memtables need not be flushed at shutdown. The C API
+        // sets this mutable DB option only after open; failing to set it costs only time.
+        if let Err(e) = db.set_options(&[("avoid_flush_during_shutdown", "true")]) {
+            tracing::debug!(error = %e, "sorter: cannot set avoid_flush_during_shutdown");
+        }
+        Ok(SortDb {
+            db: Arc::new(db),
+            metrics: Arc::new(SorterMetrics::default()),
+        })
+    }
+
+    /// The live counters.
+    pub fn metrics(&self) -> &Arc<SorterMetrics> {
+        &self.metrics
+    }
+
+    /// Read options of an ordered scan bounded above by `upper` (exclusive).
+    pub(crate) fn scan_options(upper: Option<Vec<u8>>) -> rocksdb::ReadOptions {
+        let mut ro = rocksdb::ReadOptions::default();
+        if let Some(u) = upper {
+            ro.set_iterate_upper_bound(u);
+        }
+        ro.set_readahead_size(READAHEAD);
+        ro
+    }
+}
+
+/// Deletes a previous run's cache. Refuses a non-empty directory that does not look like a
+/// RocksDB (no `IDENTITY` file), so a mistyped `data_dir` cannot delete unrelated files.
+fn wipe(dir: &Path) -> Result<()> {
+    let io = |source| SorterError::DataDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            let empty = entries.next().is_none();
+            if !empty && !dir.join("IDENTITY").is_file() {
+                return Err(SorterError::Config {
+                    field: "data_dir",
+                    detail: "exists, is not empty and is not a sorter cache",
+                });
+            }
+            if !empty {
+                std::fs::remove_dir_all(dir).map_err(io)?;
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    std::fs::create_dir_all(dir).map_err(io)
+}

@@ -1,0 +1,611 @@
+//! Read path: everything with `commit_ts <= resolved ts`, in binlog order, in bounded chunks.
+//!
+//! ```text
+//!  writer thread ──advance_resolved(ts)──► ReaderCtl ◄──ack(pos)── consumer (SorterReader)
+//!                                             │                        ▲
+//!                                   reader thread: ChunkIter           │ bounded channel
+//!                                   over [pos, ts+1) ──chunks, then Resolved(ts)──┘
+//! ```
+//!
+//! # Order
+//! Keys sort as `(commit_ts, start_ts, table, op, raw key)` (see `key.rs`), so one forward scan
+//! yields transactions in `(commit_ts, start_ts)` order, each transaction's rows grouped by
+//! table with deletes before puts. A transaction is never merged with another one sharing its
+//! commit_ts: chunks never cross the 16-byte `(commit_ts, start_ts)` prefix.
+//!
+//! # Chunks
+//! A chunk holds whole rows of one transaction, closed once it reaches `max_chunk_bytes`
+//! (encoded key + value bytes, so a chunk overshoots by at most one row). `first`/`last` mark
+//! the transaction's boundaries; a transaction that fits is one chunk with both set. So a
+//! 2 GB transaction streams through in bounded memory and is never held whole.
+//!
+//! # Resumption
+//! Every chunk carries `end`, the [`ReadPosition`] just after its last key. A read started at
+//! that position continues with the next row, without duplicates, even in the middle of a
+//! transaction (the next chunk then has `first == false`). The consumer hands positions back
+//! with `ack` once it has durably used the rows; `gc.rs` deletes everything before them.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use rocksdb::{DBRawIteratorWithThreadMode, DB};
+use tokio::sync::mpsc;
+use tracing::debug;
+
+use super::db::SortDb;
+use super::error::{Result, SorterError};
+use super::key::{
+    decode_row, encode_key_into, encoded_len, successor, txn_prefix, upper_bound, KEY_HEADER_LEN,
+    TXN_PREFIX_LEN,
+};
+use super::metrics::MetricsSnapshot;
+use crate::model::{RawRow, ResolvedTs, Ts};
+
+/// Where a read starts: the smallest stored key not yet emitted. Ordered like the keys.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct ReadPosition {
+    next: Vec<u8>,
+}
+
+impl std::fmt::Debug for ReadPosition {
+    /// Shows the transaction, not the user's key bytes (STYLE §9: redact user keys).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ts = |r: std::ops::Range<usize>| {
+            self.next
+                .get(r)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_be_bytes)
+        };
+        f.debug_struct("ReadPosition")
+            .field("commit_ts", &ts(0..8))
+            .field("start_ts", &ts(8..16))
+            .field("len", &self.next.len())
+            .finish()
+    }
+}
+
+impl ReadPosition {
+    /// Before everything.
+    pub fn start() -> ReadPosition {
+        ReadPosition::default()
+    }
+
+    /// Just after every key with `commit_ts <= ts`: where a read continues once everything up
+    /// to the resolved ts `ts` has been emitted. (`u64::MAX` is not a TSO TiKV hands out; it
+    /// maps to the start of commit_ts `u64::MAX`.)
+    pub fn after_commit_ts(ts: Ts) -> ReadPosition {
+        let next = match upper_bound(ts) {
+            Some(b) => b.to_vec(),
+            None => u64::MAX.to_be_bytes().to_vec(),
+        };
+        ReadPosition { next }
+    }
+
+    /// Just after the whole transaction `(commit_ts, start_ts)`.
+    pub fn after_txn(commit_ts: Ts, start_ts: Ts) -> ReadPosition {
+        let next = match start_ts.0.checked_add(1) {
+            Some(s) => txn_prefix(commit_ts, Ts(s)).to_vec(),
+            None => ReadPosition::after_commit_ts(commit_ts).next,
+        };
+        ReadPosition { next }
+    }
+
+    /// Just after the stored key `key`.
+    pub(crate) fn after_key(key: &[u8]) -> ReadPosition {
+        ReadPosition {
+            next: successor(key),
+        }
+    }
+
+    /// The position as a key: every stored key below it has been emitted.
+    pub fn as_key(&self) -> &[u8] {
+        &self.next
+    }
+}
+
+/// Rows of one transaction, in order: the whole transaction or a bounded piece of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnChunk {
+    pub start_ts: Ts,
+    pub commit_ts: Ts,
+    /// Grouped by table, deletes before puts within a table, then by raw key.
+    pub rows: Vec<RawRow>,
+    /// This chunk opens the transaction (false when it continues one, also after a resume).
+    pub first: bool,
+    /// This chunk closes the transaction.
+    pub last: bool,
+    /// Where a read resumes after this chunk; what the consumer acknowledges.
+    pub end: ReadPosition,
+}
+
+/// One whole transaction. Only from [`TxnIter`], which holds it whole: use chunks for
+/// transactions of unbounded size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortedTxn {
+    pub start_ts: Ts,
+    pub commit_ts: Ts,
+    pub rows: Vec<RawRow>,
+    pub end: ReadPosition,
+}
+
+/// What the async reader yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SorterOutput {
+    /// The next piece of the next transaction.
+    Chunk(TxnChunk),
+    /// Every transaction with `commit_ts <= ts` has been yielded: the checkpoint may move to
+    /// `ts` (ARCHITECTURE "Checkpoint") once the consumer has written them.
+    Resolved(ResolvedTs),
+}
+
+impl SorterOutput {
+    /// The position to acknowledge once this output is durably used.
+    pub fn position(&self) -> ReadPosition {
+        match self {
+            SorterOutput::Chunk(c) => c.end.clone(),
+            SorterOutput::Resolved(ResolvedTs(ts)) => ReadPosition::after_commit_ts(*ts),
+        }
+    }
+}
+
+/// An ordered scan of `[from, resolved + 1)` yielding [`TxnChunk`]s. Borrows the DB.
+pub struct ChunkIter<'a> {
+    it: DBRawIteratorWithThreadMode<'a, DB>,
+    db: &'a SortDb,
+    max_chunk_bytes: usize,
+    /// Prefix of the transaction the previous chunk left open.
+    open_txn: Option<[u8; TXN_PREFIX_LEN]>,
+    done: bool,
+}
+
+impl SortDb {
+    /// Scans every row with `commit_ts <= resolved` from `from` on, in chunks of about
+    /// `max_chunk_bytes` (at least one row each). Blocking.
+    pub fn read_up_to(
+        &self,
+        resolved: Ts,
+        from: &ReadPosition,
+        max_chunk_bytes: usize,
+    ) -> ChunkIter<'_> {
+        let upper = upper_bound(resolved).map(|b| b.to_vec());
+        let mut it = self.db.raw_iterator_opt(SortDb::scan_options(upper));
+        it.seek(from.as_key());
+        // A position inside a transaction (after one of its rows) resumes that transaction.
+        let open_txn = (from.next.len() > KEY_HEADER_LEN)
+            .then(|| from.next.get(..TXN_PREFIX_LEN))
+            .flatten()
+            .and_then(|p| <[u8; TXN_PREFIX_LEN]>::try_from(p).ok());
+        ChunkIter {
+            it,
+            db: self,
+            max_chunk_bytes: max_chunk_bytes.max(1),
+            open_txn,
+            done: false,
+        }
+    }
+
+    /// Whole transactions with `commit_ts <= resolved` from `from` on. Holds each transaction
+    /// whole: for tests, tools and callers that know their transactions are small.
+    pub fn read_txns_up_to(&self, resolved: Ts, from: &ReadPosition) -> TxnIter<'_> {
+        TxnIter(self.read_up_to(resolved, from, usize::MAX))
+    }
+}
+
+impl ChunkIter<'_> {
+    fn fail(&mut self, e: SorterError) -> Option<Result<TxnChunk>> {
+        self.done = true;
+        Some(Err(e))
+    }
+
+    /// Ends the scan at an invalid iterator: a RocksDB error or the end of the range.
+    fn status(&mut self) -> Result<()> {
+        self.it.status().map_err(SorterError::from)
+    }
+}
+
+impl Iterator for ChunkIter<'_> {
+    type Item = Result<TxnChunk>;
+
+    fn next(&mut self) -> Option<Result<TxnChunk>> {
+        if self.done {
+            return None;
+        }
+        let prefix: [u8; TXN_PREFIX_LEN] = match self.it.key() {
+            None => {
+                self.done = true;
+                return self.status().err().map(Err);
+            }
+            Some(k) => match k.get(..TXN_PREFIX_LEN).and_then(|p| p.try_into().ok()) {
+                Some(p) => p,
+                None => {
+                    let len = k.len();
+                    return self.fail(SorterError::Corrupt {
+                        what: "key",
+                        len,
+                        detail: "shorter than the transaction prefix",
+                    });
+                }
+            },
+        };
+        let mut rows = Vec::new();
+        let mut bytes = 0usize;
+        let mut closes_txn = false;
+        while let (Some(k), Some(v)) = (self.it.key(), self.it.value()) {
+            if !k.starts_with(&prefix) {
+                closes_txn = true;
+                break;
+            }
+            let row = match decode_row(k, v) {
+                Ok(r) => r,
+                Err(e) => return self.fail(e),
+            };
+            bytes += encoded_len(&row);
+            rows.push(row);
+            self.it.next();
+            if bytes >= self.max_chunk_bytes {
+                break;
+            }
+        }
+        if !self.it.valid() {
+            if let Err(e) = self.status() {
+                return self.fail(e);
+            }
+            closes_txn = true;
+        } else if !closes_txn {
+            closes_txn = self.it.key().is_some_and(|k| !k.starts_with(&prefix));
+        }
+        let Some(last_row) = rows.last() else {
+            // The loop always takes the row the prefix came from.
+            debug_assert!(false, "empty chunk");
+            return self.fail(SorterError::Closed("reader"));
+        };
+        let mut last_key = Vec::with_capacity(KEY_HEADER_LEN + last_row.key.len());
+        encode_key_into(last_row, &mut last_key);
+        let first = self.open_txn != Some(prefix);
+        self.open_txn = (!closes_txn).then_some(prefix);
+        let m = &self.db.metrics;
+        m.read_rows.fetch_add(rows.len() as u64, Relaxed);
+        m.read_chunks.fetch_add(1, Relaxed);
+        Some(Ok(TxnChunk {
+            start_ts: last_row.start_ts,
+            commit_ts: last_row.commit_ts,
+            rows,
+            first,
+            last: closes_txn,
+            end: ReadPosition::after_key(&last_key),
+        }))
+    }
+}
+
+/// Whole transactions, from a [`ChunkIter`] with no chunk bound.
+pub struct TxnIter<'a>(ChunkIter<'a>);
+
+impl Iterator for TxnIter<'_> {
+    type Item = Result<SortedTxn>;
+
+    fn next(&mut self) -> Option<Result<SortedTxn>> {
+        let mut txn: Option<SortedTxn> = None;
+        loop {
+            let c = match self.0.next()? {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            let t = txn.get_or_insert_with(|| SortedTxn {
+                start_ts: c.start_ts,
+                commit_ts: c.commit_ts,
+                rows: Vec::new(),
+                end: ReadPosition::start(),
+            });
+            t.rows.extend(c.rows);
+            t.end = c.end;
+            if c.last {
+                return txn.map(Ok);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The async facade: a reader thread fed by the writer thread's resolved ts and the consumer's
+// acknowledgements.
+
+/// Shared between the writer thread, the reader thread and [`SorterReader`].
+#[derive(Debug, Default)]
+pub(crate) struct ReaderCtl {
+    state: Mutex<CtlState>,
+    cv: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct CtlState {
+    /// Applied by the writer: everything with commit_ts <= resolved is in RocksDB.
+    resolved: Ts,
+    /// The newest acknowledged position not yet collected.
+    ack: Option<ReadPosition>,
+    writer_done: bool,
+    reader_gone: bool,
+    error: Option<SorterError>,
+}
+
+/// What woke the reader thread.
+struct Wake {
+    resolved: Ts,
+    ack: Option<ReadPosition>,
+    writer_done: bool,
+    reader_gone: bool,
+    error: Option<SorterError>,
+}
+
+impl ReaderCtl {
+    fn lock(&self) -> MutexGuard<'_, CtlState> {
+        // A panic elsewhere while holding this lock leaves plain data behind: keep going.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn update(&self, f: impl FnOnce(&mut CtlState)) {
+        f(&mut self.lock());
+        self.cv.notify_all();
+    }
+
+    pub(crate) fn advance_resolved(&self, ts: Ts) {
+        self.update(|s| s.resolved = s.resolved.max(ts));
+    }
+
+    pub(crate) fn fail(&self, e: SorterError) {
+        self.update(|s| {
+            s.error.get_or_insert(e);
+        });
+    }
+
+    pub(crate) fn writer_done(&self) {
+        self.update(|s| s.writer_done = true);
+    }
+
+    fn ack(&self, pos: ReadPosition) {
+        self.update(|s| {
+            if s.ack.as_ref().is_none_or(|a| *a < pos) {
+                s.ack = Some(pos);
+            }
+        });
+    }
+
+    fn reader_gone(&self) {
+        self.update(|s| s.reader_gone = true);
+    }
+
+    fn take_ack(&self) -> Option<ReadPosition> {
+        self.lock().ack.take()
+    }
+
+    /// Blocks until there is something to do past `emitted`.
+    fn wait(&self, emitted: Ts) -> Wake {
+        let mut s = self.lock();
+        while s.resolved <= emitted
+            && s.ack.is_none()
+            && !s.writer_done
+            && !s.reader_gone
+            && s.error.is_none()
+        {
+            s = self.cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        Wake {
+            resolved: s.resolved,
+            ack: s.ack.take(),
+            writer_done: s.writer_done,
+            reader_gone: s.reader_gone,
+            error: s.error.take(),
+        }
+    }
+}
+
+/// The async receiving half of the sorter. Dropping it stops the reader thread.
+#[derive(Debug)]
+pub struct SorterReader {
+    pub(crate) rx: mpsc::Receiver<Result<SorterOutput>>,
+    pub(crate) ctl: Arc<ReaderCtl>,
+    pub(crate) db: SortDb,
+}
+
+impl SorterReader {
+    /// The next chunk or resolved marker. `None` once the writer is dropped and everything up
+    /// to its last resolved ts has been yielded. After an `Err` the sorter is stopped.
+    pub async fn next(&mut self) -> Option<Result<SorterOutput>> {
+        self.rx.recv().await
+    }
+
+    /// Acknowledges that everything before `pos` has been durably used: GC may delete it.
+    /// Non-blocking; acknowledgements are coalesced and may arrive in any order.
+    pub fn ack(&self, pos: ReadPosition) {
+        self.ctl.ack(pos);
+    }
+
+    /// The sorter's counters.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.db.metrics.snapshot()
+    }
+
+    /// Stored keys (a full scan; for tests and diagnostics). Blocking: use `spawn_blocking`.
+    pub fn count_keys_blocking(&self) -> Result<usize> {
+        self.db.count_keys()
+    }
+}
+
+impl Drop for SorterReader {
+    fn drop(&mut self) {
+        self.ctl.reader_gone();
+    }
+}
+
+/// The reader thread's loop.
+pub(crate) fn run_reader(
+    db: SortDb,
+    ctl: Arc<ReaderCtl>,
+    out: mpsc::Sender<Result<SorterOutput>>,
+    max_chunk_bytes: usize,
+) {
+    let mut pos = ReadPosition::start();
+    let mut emitted = Ts::ZERO;
+    let mut collected = ReadPosition::start();
+    let mut gc = |ack: Option<ReadPosition>| -> Result<()> {
+        match ack {
+            Some(a) if a > collected => {
+                db.gc_up_to(&a)?;
+                collected = a;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    };
+    let send = |item| out.blocking_send(item).is_ok();
+    loop {
+        let wake = ctl.wait(emitted);
+        if wake.reader_gone {
+            break;
+        }
+        if let Some(e) = wake.error {
+            send(Err(e));
+            break;
+        }
+        if let Err(e) = gc(wake.ack) {
+            send(Err(e));
+            break;
+        }
+        if wake.resolved > emitted {
+            for chunk in db.read_up_to(wake.resolved, &pos, max_chunk_bytes) {
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => {
+                        send(Err(e));
+                        return;
+                    }
+                };
+                pos = chunk.end.clone();
+                if !send(Ok(SorterOutput::Chunk(chunk))) {
+                    return;
+                }
+                if let Err(e) = gc(ctl.take_ack()) {
+                    send(Err(e));
+                    return;
+                }
+            }
+            emitted = wake.resolved;
+            pos = pos.max(ReadPosition::after_commit_ts(emitted));
+            if !send(Ok(SorterOutput::Resolved(ResolvedTs(emitted)))) {
+                return;
+            }
+        } else if wake.writer_done {
+            break;
+        }
+    }
+    debug!(emitted_ts = emitted.0, "sorter reader stopped");
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::model::{Op, RegionId};
+
+    fn put(commit: u64, start: u64, handle: u8) -> RawRow {
+        let mut key = crate::tidb::key::record_prefix(1);
+        key.push(handle);
+        RawRow {
+            op: Op::Put,
+            key,
+            value: vec![handle; 3],
+            old_value: Vec::new(),
+            start_ts: Ts(start),
+            commit_ts: Ts(commit),
+            region_id: RegionId(1),
+        }
+    }
+
+    fn open(dir: &tempfile::TempDir) -> SortDb {
+        let mut cfg = super::super::Config::new(dir.path().join("db"));
+        cfg.write_buffer_bytes = 1 << 20;
+        cfg.block_cache_bytes = 1 << 20;
+        SortDb::open(&cfg).unwrap()
+    }
+
+    #[test]
+    fn corrupt_value_is_a_typed_error_and_ends_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir);
+        db.write_rows(&[put(10, 5, 1), put(11, 6, 2)]).unwrap();
+        let mut k = Vec::new();
+        encode_key_into(&put(10, 5, 1), &mut k);
+        db.db.put(&k, [1u8, 2, 3]).unwrap();
+        let out: Vec<_> = db
+            .read_up_to(Ts(20), &ReadPosition::start(), 1 << 20)
+            .collect();
+        assert_eq!(out.len(), 1);
+        assert!(matches!(
+            out[0],
+            Err(SorterError::Corrupt {
+                what: "value",
+                len: 3,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn corrupt_key_is_a_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir);
+        db.db.put([0u8; 20], [0u8]).unwrap();
+        let out: Vec<_> = db.read_up_to(Ts::MAX, &ReadPosition::start(), 1).collect();
+        assert!(matches!(
+            out[..],
+            [Err(SorterError::Corrupt { what: "key", .. })]
+        ));
+    }
+
+    #[test]
+    fn positions_order_like_keys() {
+        let mut k = Vec::new();
+        encode_key_into(&put(10, 5, 1), &mut k);
+        let after_row = ReadPosition::after_key(&k);
+        assert!(ReadPosition::start() < after_row);
+        assert!(after_row < ReadPosition::after_txn(Ts(10), Ts(5)));
+        assert!(ReadPosition::after_txn(Ts(10), Ts(5)) < ReadPosition::after_commit_ts(Ts(10)));
+        assert!(ReadPosition::after_commit_ts(Ts(10)) < ReadPosition::after_commit_ts(Ts(11)));
+        assert_eq!(
+            format!("{after_row:?}"),
+            format!(
+                "ReadPosition {{ commit_ts: Some(10), start_ts: Some(5), len: {} }}",
+                k.len() + 1
+            )
+        );
+    }
+
+    #[test]
+    fn resume_mid_txn_is_not_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir);
+        db.write_rows(&[put(10, 5, 1), put(10, 5, 2), put(10, 5, 3)])
+            .unwrap();
+        let all: Vec<_> = db
+            .read_up_to(Ts(10), &ReadPosition::start(), 1)
+            .map(|c| c.unwrap())
+            .collect();
+        let flags: Vec<_> = all.iter().map(|c| (c.first, c.last)).collect();
+        assert_eq!(flags, vec![(true, false), (false, false), (false, true)]);
+        let rest: Vec<_> = db
+            .read_up_to(Ts(10), &all[0].end, 1 << 20)
+            .map(|c| c.unwrap())
+            .collect();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(
+            (rest[0].first, rest[0].last, rest[0].rows.len()),
+            (false, true, 2)
+        );
+        let txns: Vec<_> = db
+            .read_txns_up_to(Ts(10), &ReadPosition::start())
+            .map(|t| t.unwrap())
+            .collect();
+        assert_eq!(txns.len(), 1);
+        assert_eq!(txns[0].rows.len(), 3);
+        assert_eq!(txns[0].end, all[2].end);
+    }
+}
