@@ -1,0 +1,202 @@
+//! Reading events back from binlog files: one event at a time (never trusting a length before
+//! the bytes are there), the file prologue, and the transaction-boundary state machine that
+//! recovery runs over the tail of the last file.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use tibinlog_protocol::binlog::checksum::{verify_event, CHECKSUM_LEN};
+use tibinlog_protocol::binlog::{
+    ChecksumAlg, EventHeader, EventType, GtidSet, Sid, BINLOG_MAGIC, HEADER_LEN,
+};
+
+use super::error::{Result, StoreError};
+
+/// Result of reading one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadOutcome {
+    /// `buf` holds one whole event.
+    Event,
+    /// No byte left.
+    Eof,
+    /// Some bytes, but not a whole event (or a header that cannot be one).
+    Torn,
+}
+
+/// Reads the next event into `buf` (cleared first).
+pub(crate) fn read_event(r: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<ReadOutcome> {
+    buf.clear();
+    let got = r.by_ref().take(HEADER_LEN as u64).read_to_end(buf)?;
+    if got == 0 {
+        return Ok(ReadOutcome::Eof);
+    }
+    let Ok(h) = EventHeader::parse(buf) else {
+        return Ok(ReadOutcome::Torn);
+    };
+    let rest = u64::from(h.event_size) - HEADER_LEN as u64;
+    let got = r.by_ref().take(rest).read_to_end(buf)? as u64;
+    Ok(if got == rest {
+        ReadOutcome::Event
+    } else {
+        ReadOutcome::Torn
+    })
+}
+
+/// What the first events of a file say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Prologue {
+    pub checksum: bool,
+    pub previous_gtids: GtidSet,
+    /// Offset after PREVIOUS_GTIDS: where the first transaction starts.
+    pub end: u64,
+    /// Header timestamp of the FORMAT_DESCRIPTION.
+    pub timestamp: u32,
+}
+
+/// Reads magic, FORMAT_DESCRIPTION and PREVIOUS_GTIDS of `path`.
+pub(crate) fn read_prologue(path: &Path, name: &str) -> Result<Prologue> {
+    let corrupt = |offset: u64, reason: &'static str| StoreError::Corrupt {
+        file: name.to_owned(),
+        offset,
+        reason,
+    };
+    let f = File::open(path).map_err(StoreError::io("open", path))?;
+    let mut r = BufReader::new(f);
+    let mut magic = [0u8; 4];
+    r.read_exact(&mut magic)
+        .map_err(|_| corrupt(0, "file shorter than the magic"))?;
+    if magic != BINLOG_MAGIC {
+        return Err(corrupt(0, "bad magic"));
+    }
+    let mut buf = Vec::new();
+    let read = |r: &mut BufReader<File>, buf: &mut Vec<u8>| {
+        read_event(r, buf).map_err(StoreError::io("read", path))
+    };
+    if read(&mut r, &mut buf)? != ReadOutcome::Event {
+        return Err(corrupt(4, "torn FORMAT_DESCRIPTION"));
+    }
+    let h = EventHeader::parse(&buf).map_err(|_| corrupt(4, "bad FORMAT_DESCRIPTION header"))?;
+    if h.event_type != EventType::FORMAT_DESCRIPTION || verify_event(&buf).is_err() {
+        return Err(corrupt(4, "bad FORMAT_DESCRIPTION"));
+    }
+    let alg = buf
+        .len()
+        .checked_sub(CHECKSUM_LEN + 1)
+        .and_then(|i| ChecksumAlg::from_byte(buf[i]))
+        .ok_or(corrupt(4, "unknown checksum algorithm"))?;
+    let checksum = alg == ChecksumAlg::Crc32;
+    let timestamp = h.timestamp;
+    let pg_start = 4 + u64::from(h.event_size);
+    if read(&mut r, &mut buf)? != ReadOutcome::Event {
+        return Err(corrupt(pg_start, "torn PREVIOUS_GTIDS"));
+    }
+    let h = EventHeader::parse(&buf).map_err(|_| corrupt(pg_start, "bad header"))?;
+    if h.event_type != EventType::PREVIOUS_GTIDS || (checksum && verify_event(&buf).is_err()) {
+        return Err(corrupt(pg_start, "bad PREVIOUS_GTIDS"));
+    }
+    let body_end = buf.len() - if checksum { CHECKSUM_LEN } else { 0 };
+    let previous_gtids = GtidSet::decode(&buf[HEADER_LEN..body_end])
+        .map_err(|_| corrupt(pg_start, "bad PREVIOUS_GTIDS body"))?;
+    Ok(Prologue {
+        checksum,
+        previous_gtids,
+        end: pg_start + u64::from(h.event_size),
+        timestamp,
+    })
+}
+
+/// A transaction found complete by [`TxnScanner`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScannedTxn {
+    pub sid: Sid,
+    pub gno: u64,
+    pub sequence_number: i64,
+    pub end: u64,
+    /// Header timestamp of its GTID event.
+    pub timestamp: u32,
+}
+
+/// Transaction boundaries of a MySQL-flavour event run:
+///
+/// ```text
+/// Idle --GTID--> Started --QUERY BEGIN--> InTxn --TABLE_MAP/rows--> InTxn --XID--> Idle (complete)
+///                   \--QUERY <ddl>--> Idle (complete)
+/// ```
+/// Anything else (including ROTATE) stops the scan: recovery cuts the file at the end of the
+/// last complete transaction.
+#[derive(Debug, Default)]
+pub(crate) struct TxnScanner {
+    open: Option<(ScannedTxn, bool)>,
+}
+
+impl TxnScanner {
+    /// Feeds one whole, checksum-verified event ending at `end`. `Ok(Some)` when it completes a
+    /// transaction, `Err(())` when it cannot continue the run.
+    #[allow(clippy::result_unit_err)]
+    pub(crate) fn on_event(
+        &mut self,
+        ev: &[u8],
+        end: u64,
+        checksum: bool,
+    ) -> std::result::Result<Option<ScannedTxn>, ()> {
+        let h = EventHeader::parse(ev).map_err(|_| ())?;
+        let body = &ev[HEADER_LEN..ev.len() - if checksum { CHECKSUM_LEN } else { 0 }];
+        let t = h.event_type;
+        match self.open.take() {
+            None if t == EventType::GTID => {
+                if body.len() < 42 {
+                    return Err(());
+                }
+                let mut sid = [0u8; 16];
+                sid.copy_from_slice(&body[1..17]);
+                let gno = u64::from_le_bytes(body[17..25].try_into().map_err(|_| ())?);
+                let seq = i64::from_le_bytes(body[34..42].try_into().map_err(|_| ())?);
+                self.open = Some((
+                    ScannedTxn {
+                        sid: Sid(sid),
+                        gno,
+                        sequence_number: seq,
+                        end: 0,
+                        timestamp: h.timestamp,
+                    },
+                    false,
+                ));
+                Ok(None)
+            }
+            Some((tx, false)) if t == EventType::QUERY => {
+                if query_text(body).ok_or(())? == b"BEGIN" {
+                    self.open = Some((tx, true));
+                    Ok(None)
+                } else {
+                    Ok(Some(ScannedTxn { end, ..tx }))
+                }
+            }
+            Some((tx, true))
+                if t == EventType::TABLE_MAP
+                    || t == EventType::WRITE_ROWS
+                    || t == EventType::UPDATE_ROWS
+                    || t == EventType::DELETE_ROWS =>
+            {
+                self.open = Some((tx, true));
+                Ok(None)
+            }
+            Some((tx, true)) if t == EventType::XID => Ok(Some(ScannedTxn { end, ..tx })),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The SQL text of a QUERY body (post-header + body, no CRC).
+fn query_text(body: &[u8]) -> Option<&[u8]> {
+    let db_len = usize::from(*body.get(8)?);
+    let status_len = usize::from(u16::from_le_bytes([*body.get(11)?, *body.get(12)?]));
+    body.get(13 + status_len + db_len + 1..)
+}
+
+/// Opens `path` positioned at `pos`.
+pub(crate) fn open_at(path: &Path, pos: u64) -> io::Result<BufReader<File>> {
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(pos))?;
+    Ok(BufReader::with_capacity(64 * 1024, f))
+}
