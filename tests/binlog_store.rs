@@ -1069,3 +1069,150 @@ fn unflushed_transactions_are_lost_whole() {
     assert_eq!((rec.next_gno, &rec.gtid_executed), (2, &gtids(1)));
     assert!(!rec.already_written(txn_ts(2).1, txn_ts(2).0));
 }
+
+#[test]
+fn recovery_of_the_last_of_several_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_binlog_size = 2000;
+    let (mut s, _) = BinlogStore::open(c.clone()).unwrap();
+    let t = tables();
+    let mut ends = Vec::new();
+    let mut k = 0;
+    // Until the open file holds three transactions.
+    while ends.len() < 6
+        || ends
+            .iter()
+            .rev()
+            .take(3)
+            .any(|e: &BinlogPos| e.file_seq != s.write_pos().file_seq)
+    {
+        k += 1;
+        ends.push(write_txn(&mut s, &t, k).end);
+        s.flush(txn_ts(k).1).unwrap();
+    }
+    let last_seq = s.write_pos().file_seq;
+    assert!(last_seq >= 3);
+    drop(s);
+    let path = bin(dir.path(), last_seq);
+    let full = std::fs::read(&path).unwrap();
+    let prologue_end = 197;
+    for cut in prologue_end..=full.len() as u64 {
+        let copy = copy_dir(dir.path());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(bin(copy.path(), last_seq))
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let mut c2 = c.clone();
+        c2.data_dir = copy.path().to_owned();
+        let (mut s, rec) = BinlogStore::open(c2).unwrap();
+        let kept = ends
+            .iter()
+            .filter(|e| e.file_seq < last_seq || e.offset <= cut)
+            .count();
+        let want_end = ends
+            .iter()
+            .rev()
+            .find(|e| e.file_seq == last_seq && e.offset <= cut)
+            .map_or(prologue_end, |e| e.offset);
+        assert_eq!(rec.end, BinlogPos::new(last_seq, want_end), "cut {cut}");
+        assert_eq!(rec.gtid_executed, gtids(kept as u64));
+        assert_eq!(rec.next_gno, kept as u64 + 1);
+        assert_eq!(rec.checkpoint, Some(txn_ts(kept as u64).1));
+        if cut % 5 == 0 {
+            for j in kept as u64 + 1..=k {
+                assert_eq!(write_txn(&mut s, &t, j).end, ends[j as usize - 1]);
+            }
+            s.flush(txn_ts(k).1).unwrap();
+            drop(s);
+            assert!(std::fs::read(bin(copy.path(), last_seq)).unwrap() == full);
+        }
+    }
+}
+
+#[test]
+fn crash_between_rotation_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_binlog_size = 2000;
+    let (mut s, _) = BinlogStore::open(c.clone()).unwrap();
+    let t = tables();
+    let mut k = 0;
+    while s.write_pos().file_seq < 3 {
+        k += 1;
+        write_txn(&mut s, &t, k);
+        s.flush(txn_ts(k).1).unwrap();
+    }
+    // The commit of k rotated to file 3; suppose the index never got file 3.
+    drop(s);
+    std::fs::write(
+        dir.path().join("binlog.index"),
+        "./binlog.000001\n./binlog.000002\n",
+    )
+    .unwrap();
+    let size2 = std::fs::metadata(bin(dir.path(), 2)).unwrap().len();
+    let (mut s, rec) = BinlogStore::open(c.clone()).unwrap();
+    // The ROTATE naming a file outside the index is cut; the stray file is gone.
+    let rotate_len = 19 + 8 + "binlog.000003".len() as u64 + 4;
+    assert_eq!(rec.truncated_bytes, rotate_len);
+    assert_eq!(rec.end, BinlogPos::new(2, size2 - rotate_len));
+    assert!(!bin(dir.path(), 3).exists());
+    assert_eq!((rec.next_gno, rec.gtid_executed.clone()), (k + 1, gtids(k)));
+    assert_eq!(rec.checkpoint, Some(txn_ts(k).1));
+    // The file is still full: the next commit rotates again.
+    write_txn(&mut s, &t, k + 1);
+    s.flush(txn_ts(k + 1).1).unwrap();
+    assert_eq!(s.write_pos().file_seq, 3);
+    drop(s);
+    let first2 = ends_first_gno(dir.path(), 2);
+    let ev = events_of(&bin(dir.path(), 2));
+    assert_eq!(
+        check_transactions(&ev, first2).1,
+        Some("binlog.000003".into())
+    );
+    check_prologue(&events_of(&bin(dir.path(), 3)), true, k + 1);
+}
+
+/// GNO of the first transaction of file `seq` (from its PREVIOUS_GTIDS).
+fn ends_first_gno(dir: &Path, seq: u32) -> u64 {
+    let ev = events_of(&bin(dir, seq));
+    let Some(EventData::PreviousGtidsEvent(p)) = ev[1].1.read_data().unwrap() else {
+        panic!()
+    };
+    p.sids().first().map_or(1, |s| s.intervals()[0].end())
+}
+
+#[test]
+fn crash_between_purge_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, ends) = rotated_store(dir.path(), 2000, 20, 2);
+    let files = s.files();
+    let seqs: Vec<u32> = (1..=files.list().len() as u32).collect();
+    drop(s);
+    // The purge rewrote the index (files 1 and 2 gone) and stopped: map not compacted, files
+    // not deleted.
+    let index: String = seqs[2..]
+        .iter()
+        .map(|q| format!("./binlog.{q:06}\n"))
+        .collect();
+    std::fs::write(dir.path().join("binlog.index"), index).unwrap();
+    let mut c = cfg(dir.path());
+    c.max_binlog_size = 2000;
+    let (s, rec) = BinlogStore::open(c).unwrap();
+    assert_eq!(rec.truncated_bytes, 0);
+    assert_eq!(rec.gtid_executed, gtids(20));
+    assert!(!bin(dir.path(), 1).exists() && !bin(dir.path(), 2).exists());
+    let files = s.files();
+    let first3 = ends.iter().position(|e| e.file_seq == 3).unwrap() as u64 + 1;
+    assert_eq!(files.purged_gtids(), gtids(first3 - 1));
+    assert_eq!(
+        files.locate_gtid(&gtids(first3)).unwrap(),
+        ends[first3 as usize - 1]
+    );
+    // Transactions after a ts just before the last purged commit may be gone.
+    let horizon = txn_ts(first3 - 1).1;
+    assert!(files.locate_ts(Ts(horizon.0 - 1)).is_err());
+    assert!(files.locate_ts(horizon).is_ok());
+}
