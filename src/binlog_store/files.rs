@@ -358,6 +358,15 @@ impl EventRef<'_> {
     }
 }
 
+/// Clears `LOG_EVENT_BINLOG_IN_USE_F` in a FORMAT_DESCRIPTION's header, as a dump session must
+/// before sending it (the open file's FORMAT_DESCRIPTION carries the flag). The CRC stays valid:
+/// it is computed with the flag cleared. Other events are left alone.
+pub fn clear_binlog_in_use(event: &mut [u8]) {
+    if event.len() >= HEADER_LEN && event[4] == EventType::FORMAT_DESCRIPTION.0 {
+        event[17] &= !(tibinlog_protocol::binlog::flags::BINLOG_IN_USE as u8);
+    }
+}
+
 /// Streams events from a position onwards; see the module docs.
 #[derive(Debug)]
 pub struct BinlogReader {

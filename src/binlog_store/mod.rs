@@ -12,9 +12,10 @@
 //! FORMAT_DESCRIPTION carries `LOG_EVENT_BINLOG_IN_USE_F` while the file is the open one and the
 //! flag is cleared in place when the file is closed by a rotation or [`BinlogStore::close`], as
 //! MySQL does (`MYSQL_BIN_LOG::close`); the CRC does not cover the flag, so flipping it keeps the
-//! event valid. A dump session must clear the flag in what it sends. Unlike MySQL, a restart
-//! continues the last file instead of opening a new one: the bytes written are a function of the
-//! transactions alone (no wall clock), so two stores fed the same transactions are byte-identical.
+//! event valid. A dump session must clear the flag in what it sends ([`clear_binlog_in_use`]).
+//! Unlike MySQL, a restart continues the last file instead of opening a new one, and no STOP
+//! event is written: the bytes are a function of the transactions alone (no wall clock), so two
+//! stores fed the same transactions are byte-identical.
 //! The FORMAT_DESCRIPTION's create timestamp is therefore always 0.
 //!
 //! Transactions (ARCHITECTURE "GTIDs and positions"):
@@ -47,6 +48,7 @@
 //! # Layout
 //! - [`writer`]: [`BinlogStore`]: transactions, group commit, rotation, purge.
 //! - [`recovery`]: opening a store, the tail scan, [`Recovery`].
+//! - [`retention`]: purge by file, by time, expiry.
 //! - [`files`]: [`BinlogFiles`] and [`BinlogReader`] for dump sessions.
 //! - [`map`]: the mapping file and [`TxnEntry`]. [`index`]: file names and the index file.
 //! - [`scan`]: reading events back, the transaction-boundary state machine.
@@ -57,6 +59,7 @@ pub mod files;
 pub mod index;
 pub mod map;
 pub mod recovery;
+pub mod retention;
 pub(crate) mod scan;
 pub mod writer;
 
@@ -67,7 +70,7 @@ use tibinlog_protocol::binlog::Sid;
 use crate::model::Ts;
 
 pub use error::{DumpError, Result, StoreError};
-pub use files::{BinlogFiles, BinlogReader, EventRef};
+pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef};
 pub use index::file_name;
 pub use map::TxnEntry;
 pub use recovery::Recovery;
@@ -160,4 +163,24 @@ impl StoreConfig {
 /// Header timestamp of an event of a transaction committed at `ts`: its physical seconds.
 pub fn header_timestamp(ts: Ts) -> u32 {
     u32::try_from(ts.physical_ms() / 1000).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_version_number_and_header_timestamp() {
+        let mut c = StoreConfig::new("/nonexistent", 1, Sid::ZERO);
+        c.server_version = "8.0.36-tibinlog-0.1.0".into();
+        assert_eq!(c.server_version_number(), 80036);
+        c.server_version = "8.4.3".into();
+        assert_eq!(c.server_version_number(), 80403);
+        c.server_version = "tibinlog".into();
+        assert_eq!(c.server_version_number(), 0);
+        assert_eq!(
+            header_timestamp(Ts::compose(1_700_000_000_999, 5)),
+            1_700_000_000
+        );
+    }
 }

@@ -330,6 +330,15 @@ impl BinlogStore {
             // binlog_checksum changed: the new setting starts with a new file, as in MySQL.
             store.rotate()?;
         }
+        tracing::info!(
+            file = %file_name(&store.cfg.basename, store.durable_end().file_seq),
+            pos = store.durable_end().offset,
+            next_gno,
+            truncated_bytes,
+            dropped_records,
+            checkpoint = ?checkpoint.map(|c| c.0),
+            "binlog store recovered"
+        );
         let rec = Recovery {
             checkpoint: checkpoint.map(|c| c.0),
             last_written,

@@ -200,3 +200,119 @@ pub(crate) fn open_at(path: &Path, pos: u64) -> io::Result<BufReader<File>> {
     f.seek(SeekFrom::Start(pos))?;
     Ok(BufReader::with_capacity(64 * 1024, f))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tibinlog_protocol::binlog::{EventWriter, GtidEvent, QueryEvent, Rotate, Xid};
+
+    /// Event script for the scanner: (event, expected outcome).
+    enum Step {
+        Pending,
+        Complete(u64),
+        Stop,
+    }
+
+    /// Appends one event to the buffer.
+    type WriteEvent<'a> = &'a dyn Fn(&mut EventWriter, &mut Vec<u8>);
+
+    fn gtid(gno: u64) -> GtidEvent {
+        GtidEvent::new(Sid([3; 16]), gno, gno as i64, 1_000_000, 80036)
+    }
+
+    #[test]
+    fn scanner_finds_transaction_boundaries() {
+        use Step::*;
+        let mut w = EventWriter::new(1, true);
+        let mut buf = Vec::new();
+        let ddl = QueryEvent::ddl(1, "db", "CREATE TABLE t (a INT)", &[], 9);
+        let mut run = |script: Vec<(WriteEvent<'_>, Step)>| {
+            let mut s = TxnScanner::default();
+            for (i, (write, want)) in script.into_iter().enumerate() {
+                buf.clear();
+                write(&mut w, &mut buf);
+                let got = s.on_event(&buf, 1000 + i as u64, true);
+                match (want, got) {
+                    (Pending, Ok(None)) | (Stop, Err(())) => {}
+                    (Complete(gno), Ok(Some(tx))) => {
+                        assert_eq!(
+                            (tx.gno, tx.end, tx.sid),
+                            (gno, 1000 + i as u64, Sid([3; 16]))
+                        )
+                    }
+                    (_, got) => panic!("step {i}: {got:?}"),
+                }
+            }
+        };
+        let g = |n: u64| {
+            move |w: &mut EventWriter, b: &mut Vec<u8>| {
+                w.write(b, 4, 1, &gtid(n)).unwrap();
+            }
+        };
+        let begin = |w: &mut EventWriter, b: &mut Vec<u8>| {
+            w.write(b, 4, 1, &QueryEvent::begin(1)).unwrap();
+        };
+        let xid = |w: &mut EventWriter, b: &mut Vec<u8>| {
+            w.write(b, 4, 1, &Xid(5)).unwrap();
+        };
+        let ddl_ev = |w: &mut EventWriter, b: &mut Vec<u8>| {
+            w.write(b, 4, 1, &ddl).unwrap();
+        };
+        let rotate = |w: &mut EventWriter, b: &mut Vec<u8>| {
+            w.write(
+                b,
+                4,
+                1,
+                &Rotate {
+                    position: 4,
+                    next_file: "binlog.000002",
+                },
+            )
+            .unwrap();
+        };
+        let (g1, g2, g3) = (g(1), g(2), g(3));
+        run(vec![
+            (&g1, Pending),
+            (&begin, Pending),
+            (&xid, Complete(1)),
+            (&g2, Pending),
+            (&ddl_ev, Complete(2)),
+            (&g3, Pending),
+            (&begin, Pending),
+            (&rotate, Stop),
+        ]);
+        // XID without BEGIN, BEGIN without GTID, ROTATE between transactions.
+        run(vec![(&g1, Pending), (&xid, Stop)]);
+        run(vec![(&begin, Stop)]);
+        run(vec![(&rotate, Stop)]);
+        run(vec![(&g1, Pending), (&g2, Stop)]);
+    }
+
+    #[test]
+    fn read_event_tells_whole_from_torn() {
+        let mut w = EventWriter::new(1, true);
+        let mut ev = Vec::new();
+        w.write(&mut ev, 4, 1, &Xid(5)).unwrap();
+        let mut buf = Vec::new();
+        for cut in 0..=ev.len() {
+            let want = match cut {
+                0 => ReadOutcome::Eof,
+                n if n == ev.len() => ReadOutcome::Event,
+                _ => ReadOutcome::Torn,
+            };
+            assert_eq!(
+                read_event(&mut &ev[..cut], &mut buf).unwrap(),
+                want,
+                "{cut}"
+            );
+        }
+        // A header claiming less than a header is not an event.
+        let mut bad = ev.clone();
+        bad[9..13].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(
+            read_event(&mut &bad[..], &mut buf).unwrap(),
+            ReadOutcome::Torn
+        );
+    }
+}
