@@ -1239,3 +1239,46 @@ fn crash_between_purge_steps() {
     assert!(files.locate_ts(Ts(horizon.0 - 1)).is_err());
     assert!(files.locate_ts(horizon).is_ok());
 }
+
+#[test]
+fn readers_never_see_bytes_past_the_durable_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = BinlogStore::open(cfg(dir.path())).unwrap();
+    let t = tables();
+    write_txn(&mut s, &t, 1);
+    s.flush(txn_ts(1).1).unwrap();
+    // A big transaction spills bytes past the durable end...
+    let big = table(103, "big", true);
+    let ts = txn_ts(2);
+    s.begin_txn(ts.0, ts.1).unwrap();
+    for i in 0..18 {
+        let r = RowChange {
+            table: big.clone(),
+            op: RowOp::Insert,
+            before: None,
+            after: Some(vec![Value::Int(i), Value::Bytes(vec![1; 1 << 20])]),
+            start_ts: ts.0,
+            commit_ts: ts.1,
+        };
+        s.write_rows(&[r]).unwrap();
+    }
+    // ...while a reader reads everything durable.
+    let files = s.files();
+    let mut r = files.open_reader("binlog.000001", 4).unwrap();
+    let mut n = 0;
+    while r.try_next().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 2 + 11);
+    // The big transaction is abandoned and other bytes take its place.
+    s.abort_txn().unwrap();
+    write_txn(&mut s, &t, 3);
+    s.flush(txn_ts(3).1).unwrap();
+    let bytes = std::fs::read(bin(dir.path(), 1)).unwrap();
+    let mut types = Vec::new();
+    while let Some(e) = r.try_next().unwrap() {
+        assert_eq!(e.bytes, &bytes[e.start as usize..e.end() as usize]);
+        types.push(e.event_type().0);
+    }
+    assert_eq!(types, [33, 2]); // transaction 3 is a DDL
+}

@@ -8,7 +8,7 @@
 //! async runtime can call [`BinlogReader::try_next`] from `spawn_blocking`.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -265,6 +265,7 @@ impl BinlogFiles {
             end_rx: self.shared.end_rx.clone(),
             pos,
             file,
+            in_sync: true,
             buf: Vec::with_capacity(16 * 1024),
             current: None,
         })
@@ -358,6 +359,35 @@ impl EventRef<'_> {
     }
 }
 
+/// Reads the event at `pos` with positioned reads that never go past `limit`.
+fn read_event_at(
+    file: &File,
+    pos: u64,
+    limit: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<ReadOutcome> {
+    use std::os::unix::fs::FileExt;
+    if pos >= limit {
+        return Ok(ReadOutcome::Eof);
+    }
+    if limit - pos < HEADER_LEN as u64 {
+        return Ok(ReadOutcome::Torn);
+    }
+    buf.clear();
+    buf.resize(HEADER_LEN, 0);
+    file.read_exact_at(buf, pos)?;
+    let Ok(h) = EventHeader::parse(buf) else {
+        return Ok(ReadOutcome::Torn);
+    };
+    let size = u64::from(h.event_size);
+    if size > limit - pos {
+        return Ok(ReadOutcome::Torn);
+    }
+    buf.resize(size as usize, 0);
+    file.read_exact_at(&mut buf[HEADER_LEN..], pos + HEADER_LEN as u64)?;
+    Ok(ReadOutcome::Event)
+}
+
 /// Clears `LOG_EVENT_BINLOG_IN_USE_F` in a FORMAT_DESCRIPTION's header, as a dump session must
 /// before sending it (the open file's FORMAT_DESCRIPTION carries the flag). The CRC stays valid:
 /// it is computed with the flag cleared. Other events are left alone.
@@ -374,7 +404,12 @@ pub struct BinlogReader {
     end_rx: watch::Receiver<BinlogPos>,
     /// Position of the next event.
     pos: BinlogPos,
+    /// Buffered reads, used in closed files only: bytes past the durable end of the open file
+    /// can still change (a spilled transaction that is aborted, a GTID event patched at commit),
+    /// so the open file is read with positioned reads of exactly one event, never buffered.
     file: BufReader<File>,
+    /// `file`'s position is `pos` (false after positioned reads).
+    in_sync: bool,
     buf: Vec<u8>,
     /// Start of the event in `buf`, once loaded.
     current: Option<BinlogPos>,
@@ -436,11 +471,26 @@ impl BinlogReader {
             let name = || file_name(&self.shared.basename, self.pos.file_seq);
             let limit = (self.pos.file_seq == end.file_seq).then_some(end.offset);
             let path = self.shared.path(self.pos.file_seq);
-            let outcome =
-                read_event(&mut self.file, &mut self.buf).map_err(|source| DumpError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+            let io = |source| DumpError::Io {
+                path: path.clone(),
+                source,
+            };
+            let outcome = match limit {
+                Some(limit) => {
+                    self.in_sync = false;
+                    read_event_at(self.file.get_ref(), self.pos.offset, limit, &mut self.buf)
+                        .map_err(io)?
+                }
+                None => {
+                    if !self.in_sync {
+                        self.file
+                            .seek(SeekFrom::Start(self.pos.offset))
+                            .map_err(io)?;
+                        self.in_sync = true;
+                    }
+                    read_event(&mut self.file, &mut self.buf).map_err(io)?
+                }
+            };
             match outcome {
                 ReadOutcome::Event => {
                     let len = self.buf.len() as u64;
@@ -478,6 +528,7 @@ impl BinlogReader {
                         path: path.clone(),
                         source,
                     })?;
+                    self.in_sync = true;
                     self.pos = BinlogPos::new(next, 4);
                 }
                 ReadOutcome::Eof | ReadOutcome::Torn => {
