@@ -1282,3 +1282,46 @@ fn readers_never_see_bytes_past_the_durable_end() {
     }
     assert_eq!(types, [33, 2]); // transaction 3 is a DDL
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_reader_follows_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_binlog_size = 1200;
+    let (mut s, _) = BinlogStore::open(c).unwrap();
+    let files = s.files();
+    let t = tables();
+    let mut watch = files.subscribe();
+    let mut r = files.open_reader_at(files.end_pos()).unwrap();
+    let reader = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(e) = r.next().await {
+            seen.push((e.file_seq, e.start, e.event_type().0));
+        }
+        seen
+    });
+    for k in 1..=8 {
+        write_txn(&mut s, &t, k);
+        s.flush(txn_ts(k).1).unwrap();
+    }
+    assert!(watch.has_changed().unwrap());
+    assert_eq!(*watch.borrow_and_update(), files.end_pos());
+    let last_file = s.write_pos().file_seq;
+    assert!(last_file >= 3, "{last_file}");
+    drop(s);
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(30), reader)
+        .await
+        .expect("reader ended")
+        .unwrap();
+    // Every file's events, in order: … ROTATE | FDE PREVIOUS_GTIDS …
+    let mut want = Vec::new();
+    for seq in 1..=last_file {
+        for (p, e) in events_of(&bin(dir.path(), seq)) {
+            if seq > 1 || p >= 157 {
+                want.push((seq, p, e.header().event_type_raw()));
+            }
+        }
+    }
+    assert_eq!(seen, want);
+    assert!(seen.windows(2).any(|w| w[0].2 == 4 && w[1] == (2, 4, 15)));
+}
