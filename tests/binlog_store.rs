@@ -1325,3 +1325,40 @@ async fn live_reader_follows_rotation() {
     assert_eq!(seen, want);
     assert!(seen.windows(2).any(|w| w[0].2 == 4 && w[1] == (2, 4, 15)));
 }
+
+#[test]
+fn garbage_after_the_last_transaction_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = BinlogStore::open(cfg(dir.path())).unwrap();
+    let t = tables();
+    for k in 1..=3 {
+        write_txn(&mut s, &t, k);
+        s.flush(txn_ts(k).1).unwrap();
+    }
+    let end = s.durable_end();
+    drop(s);
+    let full = std::fs::read(bin(dir.path(), 1)).unwrap();
+    let mut seed = 7;
+    for len in [1usize, 18, 19, 20, 23, 100, 5000] {
+        for variant in 0..3 {
+            let copy = copy_dir(dir.path());
+            let mut junk: Vec<u8> = (0..len).map(|_| lcg(&mut seed) as u8).collect();
+            if variant == 1 && len >= 19 {
+                // A plausible header: right size field, GTID type.
+                junk[4] = 33;
+                junk[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+            }
+            if variant == 2 {
+                junk.iter_mut().for_each(|b| *b = 0);
+            }
+            let mut bytes = full.clone();
+            bytes.extend_from_slice(&junk);
+            std::fs::write(bin(copy.path(), 1), &bytes).unwrap();
+            let (_, rec) = BinlogStore::open(cfg(copy.path())).unwrap();
+            assert_eq!(rec.end, end, "len {len} variant {variant}");
+            assert_eq!(rec.truncated_bytes, len as u64);
+            assert_eq!(rec.next_gno, 4);
+            assert_eq!(std::fs::read(bin(copy.path(), 1)).unwrap(), full);
+        }
+    }
+}

@@ -95,9 +95,13 @@ pub(crate) fn read_prologue(path: &Path, name: &str) -> Result<Prologue> {
     if h.event_type != EventType::PREVIOUS_GTIDS || (checksum && verify_event(&buf).is_err()) {
         return Err(corrupt(pg_start, "bad PREVIOUS_GTIDS"));
     }
-    let body_end = buf.len() - if checksum { CHECKSUM_LEN } else { 0 };
-    let previous_gtids = GtidSet::decode(&buf[HEADER_LEN..body_end])
-        .map_err(|_| corrupt(pg_start, "bad PREVIOUS_GTIDS body"))?;
+    let body = buf
+        .len()
+        .checked_sub(if checksum { CHECKSUM_LEN } else { 0 })
+        .and_then(|end| buf.get(HEADER_LEN..end))
+        .ok_or(corrupt(pg_start, "PREVIOUS_GTIDS too short"))?;
+    let previous_gtids =
+        GtidSet::decode(body).map_err(|_| corrupt(pg_start, "bad PREVIOUS_GTIDS body"))?;
     Ok(Prologue {
         checksum,
         previous_gtids,
@@ -141,7 +145,12 @@ impl TxnScanner {
         checksum: bool,
     ) -> std::result::Result<Option<ScannedTxn>, ()> {
         let h = EventHeader::parse(ev).map_err(|_| ())?;
-        let body = &ev[HEADER_LEN..ev.len() - if checksum { CHECKSUM_LEN } else { 0 }];
+        let body_end = ev
+            .len()
+            .checked_sub(if checksum { CHECKSUM_LEN } else { 0 })
+            .filter(|&e| e >= HEADER_LEN)
+            .ok_or(())?;
+        let body = &ev[HEADER_LEN..body_end];
         let t = h.event_type;
         match self.open.take() {
             None if t == EventType::GTID => {
@@ -287,6 +296,19 @@ mod tests {
         run(vec![(&begin, Stop)]);
         run(vec![(&rotate, Stop)]);
         run(vec![(&g1, Pending), (&g2, Stop)]);
+    }
+
+    #[test]
+    fn events_too_short_for_their_checksum_are_rejected() {
+        // A 20-byte "event" whose last 4 bytes happen to be its CRC: nothing panics.
+        let mut ev = vec![0u8; 16];
+        ev[4] = EventType::XID.0;
+        ev[9..13].copy_from_slice(&20u32.to_le_bytes());
+        let crc = crc32fast::hash(&ev);
+        ev.extend_from_slice(&crc.to_le_bytes());
+        ev.truncate(20);
+        let mut s = TxnScanner::default();
+        assert_eq!(s.on_event(&ev, 24, true), Err(()));
     }
 
     #[test]
