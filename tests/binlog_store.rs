@@ -1362,3 +1362,37 @@ fn garbage_after_the_last_transaction_is_cut() {
         }
     }
 }
+
+#[test]
+fn dump_sessions_can_skip_transactions_they_do_not_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, ends) = rotated_store(dir.path(), 2000, 12, 3);
+    let files = s.files();
+    // A replica that has every even GNO: from the first missing transaction on, skip the ones
+    // in its set with transaction_length.
+    let mut have = GtidSet::new();
+    for g in (2..=12).step_by(2) {
+        have.add(sid(), g);
+    }
+    let start = files.locate_gtid(&have).unwrap();
+    assert_eq!(start, BinlogPos::new(1, 157));
+    let mut r = files.open_reader_at(start).unwrap();
+    let mut sent = Vec::new();
+    while let Some(e) = r.try_next().unwrap() {
+        if let Some((g_sid, gno, len)) = e.gtid() {
+            assert_eq!(g_sid, sid());
+            assert_eq!(e.start + len, ends[gno as usize - 1].offset, "gno {gno}");
+            if have.contains(&g_sid, gno) {
+                let to = e.start + len;
+                r.skip_to(to).unwrap();
+                continue;
+            }
+            sent.push(gno);
+        }
+    }
+    assert_eq!(sent, [1, 3, 5, 7, 9, 11]);
+    // Skipping backwards or past the durable end is refused.
+    let mut r = files.open_reader("binlog.000001", 157).unwrap();
+    assert!(r.skip_to(100).is_err());
+    assert!(r.skip_to(1 << 40).is_err());
+}

@@ -12,6 +12,7 @@ use std::io::{BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use tibinlog_protocol::binlog::codec::Reader;
 use tibinlog_protocol::binlog::{EventHeader, EventType, GtidSet, Sid, HEADER_LEN};
 use tokio::sync::watch;
 
@@ -357,6 +358,27 @@ impl EventRef<'_> {
     pub fn end(&self) -> u64 {
         self.start + self.bytes.len() as u64
     }
+
+    /// For a GTID event: its `sid:gno` and `transaction_length` (bytes of the whole
+    /// transaction from this event's start), so that a dump session can skip a transaction the
+    /// replica already has with [`BinlogReader::skip_to`]`(start + transaction_length)`.
+    pub fn gtid(&self) -> Option<(Sid, u64, u64)> {
+        if self.event_type() != EventType::GTID {
+            return None;
+        }
+        let mut r = Reader::new(self.bytes.get(HEADER_LEN..)?, "GTID event");
+        r.u8().ok()?;
+        let mut sid = [0u8; 16];
+        sid.copy_from_slice(r.bytes(16).ok()?);
+        let gno = r.u64_le().ok()?;
+        r.bytes(1 + 8 + 8).ok()?;
+        let imm = r.uint_le(7).ok()?;
+        if imm & (1 << 55) != 0 {
+            r.bytes(7).ok()?;
+        }
+        let len = r.lenenc().ok()?;
+        Some((Sid(sid), gno, len))
+    }
 }
 
 /// Reads the event at `pos` with positioned reads that never go past `limit`.
@@ -424,6 +446,30 @@ impl BinlogReader {
     /// Name of the file of the next event.
     pub fn file_name(&self) -> String {
         file_name(&self.shared.basename, self.pos.file_seq)
+    }
+
+    /// Continues at `offset` of the current file, which must be an event boundary at or after
+    /// the current position and not past the durable end (e.g. the end of a transaction to skip,
+    /// from [`EventRef::gtid`]).
+    pub fn skip_to(&mut self, offset: u64) -> Result<(), DumpError> {
+        let end = *self.end_rx.borrow();
+        let limit = if self.pos.file_seq == end.file_seq {
+            end.offset
+        } else {
+            // A closed file: its whole length (the descriptor outlives a purge).
+            self.file.get_ref().metadata().map_or(0, |m| m.len())
+        };
+        let target = BinlogPos::new(self.pos.file_seq, offset);
+        if offset < self.pos.offset || offset > limit {
+            return Err(DumpError::NotEventBoundary {
+                file: self.file_name(),
+                pos: offset,
+            });
+        }
+        self.pos = target;
+        self.in_sync = false;
+        self.current = None;
+        Ok(())
     }
 
     /// The next durable event, or `None` at the durable end (never blocks on the writer).
