@@ -41,7 +41,9 @@ pub(crate) struct FileInfo {
 #[derive(Debug, Default)]
 pub(crate) struct FilesState {
     pub files: Vec<FileInfo>,
-    /// Every transaction of `files`, in binlog order.
+    /// Every transaction of `files`, in binlog order. Dense: 40 bytes per retained
+    /// transaction; purge is what bounds it. (A sampled index over the on-disk map would bound
+    /// it independently of retention.)
     pub entries: Vec<TxnEntry>,
     pub gtid_executed: GtidSet,
     /// commit_ts and gno of the last purged transaction.
