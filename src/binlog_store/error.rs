@@ -1,0 +1,186 @@
+//! Errors of the binlog store, classified by what the caller must do.
+//!
+//! * [`StoreError`]: the writer side. [`StoreError::is_caller_bug`] errors (order, state, rows
+//!   that do not match their transaction) leave the store usable once the caller aborts the open
+//!   transaction; everything else (I/O, corruption) means the writer must stop and be reopened,
+//!   which runs recovery.
+//! * [`DumpError`]: the read side. Position and GTID errors are what a MySQL master answers with
+//!   ERR 1236 ([`DumpError::mysql_code`], [`DumpError::mysql_message`]).
+
+use std::io;
+use std::path::PathBuf;
+
+use tibinlog_protocol::binlog::{BinlogError, Sid};
+
+use crate::model::Ts;
+
+/// Result of the writer side.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Writer-side errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed. The writer must be dropped and the store reopened (recovery
+    /// truncates whatever was half written).
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A row or event could not be encoded (value does not fit its column, name too long, file
+    /// past 4 GiB). The statement was not written; abort the transaction.
+    #[error("binlog encoding failed: {0}")]
+    Codec(#[from] BinlogError),
+    /// Bytes on disk that recovery cannot explain: fsynced data missing or damaged.
+    #[error("binlog store corrupt: {file} at {offset}: {reason}")]
+    Corrupt {
+        file: String,
+        offset: u64,
+        reason: &'static str,
+    },
+    /// Transactions must arrive in ascending `(commit_ts, start_ts)`.
+    #[error(
+        "transaction ({next_commit:?}, {next_start:?}) not after ({prev_commit:?}, {prev_start:?})"
+    )]
+    OutOfOrder {
+        prev_commit: Ts,
+        prev_start: Ts,
+        next_commit: Ts,
+        next_start: Ts,
+    },
+    /// A call that is not valid in the current transaction state (e.g. `write_rows` without
+    /// `begin_txn`, `flush` inside a transaction).
+    #[error("{call} is not valid {state}")]
+    TxnState {
+        call: &'static str,
+        state: &'static str,
+    },
+    /// A row change does not belong to the open transaction or lacks an image its op needs.
+    #[error("row of table {table_id} rejected: {reason}")]
+    BadRow { table_id: u64, reason: &'static str },
+    /// The files were written with another server UUID; GTIDs would mix two domains.
+    #[error("binlog files carry GTIDs of {found}, configured server_uuid is {configured}")]
+    ServerUuidChanged { configured: Sid, found: Sid },
+    /// The checkpoint must not move backwards.
+    #[error("checkpoint regressed from {prev:?} to {next:?}")]
+    CheckpointRegressed { prev: Ts, next: Ts },
+    /// `purge_to` names a file that is not in the index.
+    #[error("binlog file {file} is not in the index")]
+    UnknownFile { file: String },
+    /// Invalid configuration.
+    #[error("invalid binlog store config: {reason}")]
+    Config { reason: &'static str },
+}
+
+impl StoreError {
+    /// True for errors caused by the caller's input; the store itself is intact.
+    pub fn is_caller_bug(&self) -> bool {
+        matches!(
+            self,
+            Self::OutOfOrder { .. }
+                | Self::TxnState { .. }
+                | Self::BadRow { .. }
+                | Self::CheckpointRegressed { .. }
+                | Self::UnknownFile { .. }
+        )
+    }
+
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { op, path, source }
+    }
+}
+
+/// MySQL `ER_MASTER_FATAL_ERROR_READING_BINLOG`.
+pub const ER_MASTER_FATAL_ERROR_READING_BINLOG: u16 = 1236;
+
+/// Read-side errors: why a dump cannot start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    /// The file is not (or no longer) in the index.
+    #[error("binlog file {file} not in the index")]
+    UnknownFile { file: String },
+    /// Position below the 4-byte magic.
+    #[error("position {pos} < 4")]
+    PositionBelow4 { pos: u64 },
+    /// Position past the durable end of the file.
+    #[error("position {pos} past the end {size} of {file}")]
+    PositionPastEnd { file: String, pos: u64, size: u64 },
+    /// Position inside an event.
+    #[error("position {pos} of {file} is not an event boundary")]
+    NotEventBoundary { file: String, pos: u64 },
+    /// The client's GTID set lacks GTIDs of purged files.
+    #[error("GTIDs {missing} the client needs were purged")]
+    GtidsPurged { missing: String },
+    /// The client's set holds GTIDs of this server that were never written.
+    #[error("client has GTIDs {extra} this server never wrote")]
+    ClientHasMoreGtids { extra: String },
+    /// Transactions after `ts` may be in purged files.
+    #[error("transactions after {ts:?} may be purged (purged up to {purged_up_to:?})")]
+    TsPurged { ts: Ts, purged_up_to: Ts },
+    /// The writer is gone: no more data will come.
+    #[error("binlog writer stopped")]
+    WriterGone,
+    /// Reading a file failed.
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A file does not hold what the index says (missing bytes, bad event header).
+    #[error("binlog file {file} corrupt at {offset}: {reason}")]
+    Corrupt {
+        file: String,
+        offset: u64,
+        reason: &'static str,
+    },
+}
+
+impl DumpError {
+    /// The MySQL error code to send: 1236 for every dump error.
+    pub fn mysql_code(&self) -> u16 {
+        ER_MASTER_FATAL_ERROR_READING_BINLOG
+    }
+
+    /// The message text a MySQL master sends (clients match substrings of it).
+    pub fn mysql_message(&self) -> String {
+        match self {
+            Self::UnknownFile { .. } => {
+                "Could not find first log file name in binary log index file".into()
+            }
+            Self::PositionBelow4 { .. } => {
+                "Client requested master to start replication from position < 4.".into()
+            }
+            Self::PositionPastEnd { .. } => {
+                "Client requested master to start replication from position > file size".into()
+            }
+            Self::NotEventBoundary { .. } => {
+                "Client requested master to start replication from an impossible position".into()
+            }
+            Self::GtidsPurged { .. } | Self::TsPurged { .. } => {
+                "The slave is connecting using CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the \
+                 master has purged binary logs containing GTIDs that the slave requires."
+                    .into()
+            }
+            Self::ClientHasMoreGtids { .. } => {
+                "Slave has more GTIDs than the master has, using the master's SERVER_UUID. This \
+                 may indicate that the end of the binary log was truncated or that the last \
+                 binary log file was lost, e.g., after a power or disk failure when \
+                 sync_binlog != 1. The master may or may not have rolled back transactions that \
+                 were already replicated to the slave. Suggest to replicate any transactions \
+                 that master has rolled back from slave to master, and/or commit empty \
+                 transactions on master to account for transactions that have been committed \
+                 on master but are not included in GTID_EXECUTED."
+                    .into()
+            }
+            Self::WriterGone => "binlog writer stopped".into(),
+            Self::Io { .. } | Self::Corrupt { .. } => {
+                "binlog truncated in the middle of event; consider out of disk space on master"
+                    .into()
+            }
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! Opening a store: a new one, or recovery of an existing one.
+//!
+//! 1. Leftover temporaries (`*.index_crash_safe`, `*.map_crash_safe`) are removed; numbered
+//!    files outside the index range (a rotation that did not reach the index, a purge that did
+//!    not finish deleting) are deleted.
+//! 2. The map is loaded; a torn last record is cut.
+//! 3. The last file is scanned from the last position a Synced record vouches for (else from
+//!    its prologue end) with [`TxnScanner`]; the file is cut at the end of the last complete
+//!    transaction, which also removes a torn event, a half-written transaction, or a ROTATE
+//!    whose next file never made it into the index.
+//! 4. Map records describing binlog bytes that did not survive are cut; the checkpoint is the
+//!    last checkpoint record whose binlog end survived.
+//!
+//! Files before the last one, and the prologue of the last one, were fsynced before the index
+//! named the next file; damage there is reported as [`StoreError::Corrupt`], not repaired.
+
+use std::fs::{self, OpenOptions};
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, RwLock};
+
+use tibinlog_protocol::binlog::checksum::verify_event;
+use tibinlog_protocol::binlog::{EventWriter, GtidSet, Sid};
+use tokio::sync::watch;
+
+use super::error::{Result, StoreError};
+use super::files::{FileInfo, FilesState, Shared};
+use super::index::{file_name, parse_file_name, read_index, write_index};
+use super::map::{MapFile, Record, TxnEntry};
+use super::scan::{open_at, read_event, read_prologue, ReadOutcome, TxnScanner};
+use super::writer::{create_file, BinlogStore};
+use super::{header_timestamp, BinlogPos, StoreConfig};
+use crate::model::Ts;
+
+/// What [`BinlogStore::open`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Resume capture from here (`checkpoint_ts`); `None` when nothing was ever checkpointed.
+    pub checkpoint: Option<Ts>,
+    /// `(commit_ts, start_ts)` of the last transaction in the binlog.
+    pub last_written: Option<(Ts, Ts)>,
+    pub gtid_executed: GtidSet,
+    /// GNO of the next transaction.
+    pub next_gno: u64,
+    /// Where the next transaction goes (also the durable end).
+    pub end: BinlogPos,
+    /// Bytes cut from the end of the last file.
+    pub truncated_bytes: u64,
+    /// Mapping records dropped because the binlog did not keep their transactions.
+    pub dropped_records: usize,
+    /// True when the store was created by this open.
+    pub created: bool,
+}
+
+impl Recovery {
+    /// True when capture, resending from [`Self::checkpoint`], must skip this transaction
+    /// because it is already in the binlog.
+    pub fn already_written(&self, commit_ts: Ts, start_ts: Ts) -> bool {
+        self.last_written
+            .is_some_and(|l| (commit_ts, start_ts) <= l)
+    }
+}
+
+fn validate(cfg: &StoreConfig) -> Result<()> {
+    let bad = |reason| Err(StoreError::Config { reason });
+    if cfg.basename.is_empty() || cfg.basename.contains(['/', '\\']) {
+        return bad("basename must be a plain file name");
+    }
+    if cfg.max_binlog_size == 0 || cfg.max_binlog_size > u64::from(u32::MAX) {
+        return bad("max_binlog_size must be in 1..4 GiB");
+    }
+    if cfg.server_version.len() > 50 {
+        return bad("server_version longer than 50 bytes");
+    }
+    if cfg.max_rows_event_size < 256 {
+        return bad("max_rows_event_size below 256 bytes");
+    }
+    Ok(())
+}
+
+impl BinlogStore {
+    /// Opens (creating or recovering) the store in `cfg.data_dir`.
+    pub fn open(cfg: StoreConfig) -> Result<(BinlogStore, Recovery)> {
+        validate(&cfg)?;
+        let dir = cfg.data_dir.clone();
+        fs::create_dir_all(&dir).map_err(StoreError::io("create dir", &dir))?;
+        for tmp in ["index_crash_safe", "map_crash_safe"] {
+            let p = dir.join(format!("{}.{tmp}", cfg.basename));
+            if p.exists() {
+                fs::remove_file(&p).map_err(StoreError::io("remove", &p))?;
+            }
+        }
+        let map_path = dir.join(format!("{}.map", cfg.basename));
+        let seqs = match read_index(&dir, &cfg.basename)? {
+            Some(s) if !s.is_empty() => s,
+            _ => {
+                if fs::metadata(&map_path).is_ok_and(|m| m.len() > 0) {
+                    return Err(StoreError::Corrupt {
+                        file: format!("{}.index", cfg.basename),
+                        offset: 0,
+                        reason: "mapping exists but the index is missing or empty",
+                    });
+                }
+                return Self::create(cfg);
+            }
+        };
+        remove_strays(&cfg, &seqs)?;
+        let (mut map, records) = MapFile::open(&map_path)?;
+
+        // Prologues of every file.
+        let mut files = Vec::with_capacity(seqs.len());
+        let mut last_prologue = None;
+        for &seq in &seqs {
+            let name = file_name(&cfg.basename, seq);
+            let path = dir.join(&name);
+            let len = fs::metadata(&path)
+                .map_err(StoreError::io("stat", &path))?
+                .len();
+            let p = read_prologue(&path, &name)?;
+            check_sids(&cfg.server_uuid, &p.previous_gtids)?;
+            files.push(FileInfo {
+                seq,
+                size: len,
+                prologue_end: p.end,
+                previous_gtids: p.previous_gtids.clone(),
+                last_secs: p.timestamp,
+            });
+            last_prologue = Some(p);
+        }
+        let (Some(last_prologue), Some(last)) = (last_prologue, files.last().cloned()) else {
+            return Err(StoreError::Config {
+                reason: "empty index",
+            });
+        };
+        let last_name = file_name(&cfg.basename, last.seq);
+        let last_path = dir.join(&last_name);
+
+        // Where the tail scan may start.
+        let marker = records
+            .iter()
+            .rev()
+            .find_map(|(_, r)| match r {
+                Record::Synced(p) => Some(*p),
+                _ => None,
+            })
+            .filter(|p| {
+                p.file_seq == last.seq && p.offset >= last.prologue_end && p.offset <= last.size
+            });
+        let scan_from = marker.map_or(last.prologue_end, |p| p.offset);
+        let checksum = last_prologue.checksum;
+        let mut reader =
+            open_at(&last_path, scan_from).map_err(StoreError::io("open", &last_path))?;
+        let mut scanner = TxnScanner::default();
+        let mut buf = Vec::new();
+        let mut at = scan_from;
+        let mut recovered_end = scan_from;
+        let mut scanned = Vec::new();
+        loop {
+            let outcome =
+                read_event(&mut reader, &mut buf).map_err(StoreError::io("read", &last_path))?;
+            if outcome != ReadOutcome::Event || (checksum && verify_event(&buf).is_err()) {
+                break;
+            }
+            let end = at + buf.len() as u64;
+            match scanner.on_event(&buf, end, checksum) {
+                Ok(Some(tx)) => {
+                    if tx.sid != cfg.server_uuid {
+                        return Err(StoreError::ServerUuidChanged {
+                            configured: cfg.server_uuid,
+                            found: tx.sid,
+                        });
+                    }
+                    scanned.push(tx);
+                    recovered_end = end;
+                }
+                Ok(None) => {}
+                Err(()) => break,
+            }
+            at = end;
+        }
+        drop(reader);
+        let end_pos = BinlogPos::new(last.seq, recovered_end);
+
+        // Reconcile the map with what the binlog kept.
+        let mut entries: Vec<TxnEntry> = Vec::new();
+        let mut checkpoint = None;
+        let mut horizon = None;
+        let mut cut_at = None;
+        for (off, r) in &records {
+            match *r {
+                Record::Txn(e) if e.file_seq < seqs[0] => {
+                    // A purge deleted the file but did not get to compact the map.
+                    horizon = Some((e.commit_ts, e.gno));
+                }
+                Record::Txn(e) => {
+                    if e.end() > end_pos || !seqs.contains(&e.file_seq) {
+                        cut_at = Some(*off);
+                        break;
+                    }
+                    entries.push(e);
+                }
+                Record::Checkpoint {
+                    checkpoint: c,
+                    requires,
+                } => {
+                    if requires > end_pos {
+                        cut_at = Some(*off);
+                        break;
+                    }
+                    checkpoint = Some((c, requires));
+                }
+                Record::Synced(p) => {
+                    if p > end_pos {
+                        cut_at = Some(*off);
+                        break;
+                    }
+                }
+                Record::PurgedHorizon { commit_ts, gno } => horizon = Some((commit_ts, gno)),
+            }
+        }
+        let dropped_records = cut_at.map_or(0, |off| {
+            records
+                .iter()
+                .filter(|(o, r)| *o >= off && matches!(r, Record::Txn(_)))
+                .count()
+        });
+        for tx in &scanned {
+            let ok = entries
+                .iter()
+                .rev()
+                .take_while(|e| e.file_seq == last.seq)
+                .any(|e| e.end_pos == tx.end && e.gno == tx.gno);
+            if !ok {
+                return Err(StoreError::Corrupt {
+                    file: last_name,
+                    offset: tx.end,
+                    reason: "transaction without a mapping record",
+                });
+            }
+        }
+        // Every mapped transaction of the last file must lie before the scan start or have
+        // been found by the scan.
+        if let Some(e) = entries
+            .iter()
+            .filter(|e| e.file_seq == last.seq && e.end_pos > scan_from)
+            .find(|e| !scanned.iter().any(|t| t.end == e.end_pos))
+        {
+            return Err(StoreError::Corrupt {
+                file: last_name,
+                offset: e.end_pos,
+                reason: "mapped transaction not found in the binlog",
+            });
+        }
+
+        // Fix the files.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&last_path)
+            .map_err(StoreError::io("open", &last_path))?;
+        let truncated_bytes = last.size - recovered_end;
+        if truncated_bytes > 0 {
+            file.set_len(recovered_end)
+                .map_err(StoreError::io("truncate", &last_path))?;
+        }
+        file.write_all_at(&[1, 0], 4 + 17)
+            .map_err(StoreError::io("write", &last_path))?;
+        file.sync_all()
+            .map_err(StoreError::io("fsync", &last_path))?;
+        file.seek(SeekFrom::End(0))
+            .map_err(StoreError::io("seek", &last_path))?;
+        if let Some(off) = cut_at {
+            map.truncate(off)?;
+        }
+        map.append_sync(&[Record::Synced(end_pos)])?;
+
+        // State.
+        for f in files.iter_mut() {
+            let r = entries.partition_point(|e| e.file_seq < f.seq)
+                ..entries.partition_point(|e| e.file_seq <= f.seq);
+            if let Some(e) = entries[r].last() {
+                f.last_secs = f.last_secs.max(header_timestamp(e.commit_ts));
+            }
+        }
+        if let Some(f) = files.last_mut() {
+            f.size = recovered_end;
+        }
+        let mut gtid_executed = last.previous_gtids.clone();
+        let in_last: Vec<&TxnEntry> = entries.iter().filter(|e| e.file_seq == last.seq).collect();
+        for e in &in_last {
+            gtid_executed.add(cfg.server_uuid, e.gno);
+        }
+        let next_gno = next_gno(&gtid_executed, &cfg.server_uuid);
+        let seq_in_file = in_last.len() as i64;
+        let last_written = entries.last().map(|e| (e.commit_ts, e.start_ts));
+        let last_timestamp = files.last().map_or(0, |f| f.last_secs);
+
+        let state = FilesState {
+            files,
+            entries,
+            gtid_executed: gtid_executed.clone(),
+            purged_horizon: horizon,
+        };
+        let (end_tx, end_rx) = watch::channel(end_pos);
+        let shared = Arc::new(Shared {
+            dir: dir.clone(),
+            basename: cfg.basename.clone(),
+            server_uuid: cfg.server_uuid,
+            state: RwLock::new(state),
+            end_rx,
+        });
+        let wants_checksum = cfg.checksum;
+        let mut store = BinlogStore::from_parts(
+            cfg,
+            shared,
+            end_tx,
+            checksum,
+            file,
+            last.seq,
+            recovered_end,
+            seq_in_file,
+            next_gno,
+            gtid_executed.clone(),
+            last_written,
+            last_timestamp,
+            checkpoint,
+            map,
+        );
+        if wants_checksum != checksum {
+            // binlog_checksum changed: the new setting starts with a new file, as in MySQL.
+            store.rotate()?;
+        }
+        tracing::info!(
+            file = %file_name(&store.cfg.basename, store.durable_end().file_seq),
+            pos = store.durable_end().offset,
+            next_gno,
+            truncated_bytes,
+            dropped_records,
+            checkpoint = ?checkpoint.map(|c| c.0),
+            "binlog store recovered"
+        );
+        let rec = Recovery {
+            checkpoint: checkpoint.map(|c| c.0),
+            last_written,
+            gtid_executed,
+            next_gno,
+            end: store.durable_end(),
+            truncated_bytes,
+            dropped_records,
+            created: false,
+        };
+        Ok((store, rec))
+    }
+
+    /// A new store: file 1 and the index.
+    fn create(cfg: StoreConfig) -> Result<(BinlogStore, Recovery)> {
+        remove_strays(&cfg, &[])?;
+        let mut ew = EventWriter::new(cfg.server_id, cfg.checksum);
+        let ts = header_timestamp(cfg.first_file_ts);
+        let (file, prologue_end) = create_file(&cfg, &mut ew, 1, &GtidSet::new(), ts)?;
+        write_index(&cfg.data_dir, &cfg.basename, &[1])?;
+        let map_path = cfg.data_dir.join(format!("{}.map", cfg.basename));
+        let (mut map, _) = MapFile::open(&map_path)?;
+        map.truncate(0)?;
+        let end = BinlogPos::new(1, prologue_end);
+        map.append_sync(&[Record::Synced(end)])?;
+        let state = FilesState {
+            files: vec![FileInfo {
+                seq: 1,
+                size: prologue_end,
+                prologue_end,
+                previous_gtids: GtidSet::new(),
+                last_secs: ts,
+            }],
+            ..FilesState::default()
+        };
+        let (end_tx, end_rx) = watch::channel(end);
+        let shared = Arc::new(Shared {
+            dir: cfg.data_dir.clone(),
+            basename: cfg.basename.clone(),
+            server_uuid: cfg.server_uuid,
+            state: RwLock::new(state),
+            end_rx,
+        });
+        let checksum = cfg.checksum;
+        let store = BinlogStore::from_parts(
+            cfg,
+            shared,
+            end_tx,
+            checksum,
+            file,
+            1,
+            prologue_end,
+            0,
+            1,
+            GtidSet::new(),
+            None,
+            ts,
+            None,
+            map,
+        );
+        let rec = Recovery {
+            checkpoint: None,
+            last_written: None,
+            gtid_executed: GtidSet::new(),
+            next_gno: 1,
+            end,
+            truncated_bytes: 0,
+            dropped_records: 0,
+            created: true,
+        };
+        Ok((store, rec))
+    }
+}
+
+/// GNO after the last one of `sid` in `set` (1 when none).
+fn next_gno(set: &GtidSet, sid: &Sid) -> u64 {
+    set.iter()
+        .find(|(s, _)| *s == sid)
+        .and_then(|(_, ivs)| ivs.last().map(|&(_, e)| e))
+        .unwrap_or(1)
+}
+
+fn check_sids(configured: &Sid, set: &GtidSet) -> Result<()> {
+    match set.iter().find(|(s, _)| *s != configured) {
+        Some((found, _)) => Err(StoreError::ServerUuidChanged {
+            configured: *configured,
+            found: *found,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Deletes numbered files outside the index's range: the product of a rotation that did not
+/// reach the index, or of a purge that did not finish deleting.
+fn remove_strays(cfg: &StoreConfig, seqs: &[u32]) -> Result<()> {
+    let dir = &cfg.data_dir;
+    let rd = fs::read_dir(dir).map_err(StoreError::io("list", dir))?;
+    let (lo, hi) = (seqs.first().copied(), seqs.last().copied());
+    for ent in rd {
+        let ent = ent.map_err(StoreError::io("list", dir))?;
+        let name = ent.file_name();
+        let Some(seq) = name
+            .to_str()
+            .and_then(|n| parse_file_name(&cfg.basename, n))
+        else {
+            continue;
+        };
+        let stray = match (lo, hi) {
+            (Some(lo), Some(hi)) => seq < lo || seq > hi,
+            _ => true,
+        };
+        if stray {
+            let p = ent.path();
+            fs::remove_file(&p).map_err(StoreError::io("remove", &p))?;
+        }
+    }
+    Ok(())
+}
