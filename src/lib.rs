@@ -4,5 +4,6 @@ pub mod capture;
 pub mod inspect;
 pub mod model;
 pub mod mounter;
+pub mod server;
 pub mod sim;
 pub mod tidb;
