@@ -696,6 +696,7 @@ impl Ctx<'_> {
     ) -> Result<SqlValue, Reply> {
         let arg = |i: usize| args.get(i).cloned().flatten().unwrap_or_default();
         Ok(match name {
+            "VERSION" if self.info.mariadb_client => Some(mariadb_tool_version()),
             "VERSION" => Some(self.shared.identity.version.clone()),
             "UNIX_TIMESTAMP" => Some(
                 std::time::SystemTime::now()
@@ -834,6 +835,16 @@ const EVENT_COLUMNS: [&str; 6] = [
     "End_log_pos",
     "Info",
 ];
+
+/// What `SELECT VERSION()` answers to MariaDB's client library.
+///
+/// MariaDB's `mariadb-binlog` accepts only a major version 5, 10 or 11 there ("Master reported
+/// unrecognized MariaDB version" otherwise), and a MariaDB replica switches to MariaDB GTID
+/// negotiation for 10 and above, which this MySQL-flavoured master cannot serve. A 5.7 version
+/// keeps both on their position-based path, which reads our MySQL-flavoured stream.
+fn mariadb_tool_version() -> String {
+    format!("5.7.99-tibinlog-{}", env!("CARGO_PKG_VERSION"))
+}
 
 fn unsupported(what: &str) -> Reply {
     Reply::err(
@@ -1156,8 +1167,8 @@ mod tests {
         let w = Words::new("/* c */ SHOW binlog EVENTS IN 'b.000001' FROM 4 LIMIT 1, 2;");
         assert!(w.starts_with(&["SHOW", "BINLOG", "EVENTS"]));
         assert_eq!(w.get(4), Some("b.000001"));
-        assert!(!w.is_kw(4, "b.000001") || w.toks[4].2);
-        assert_eq!(w.get(8), Some(","));
+        assert!(!w.is_kw(4, "b.000001"), "quoted text is not a keyword");
+        assert_eq!(w.get(9), Some(","));
     }
 
     #[test]

@@ -159,6 +159,8 @@ pub struct ConnInfo {
     pub capabilities: CapabilityFlags,
     /// The schema named in the handshake (CLIENT_CONNECT_WITH_DB).
     pub database: Option<String>,
+    /// The client uses MariaDB's client library (connect attribute `_client_name`).
+    pub mariadb_client: bool,
 }
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
@@ -275,8 +277,14 @@ async fn handshake(
             }
         }
     }
+    let mariadb_client = hello
+        .connect_attrs
+        .iter()
+        .any(|(k, v)| k == "_client_name" && v.eq_ignore_ascii_case("libmariadb"));
+    debug!(conn = id, attrs = ?hello.connect_attrs, "client attributes");
     Ok(ConnInfo {
         id,
+        mariadb_client,
         user: hello.user,
         host,
         capabilities: negotiate(ours, hello.capabilities),
