@@ -90,6 +90,15 @@ async fn sql_surface_answers_like_mysql() {
             .collect::<Vec<_>>()
     );
 
+    // Connector/J's session-variable query, answered column for column under its aliases.
+    let cj = "/* mysql-connector-j-8.4.0 (Revision: 1c3f5c149e0bfe31c7fbeb24e2d260cd890972c4) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
+    let (cols, vals) = one_row(&mut conn, cj).await;
+    assert_eq!(cols.len(), 19);
+    assert_eq!(cols[18], "wait_timeout");
+    assert_eq!(vals[1].as_deref(), Some("utf8mb4"));
+    assert_eq!(vals[16].as_deref(), Some("SYSTEM"));
+    assert_eq!(vals[17].as_deref(), Some("REPEATABLE-READ"));
+
     let v: Option<String> = conn.query_first("SELECT VERSION()").await.expect("version");
     assert_eq!(v.as_deref(), Some(version.as_str()));
     let one: Option<i64> = conn.query_first("SELECT 1").await.expect("select 1");
@@ -577,6 +586,59 @@ async fn blocking_dump_gets_heartbeats_and_new_events() {
     f.stop().await;
 }
 
+/// A new dump with the same replica server id ends the older one (MySQL's zombie-dump rule),
+/// and `KILL` ends a session.
+#[tokio::test]
+async fn same_replica_id_replaces_older_dump_and_kill_works() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    f.source.append_insert(&[(1, "a")]);
+    let req = || {
+        BinlogStreamRequest::new(9)
+            .with_filename(b"binlog.000001")
+            .with_pos(4)
+    };
+    let mut first = f
+        .conn()
+        .await
+        .get_binlog_stream(req())
+        .await
+        .expect("first");
+    // Read the first event so the dump is surely running before the second one starts.
+    let ev = tokio::time::timeout(WAIT, first.next())
+        .await
+        .expect("first event");
+    assert!(matches!(ev, Some(Ok(_))));
+    let mut second = f
+        .conn()
+        .await
+        .get_binlog_stream(req())
+        .await
+        .expect("second");
+    let ev = tokio::time::timeout(WAIT, second.next())
+        .await
+        .expect("second event");
+    assert!(matches!(ev, Some(Ok(_))));
+    // The first stream ends: it drains what was sent, then sees the close.
+    while let Some(Ok(_)) = tokio::time::timeout(WAIT, first.next())
+        .await
+        .expect("first ends")
+    {}
+
+    let mut victim = f.conn().await;
+    let id = victim.id();
+    let mut killer = f.conn().await;
+    killer
+        .query_drop(format!("KILL CONNECTION {id}"))
+        .await
+        .expect("kill");
+    let e = tokio::time::timeout(WAIT, victim.query_drop("SELECT 1"))
+        .await
+        .expect("killed session answers or closes");
+    assert!(e.is_err(), "the killed connection is gone");
+    drop(second);
+    f.stop().await;
+}
+
 /// `mariadb-binlog --read-from-remote-server` reads the first file; skipped when MariaDB's
 /// tools are not installed, except under CI.
 #[tokio::test]
@@ -621,5 +683,115 @@ async fn mariadb_binlog_reads_remote_file() {
     assert_eq!(stdout.matches("Write_rows").count(), 3, "{stdout}");
     assert!(stdout.contains("Xid = 3"), "{stdout}");
     assert!(stdout.contains("Rotate to binlog.000002"), "{stdout}");
+    f.stop().await;
+}
+
+/// TLS: CLIENT_SSL is offered only with a certificate; SSLRequest, handshake, then the login
+/// (caching_sha2 fast path) and queries run inside the tunnel.
+#[tokio::test]
+async fn tls_upgrade_then_login() {
+    let Some(openssl) = repl::find_tool("openssl") else {
+        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+        assert!(!ci, "openssl is needed to make a test certificate");
+        eprintln!("skipped: openssl is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(
+        p("ext.cnf"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("ext file");
+    // A CA, and a certificate for localhost signed by it.
+    let path = |n: &str| p(n).to_string_lossy().into_owned();
+    let (ca_key, ca_pem, key_pem, csr, ext, cert_pem) = (
+        path("ca.key"),
+        path("ca.pem"),
+        path("key.pem"),
+        path("leaf.csr"),
+        path("ext.cnf"),
+        path("cert.pem"),
+    );
+    let steps: [Vec<&str>; 3] = [
+        vec![
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=tibinlog-test-ca",
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca_pem,
+        ],
+        vec![
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &key_pem,
+            "-out",
+            &csr,
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-set_serial",
+            "2",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-extfile",
+            &ext,
+            "-out",
+            &cert_pem,
+        ],
+    ];
+    for args in steps {
+        let out = std::process::Command::new(&openssl)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (cert, key, ca) = (p("cert.pem"), p("key.pem"), p("ca.pem"));
+
+    // Without TLS material the greeting does not offer SSL.
+    let plain = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    let c = RawClient::connect(plain.addr).await;
+    assert_eq!(c.caps & 0x800, 0, "no CLIENT_SSL without a certificate");
+    plain.stop().await;
+
+    let files = tibinlog::server::TlsFiles { cert, key };
+    let f = Fixture::start_with(true, AuthMethod::CachingSha2Password, Some(files)).await;
+    let mut c = RawClient::connect(f.addr).await;
+    assert_ne!(c.caps & 0x800, 0, "CLIENT_SSL offered");
+    c.upgrade_tls(&ca).await;
+    let auth = tibinlog_protocol::wire::auth::scramble_caching_sha2(&c.nonce, PASSWORD.as_bytes());
+    let r = c.login("root", "caching_sha2_password", &auth).await;
+    assert_eq!(r, [0x01, 0x03], "fast auth success");
+    assert_eq!(c.read().await[0], 0, "OK");
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"SELECT @@server_id");
+    let r = c.command(&q).await;
+    assert_eq!(r, [1], "one column");
     f.stop().await;
 }

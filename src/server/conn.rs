@@ -144,8 +144,65 @@ impl PacketIo {
         self.flush().await
     }
 
+    /// The stream, with any bytes already read but not consumed put back in front of it (a
+    /// client starts its TLS handshake right behind its SSLRequest, without waiting).
     fn into_stream(self) -> Box<dyn Io> {
-        self.stream
+        let rest = self.rbuf[self.rpos..].to_vec();
+        if rest.is_empty() {
+            self.stream
+        } else {
+            Box::new(Prefixed {
+                prefix: rest,
+                pos: 0,
+                inner: self.stream,
+            })
+        }
+    }
+}
+
+/// A stream whose first bytes come from a buffer.
+struct Prefixed {
+    prefix: Vec<u8>,
+    pos: usize,
+    inner: Box<dyn Io>,
+}
+
+impl AsyncRead for Prefixed {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.pos < self.prefix.len() {
+            let n = buf.remaining().min(self.prefix.len() - self.pos);
+            let start = self.pos;
+            buf.put_slice(&self.prefix[start..start + n]);
+            self.pos += n;
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Prefixed {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 

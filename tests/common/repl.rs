@@ -31,6 +31,15 @@ pub struct Fixture {
 impl Fixture {
     /// Starts a server; `checksum` selects CRC32 files, `plugin` the greeting's auth plugin.
     pub async fn start(checksum: bool, plugin: AuthMethod) -> Fixture {
+        Self::start_with(checksum, plugin, None).await
+    }
+
+    /// Like [`Fixture::start`], with TLS material.
+    pub async fn start_with(
+        checksum: bool,
+        plugin: AuthMethod,
+        tls: Option<tibinlog::server::TlsFiles>,
+    ) -> Fixture {
         let sid = Sid::parse(UUID).expect("uuid");
         let source = MemSource::new(SERVER_ID, sid, checksum);
         let cfg = ServerConfig {
@@ -41,7 +50,7 @@ impl Fixture {
             ]),
             server_id: SERVER_ID,
             server_uuid: sid,
-            tls: None,
+            tls,
             auth_plugin: plugin,
             default_heartbeat: None,
         };
@@ -90,8 +99,15 @@ impl Fixture {
 }
 
 /// A hand-driven client: packets in and out, native-password login.
+pub trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 pub struct RawClient {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
+    /// The server's capability flags from the greeting.
+    pub caps: u32,
+    /// Add CLIENT_SSL to our capability flags (after a TLS upgrade).
+    pub tls: bool,
     pub seq: u8,
     pub nonce: Vec<u8>,
     pub plugin: String,
@@ -101,7 +117,9 @@ impl RawClient {
     pub async fn connect(addr: SocketAddr) -> RawClient {
         let stream = TcpStream::connect(addr).await.expect("tcp connect");
         let mut c = RawClient {
-            stream,
+            stream: Box::new(stream),
+            caps: 0,
+            tls: false,
             seq: 0,
             nonce: Vec::new(),
             plugin: String::new(),
@@ -111,6 +129,9 @@ impl RawClient {
         let nul = g[1..].iter().position(|b| *b == 0).expect("version NUL") + 1;
         let mut at = nul + 1 + 4;
         let mut nonce = g[at..at + 8].to_vec();
+        let lo = u32::from(u16::from_le_bytes([g[at + 9], g[at + 10]]));
+        let hi = u32::from(u16::from_le_bytes([g[at + 14], g[at + 15]]));
+        c.caps = lo | hi << 16;
         at += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
         nonce.extend_from_slice(&g[at..at + 12]);
         at += 13;
@@ -123,7 +144,10 @@ impl RawClient {
     /// Sends a HandshakeResponse41 for `user` whose auth data was computed with `plugin`.
     pub async fn login(&mut self, user: &str, plugin: &str, auth: &[u8]) -> Vec<u8> {
         // PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | LONG_PASSWORD | TRANSACTIONS
-        let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000;
+        let mut caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000;
+        if self.tls {
+            caps |= 0x800;
+        }
         let mut p = Vec::new();
         p.extend_from_slice(&caps.to_le_bytes());
         p.extend_from_slice(&(16u32 << 20).to_le_bytes());
@@ -137,6 +161,35 @@ impl RawClient {
         p.push(0);
         self.write(&p).await;
         self.read().await
+    }
+
+    /// Sends an SSLRequest and runs the TLS handshake, trusting the PEM certificate `ca`.
+    pub async fn upgrade_tls(&mut self, ca: &std::path::Path) {
+        use rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls;
+        let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000 | 0x800;
+        let mut p = Vec::new();
+        p.extend_from_slice(&caps.to_le_bytes());
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(255);
+        p.extend_from_slice(&[0; 23]);
+        self.write(&p).await;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).expect("ca file") {
+            roots.add(cert.expect("ca cert")).expect("add ca");
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));
+        let tls = connector.connect(name, plain).await.expect("TLS handshake");
+        self.stream = Box::new(tls);
+        self.tls = true;
     }
 
     /// Logs in as root with mysql_native_password; panics unless OK.
@@ -153,6 +206,7 @@ impl RawClient {
         self.seq = self.seq.wrapping_add(1);
         p.extend_from_slice(payload);
         self.stream.write_all(&p).await.expect("write");
+        self.stream.flush().await.expect("flush");
     }
 
     /// Sends a command (sequence restarts at 0) and reads the first reply packet.
