@@ -25,7 +25,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use tibinlog_protocol::binlog::{ChecksumAlg, EventHeader, EventType, GtidSet, HEADER_LEN};
+use tibinlog_protocol::binlog::GtidSet;
 use tibinlog_protocol::wire::errors::{
     ErrorCode, ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
@@ -33,9 +33,11 @@ use tibinlog_protocol::wire::errors::{
 };
 use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 
+use super::binlog_events::show_binlog_events;
 use super::conn::ConnInfo;
 use super::source::SourceError;
 use super::vars::{global_variables, like_matches, Scope, Session};
+use super::words::Words;
 use super::Shared;
 
 /// One answer to one statement.
@@ -56,12 +58,12 @@ impl Reply {
         Self::Ok { affected: 0 }
     }
 
-    fn err(code: ErrorCode, msg: impl Into<String>) -> Self {
+    pub(super) fn err(code: ErrorCode, msg: impl Into<String>) -> Self {
         Self::Err(ErrResponse::new(code, msg))
     }
 
     /// A result set whose columns are all text.
-    fn text(names: &[&str], rows: Vec<Vec<Option<String>>>) -> Self {
+    pub(super) fn text(names: &[&str], rows: Vec<Vec<Option<String>>>) -> Self {
         Self::Rows {
             columns: names.iter().map(|n| ColumnSpec::text(*n)).collect(),
             rows,
@@ -156,7 +158,7 @@ impl Ctx<'_> {
             return Some(Reply::ok());
         }
         if w.starts_with(&["SHOW", "BINLOG", "EVENTS"]) {
-            return Some(self.show_binlog_events(w));
+            return Some(show_binlog_events(self.shared.source.as_ref(), w));
         }
         None
     }
@@ -495,98 +497,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// `SHOW BINLOG EVENTS [IN 'f'] [FROM p] [LIMIT [o,] n]`.
-    fn show_binlog_events(&self, w: &Words) -> Reply {
-        let mut file = None;
-        let mut from = 4u64;
-        let mut offset = 0usize;
-        let mut limit = usize::MAX;
-        let mut i = 3;
-        while i < w.len() {
-            let arg = w.get(i + 1);
-            if w.is_kw(i, "IN") && arg.is_some() {
-                file = arg.map(str::to_string);
-                i += 2;
-            } else if w.is_kw(i, "FROM") {
-                match arg.and_then(|a| a.parse().ok()) {
-                    Some(p) => from = p,
-                    None => return parse_error_near(w.raw(), w.offset(i)),
-                }
-                i += 2;
-            } else if w.is_kw(i, "LIMIT") {
-                let a: Option<usize> = arg.and_then(|a| a.parse().ok());
-                let Some(a) = a else {
-                    return parse_error_near(w.raw(), w.offset(i));
-                };
-                if w.get(i + 2) == Some(",") {
-                    offset = a;
-                    match w.get(i + 3).and_then(|b| b.parse().ok()) {
-                        Some(n) => limit = n,
-                        None => return parse_error_near(w.raw(), w.offset(i)),
-                    }
-                    i += 4;
-                } else {
-                    limit = a;
-                    i += 2;
-                }
-            } else {
-                return parse_error_near(w.raw(), w.offset(i));
-            }
-        }
-        let source = &self.shared.source;
-        let file = match file {
-            Some(f) => f,
-            None => match source.files().into_iter().next() {
-                Some(f) => f.name,
-                None => return Reply::text(&EVENT_COLUMNS, Vec::new()),
-            },
-        };
-        let mut reader =
-            match source.open(&file, from) {
-                Ok(r) => r,
-                Err(SourceError::UnknownFile { .. }) => return Reply::err(
-                    tibinlog_protocol::wire::errors::ER_ERROR_WHEN_EXECUTING_COMMAND,
-                    "Error when executing command SHOW BINLOG EVENTS: Could not find target log",
-                ),
-                Err(e) => {
-                    return Reply::err(
-                        tibinlog_protocol::wire::errors::ER_ERROR_WHEN_EXECUTING_COMMAND,
-                        format!("Error when executing command SHOW BINLOG EVENTS: {e}"),
-                    )
-                }
-            };
-        let crc = source.checksum_alg() == ChecksumAlg::Crc32;
-        let mut rows = Vec::new();
-        let mut index = 0usize;
-        let mut pos = from;
-        while rows.len() < limit {
-            let ev = match reader.next_event() {
-                Ok(Some(ev)) => ev,
-                Ok(None) => break,
-                Err(e) => return Reply::err(ER_UNKNOWN_ERROR, e.to_string()),
-            };
-            let start = pos;
-            pos += ev.len() as u64;
-            if index < offset {
-                index += 1;
-                continue;
-            }
-            index += 1;
-            let Ok(h) = EventHeader::parse(&ev) else {
-                return Reply::err(ER_UNKNOWN_ERROR, "corrupt event header");
-            };
-            rows.push(vec![
-                Some(file.clone()),
-                Some(start.to_string()),
-                Some(event_type_name(h.event_type).to_string()),
-                Some(h.server_id.to_string()),
-                Some(h.log_pos.to_string()),
-                Some(event_info(h.event_type, &ev, crc)),
-            ]);
-        }
-        Reply::text(&EVENT_COLUMNS, rows)
-    }
-
     fn select(&self, session: &Session, q: &sqlparser::ast::Query) -> Reply {
         let SetExpr::Select(sel) = q.body.as_ref() else {
             return unsupported("this query form");
@@ -827,15 +737,6 @@ const SESSION_ONLY_VARS: &[&str] = &[
     "transaction_read_only",
 ];
 
-const EVENT_COLUMNS: [&str; 6] = [
-    "Log_name",
-    "Pos",
-    "Event_type",
-    "Server_id",
-    "End_log_pos",
-    "Info",
-];
-
 /// What `SELECT VERSION()` answers to MariaDB's client library.
 ///
 /// MariaDB's `mariadb-binlog` accepts only a major version 5, 10 or 11 there ("Master reported
@@ -867,7 +768,7 @@ fn no_such_table(db: &str, table: &str) -> Reply {
     )
 }
 
-fn parse_error_near(sql: &str, offset: usize) -> Reply {
+pub(super) fn parse_error_near(sql: &str, offset: usize) -> Reply {
     let near: String = sql.get(offset..).unwrap_or("").chars().take(80).collect();
     Reply::err(
         ER_PARSE_ERROR,
@@ -967,71 +868,6 @@ fn where_matches(e: &Expr, name: &str, value: &str) -> Option<bool> {
     }
 }
 
-/// MySQL's names for `SHOW BINLOG EVENTS`.
-fn event_type_name(t: EventType) -> &'static str {
-    match t {
-        EventType::QUERY => "Query",
-        EventType::STOP => "Stop",
-        EventType::ROTATE => "Rotate",
-        EventType::FORMAT_DESCRIPTION => "Format_desc",
-        EventType::XID => "Xid",
-        EventType::TABLE_MAP => "Table_map",
-        EventType::WRITE_ROWS | EventType::WRITE_ROWS_V1 => "Write_rows",
-        EventType::UPDATE_ROWS | EventType::UPDATE_ROWS_V1 => "Update_rows",
-        EventType::DELETE_ROWS | EventType::DELETE_ROWS_V1 => "Delete_rows",
-        EventType::GTID => "Gtid",
-        EventType::ANONYMOUS_GTID => "Anonymous_Gtid",
-        EventType::PREVIOUS_GTIDS => "Previous_gtids",
-        EventType::ROWS_QUERY => "Rows_query",
-        EventType::HEARTBEAT => "Heartbeat",
-        _ => "Unknown",
-    }
-}
-
-/// The `Info` column for the event types whose text is cheap to produce. `crc` says whether
-/// the event ends with a CRC32 (FORMAT_DESCRIPTION always does).
-fn event_info(t: EventType, ev: &[u8], crc: bool) -> String {
-    let crc_len = if crc || t == EventType::FORMAT_DESCRIPTION {
-        4
-    } else {
-        0
-    };
-    let body = ev
-        .get(HEADER_LEN..ev.len().saturating_sub(crc_len).max(HEADER_LEN))
-        .unwrap_or(&[]);
-    let u64_at = |at: usize| {
-        body.get(at..at + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .unwrap_or(0)
-    };
-    match t {
-        EventType::ROTATE => {
-            let name = body.get(8..).unwrap_or(&[]);
-            format!("{};pos={}", String::from_utf8_lossy(name), u64_at(0))
-        }
-        EventType::XID => format!("COMMIT /* xid={} */", u64_at(0)),
-        EventType::FORMAT_DESCRIPTION => {
-            let v = body.get(2..52).unwrap_or(&[]);
-            let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
-            format!(
-                "Server ver: {}, Binlog ver: 4",
-                String::from_utf8_lossy(&v[..end])
-            )
-        }
-        EventType::QUERY => query_text(body).unwrap_or_default(),
-        _ => String::new(),
-    }
-}
-
-/// The statement text of a QUERY event body (post-header 13 bytes, status vars, db, NUL, text).
-fn query_text(body: &[u8]) -> Option<String> {
-    let db_len = usize::from(*body.get(8)?);
-    let status_len = usize::from(u16::from_le_bytes([*body.get(11)?, *body.get(12)?]));
-    let start = 13 + status_len + db_len + 1;
-    Some(String::from_utf8_lossy(body.get(start..)?).into_owned())
-}
-
 /// `YYYY-MM-DD[ HH:MM:SS]` (UTC) → seconds since the epoch.
 fn parse_datetime(s: &str) -> Option<u64> {
     let (date, time) = s.trim().split_once(' ').unwrap_or((s.trim(), "00:00:00"));
@@ -1075,101 +911,9 @@ fn pseudo_uuid(conn: u32) -> String {
     )
 }
 
-/// Tokens of a statement for the fallbacks: words, numbers, quoted strings (unquoted), and
-/// single punctuation characters; comments and a trailing `;` are skipped.
-#[derive(Debug)]
-struct Words<'a> {
-    raw: &'a str,
-    toks: Vec<(usize, String, bool)>,
-}
-
-impl<'a> Words<'a> {
-    fn new(raw: &'a str) -> Self {
-        let b = raw.as_bytes();
-        let mut toks = Vec::new();
-        let mut i = 0;
-        while i < b.len() {
-            let c = b[i];
-            if c.is_ascii_whitespace() || c == b';' {
-                i += 1;
-            } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
-                i = raw[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
-            } else if c == b'#' || (c == b'-' && b.get(i + 1) == Some(&b'-')) {
-                i = raw[i..].find('\n').map_or(b.len(), |e| i + e + 1);
-            } else if c == b'\'' || c == b'"' || c == b'`' {
-                let start = i;
-                let mut s = String::new();
-                i += 1;
-                while i < b.len() && b[i] != c {
-                    if b[i] == b'\\' && c != b'`' && i + 1 < b.len() {
-                        i += 1;
-                    }
-                    let ch_len = raw[i..].chars().next().map_or(1, char::len_utf8);
-                    s.push_str(&raw[i..i + ch_len]);
-                    i += ch_len;
-                }
-                i += 1;
-                toks.push((start, s, true));
-            } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'@' || c == b'.' || c >= 0x80
-            {
-                let start = i;
-                while i < b.len()
-                    && (b[i].is_ascii_alphanumeric()
-                        || matches!(b[i], b'_' | b'@' | b'.' | b'$')
-                        || b[i] >= 0x80)
-                {
-                    i += 1;
-                }
-                toks.push((start, raw[start..i].to_string(), false));
-            } else {
-                toks.push((i, (c as char).to_string(), false));
-                i += 1;
-            }
-        }
-        Self { raw, toks }
-    }
-
-    fn len(&self) -> usize {
-        self.toks.len()
-    }
-
-    fn raw(&self) -> &'a str {
-        self.raw
-    }
-
-    fn get(&self, i: usize) -> Option<&str> {
-        self.toks.get(i).map(|t| t.1.as_str())
-    }
-
-    /// Byte offset of token `i` (end of text if out of range).
-    fn offset(&self, i: usize) -> usize {
-        self.toks.get(i).map_or(self.raw.len(), |t| t.0)
-    }
-
-    /// True if token `i` is the unquoted keyword `kw` (any case).
-    fn is_kw(&self, i: usize, kw: &str) -> bool {
-        self.toks
-            .get(i)
-            .is_some_and(|t| !t.2 && t.1.eq_ignore_ascii_case(kw))
-    }
-
-    fn starts_with(&self, kws: &[&str]) -> bool {
-        kws.iter().enumerate().all(|(i, k)| self.is_kw(i, k))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_skip_comments_and_unquote() {
-        let w = Words::new("/* c */ SHOW binlog EVENTS IN 'b.000001' FROM 4 LIMIT 1, 2;");
-        assert!(w.starts_with(&["SHOW", "BINLOG", "EVENTS"]));
-        assert_eq!(w.get(4), Some("b.000001"));
-        assert!(!w.is_kw(4, "b.000001"), "quoted text is not a keyword");
-        assert_eq!(w.get(9), Some(","));
-    }
 
     #[test]
     fn syntax_error_points_at_the_rest() {

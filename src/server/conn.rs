@@ -55,6 +55,8 @@ pub enum ConnError {
     AuthFailed { user: String },
     #[error("dump: {0}")]
     Dump(String),
+    #[error("internal: {0}")]
+    Internal(String),
 }
 
 /// Packet-level I/O over a (possibly TLS) stream with one sequence counter.
@@ -207,7 +209,7 @@ impl AsyncWrite for Prefixed {
 }
 
 /// Per-connection facts the command handlers need.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ConnInfo {
     pub id: u32,
     pub user: String,
@@ -400,7 +402,17 @@ async fn command_loop(
                 io.send(&p).await?;
             }
             Command::Query(sql) => {
-                let replies = admin::execute(&shared, &info, &mut session, &sql);
+                // Statements may read binlog files (SHOW BINLOG EVENTS) or the schema store:
+                // run them on the blocking pool, with the session moved there and back.
+                let (sh, inf) = (shared.clone(), info.clone());
+                let task = tokio::task::spawn_blocking(move || {
+                    let replies = admin::execute(&sh, &inf, &mut session, &sql);
+                    (session, replies)
+                });
+                let (s, replies) = task
+                    .await
+                    .map_err(|e| ConnError::Internal(format!("query task failed: {e}")))?;
+                session = s;
                 send_replies(&mut io, &info, replies).await?;
             }
             Command::RegisterSlave(r) => {

@@ -13,6 +13,8 @@
 //! - [`source`]: the traits the binlog store and schema store implement.
 //! - [`conn`]: socket, packet framing, handshake, TLS, authentication, command dispatch.
 //! - [`admin`]: the SQL surface (SELECT @@…, SHOW …, SET …), parsed with `sqlparser`.
+//! - `binlog_events`: `SHOW BINLOG EVENTS`; `words`: the tokenizer for statements sqlparser
+//!   does not parse.
 //! - [`vars`]: system variables and per-session state.
 //! - [`dump`]: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID sessions.
 //! - [`testing`]: an in-memory binlog for tests (not the product's store).
@@ -22,11 +24,13 @@
 //! child token (also used by `KILL`) and `run` returns after all of them ended.
 
 pub mod admin;
+mod binlog_events;
 pub mod conn;
 pub mod dump;
 pub mod source;
 pub mod testing;
 pub mod vars;
+mod words;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
