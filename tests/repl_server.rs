@@ -475,6 +475,10 @@ async fn dump_from_gtid_set_skips_what_the_client_has() {
     .await
     .expect("gtid dump, nothing new");
     assert!(evs.iter().all(|e| e.0 != GTID), "no transaction sent");
+    // After skipping, a heartbeat tells the replica where the stream is.
+    let last = evs.last().expect("events");
+    assert_eq!(last.0, HEARTBEAT);
+    assert_eq!(last.1 as u64, f.source.end_position().pos);
     f.stop().await;
 }
 
@@ -793,5 +797,55 @@ async fn tls_upgrade_then_login() {
     q.extend_from_slice(b"SELECT @@server_id");
     let r = c.command(&q).await;
     assert_eq!(r, [1], "one column");
+    f.stop().await;
+}
+
+/// A client that never announces `@master_binlog_checksum` gets events without CRC32 and a
+/// FORMAT_DESCRIPTION that says NONE; the fake ROTATE has no CRC either.
+#[tokio::test]
+async fn dump_without_announced_checksum_strips_crcs() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    f.source.append_insert(&[(1, "a")]);
+    let file = f.source.file_bytes("binlog.000001").expect("file");
+    let mut c = RawClient::connect(f.addr).await;
+    c.login_native().await;
+    // COM_BINLOG_DUMP: pos 4, flags NON_BLOCK, server id 5, file name.
+    let mut cmd = vec![0x12];
+    cmd.extend_from_slice(&4u32.to_le_bytes());
+    cmd.extend_from_slice(&1u16.to_le_bytes());
+    cmd.extend_from_slice(&5u32.to_le_bytes());
+    cmd.extend_from_slice(b"binlog.000001");
+    let mut p = c.command(&cmd).await;
+    let mut events = Vec::new();
+    while p[0] == 0 {
+        events.push(p[1..].to_vec());
+        p = c.read().await;
+    }
+    assert_eq!(p[0], 0xFE, "EOF ends a non-blocking dump");
+    let rotate = &events[0];
+    assert_eq!(rotate[4], ROTATE);
+    assert_eq!(
+        rotate.len(),
+        19 + 8 + "binlog.000001".len(),
+        "fake ROTATE without CRC"
+    );
+    let fde = &events[1];
+    assert_eq!(fde[4], FDE);
+    assert_eq!(fde[fde.len() - 5], 0, "FDE says checksum NONE");
+    assert!(
+        tibinlog_protocol::binlog::checksum::verify_event(fde).is_ok(),
+        "FDE CRC redone"
+    );
+    // Every other event is the stored one minus its 4 CRC bytes, with event_size adjusted.
+    let mut at = 4 + fde.len();
+    for ev in &events[2..] {
+        let size = u32::from_le_bytes([ev[9], ev[10], ev[11], ev[12]]) as usize;
+        assert_eq!(size, ev.len());
+        let stored = &file[at..at + ev.len() + 4];
+        assert_eq!(&stored[..4], &ev[..4]);
+        assert_eq!(&stored[13..ev.len()], &ev[13..], "body unchanged");
+        at += ev.len() + 4;
+    }
+    assert_eq!(at, file.len(), "the whole file was sent");
     f.stop().await;
 }
