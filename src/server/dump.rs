@@ -276,6 +276,9 @@ impl DumpSession {
         self.io.flush().await?;
         let mut closing = false;
         loop {
+            if self.cancel.is_cancelled() {
+                return Ok(());
+            }
             end_rx.borrow_and_update();
             let batch = self.read_batch().await?;
             if !batch.is_empty() {
