@@ -91,6 +91,8 @@ error_codes! {
     ER_UNKNOWN_TARGET_BINLOG = 1373, b"HY000";
     /// You are not using binary logging.
     ER_NO_BINARY_LOGGING = 1381, b"HY000";
+    /// Malformed communication packet (a command payload that does not decode).
+    ER_MALFORMED_PACKET = 1835, b"HY000";
 }
 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the

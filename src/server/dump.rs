@@ -1,0 +1,621 @@
+//! A dump session: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID (spec §3).
+//!
+//! ```text
+//!  validate start ─► fake ROTATE(file, pos) ─► FORMAT_DESCRIPTION ─► events …
+//!        │ 1236                                  (log_pos 0 when pos > 4)
+//!        ▼
+//!   caught up? ── next file exists ──► fake ROTATE(next, 4) ─► its events
+//!        │── non-blocking ──► EOF, end
+//!        └── wait for the end-position watch; HEARTBEAT after each silent period
+//! ```
+//!
+//! # Checksums (§3.3)
+//! Events go out as stored when the client announced `@master_binlog_checksum` (any value);
+//! the fake ROTATE carries a CRC32 only if it announced `CRC32`. A client that never announced
+//! it gets every CRC removed and a FORMAT_DESCRIPTION saying `NONE` (what pre-checksum
+//! replicas can read); MySQL 8.0 would refuse such a client instead.
+//!
+//! # Isolation
+//! Files are read on the blocking pool in bounded batches; the session owns its socket, so a
+//! slow client slows only its own task. The session never answers what the client writes
+//! (connector-java pings on this socket); it only notices the close.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tibinlog_protocol::binlog::checksum::{crc32, CHECKSUM_LEN};
+use tibinlog_protocol::binlog::{
+    flags, ChecksumAlg, EventMeta, EventType, EventWriter, GtidSet, Heartbeat, LogPos, Rotate, Sid,
+    HEADER_LEN,
+};
+use tibinlog_protocol::wire::command::{DumpFlags, GtidSid};
+use tibinlog_protocol::wire::errors::{
+    ER_MASTER_FATAL_ERROR_READING_BINLOG, MSG_FIRST_LOG_NOT_FOUND, MSG_GTIDS_PURGED,
+    MSG_POS_BELOW_4, MSG_POS_PAST_EOF,
+};
+use tibinlog_protocol::wire::response::{encode_eof_into, ErrResponse, OkResponse};
+use tibinlog_protocol::wire::StatusFlags;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use super::conn::{ConnError, ConnInfo, PacketIo};
+use super::source::{BinlogPosition, BinlogReader, SourceError};
+use super::vars::Session;
+use super::Shared;
+
+/// What the replica asked for.
+#[derive(Debug, Clone)]
+pub enum DumpRequest {
+    /// COM_BINLOG_DUMP: from a file and offset ("" = the first file).
+    Position {
+        file: String,
+        pos: u64,
+        flags: DumpFlags,
+        server_id: u32,
+    },
+    /// COM_BINLOG_DUMP_GTID: everything not in the replica's GTID set.
+    Gtid {
+        sids: Vec<GtidSid>,
+        flags: DumpFlags,
+        server_id: u32,
+    },
+}
+
+/// MySQL's text for a start position inside an event (our wording; MySQL's differs by version).
+pub const MSG_IMPOSSIBLE_POSITION: &str =
+    "Client requested master to start replication from an impossible position";
+/// MySQL's text when the replica has GTIDs of our UUID that we never wrote.
+pub const MSG_MORE_GTIDS: &str = "Slave has more GTIDs than the master has, using the master's \
+     SERVER_UUID. This may indicate that the end of the binary log was truncated or that the \
+     last binary log file was lost, e.g., after a power or disk failure when sync_binlog != 1.";
+/// Our answer to a MariaDB GTID connect (`@slave_connect_state`): we serve MySQL GTIDs only.
+pub const MSG_MARIADB_GTID: &str = "tibinlog serves a MySQL-flavoured binlog: MariaDB GTID \
+     replication (@slave_connect_state) is not supported; use a file/position start";
+
+/// Events read from the source per blocking batch, and the byte cap of one batch.
+const BATCH_EVENTS: usize = 512;
+const BATCH_BYTES: usize = 1 << 20;
+/// Flush the socket buffer when it holds this much.
+const FLUSH_BYTES: usize = 64 * 1024;
+
+/// How events are rewritten for this client.
+#[derive(Debug, Clone, Copy)]
+struct StreamMode {
+    /// Remove every event's CRC (client never announced a checksum, files have CRC32).
+    strip: bool,
+    /// The fake ROTATE carries a CRC32.
+    fake_rotate_crc: bool,
+    /// Heartbeats carry a CRC32.
+    heartbeat_crc: bool,
+}
+
+/// Runs the dump until the client goes away, the end in non-blocking mode, or `cancel`.
+pub async fn run(
+    shared: Arc<Shared>,
+    mut io: PacketIo,
+    info: &ConnInfo,
+    session: &Session,
+    req: DumpRequest,
+    cancel: CancellationToken,
+) -> Result<(), ConnError> {
+    match prepare(&shared, session, &req) {
+        Ok(start) => {
+            let mut d = DumpSession::new(shared, io, info, session, &req, start, cancel);
+            d.stream().await
+        }
+        Err(msg) => {
+            let err = ErrResponse::new(ER_MASTER_FATAL_ERROR_READING_BINLOG, msg);
+            io.send(&err.to_payload()).await?;
+            Ok(())
+        }
+    }
+}
+
+/// Validates the request; returns where to start, or the 1236 message.
+fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Start, String> {
+    if session.mariadb_capability().is_some()
+        && session
+            .user_var("slave_connect_state")
+            .is_some_and(|s| !s.is_empty())
+    {
+        return Err(MSG_MARIADB_GTID.into());
+    }
+    let source = shared.source.as_ref();
+    match req {
+        DumpRequest::Position { file, pos, .. } => {
+            let file = if file.is_empty() {
+                match source.files().into_iter().next() {
+                    Some(f) => f.name,
+                    None => return Err(MSG_FIRST_LOG_NOT_FOUND.into()),
+                }
+            } else {
+                file.clone()
+            };
+            if *pos < 4 {
+                return Err(MSG_POS_BELOW_4.into());
+            }
+            let reader = source.open(&file, *pos).map_err(open_error)?;
+            Ok(Start { reader, have: None })
+        }
+        DumpRequest::Gtid { sids, .. } => {
+            let mut have = GtidSet::new();
+            for s in sids {
+                if s.tag.is_some() {
+                    return Err("tagged GTIDs are not supported by this master".into());
+                }
+                for &(a, b) in &s.intervals {
+                    have.add_interval(Sid(s.uuid), a, b);
+                }
+            }
+            if !source.gtid_purged().is_subset_of(&have) {
+                return Err(MSG_GTIDS_PURGED.into());
+            }
+            let ours = Sid::parse(&shared.identity.server_uuid).unwrap_or(Sid::ZERO);
+            let executed = source.gtid_executed();
+            let mut mine = GtidSet::new();
+            for (sid, ivs) in have.iter() {
+                if *sid == ours {
+                    for &(a, b) in ivs {
+                        mine.add_interval(*sid, a, b);
+                    }
+                }
+            }
+            if !mine.is_subset_of(&executed) {
+                return Err(MSG_MORE_GTIDS.into());
+            }
+            let at = source.locate_gtid_start(&have).map_err(|e| match e {
+                SourceError::Purged => MSG_GTIDS_PURGED.to_string(),
+                other => other.to_string(),
+            })?;
+            let reader = source.open(&at.file, at.pos).map_err(open_error)?;
+            Ok(Start {
+                reader,
+                have: Some(have),
+            })
+        }
+    }
+}
+
+fn open_error(e: SourceError) -> String {
+    match e {
+        SourceError::UnknownFile { .. } | SourceError::Purged => MSG_FIRST_LOG_NOT_FOUND.into(),
+        SourceError::PastEnd { .. } => MSG_POS_PAST_EOF.into(),
+        SourceError::NotAtEventBoundary { .. } => MSG_IMPOSSIBLE_POSITION.into(),
+        other => other.to_string(),
+    }
+}
+
+struct Start {
+    reader: Box<dyn BinlogReader>,
+    /// GTID dumps: transactions in this set are skipped.
+    have: Option<GtidSet>,
+}
+
+struct DumpSession {
+    shared: Arc<Shared>,
+    io: PacketIo,
+    reader: Option<Box<dyn BinlogReader>>,
+    have: Option<GtidSet>,
+    mode: StreamMode,
+    heartbeat: Option<Duration>,
+    non_block: bool,
+    deprecate_eof: bool,
+    cancel: CancellationToken,
+    /// File being sent and the offset after the last event sent or skipped.
+    file: String,
+    pos: u64,
+    /// Inside a transaction whose GTID the client already has.
+    skipping: bool,
+    /// Skipped bytes since the last event sent: a heartbeat tells the client where we are.
+    skipped_since_send: bool,
+    server_id: u32,
+    conn_id: u32,
+}
+
+impl DumpSession {
+    fn new(
+        shared: Arc<Shared>,
+        io: PacketIo,
+        info: &ConnInfo,
+        session: &Session,
+        req: &DumpRequest,
+        start: Start,
+        cancel: CancellationToken,
+    ) -> Self {
+        let files_crc = shared.source.checksum_alg() == ChecksumAlg::Crc32;
+        let announced = session.announced_checksum();
+        let strip = announced.is_none() && files_crc;
+        let mode = StreamMode {
+            strip,
+            fake_rotate_crc: announced
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case("CRC32")),
+            heartbeat_crc: files_crc && !strip,
+        };
+        let heartbeat = match session.heartbeat_period_ns() {
+            Some(0) => None,
+            Some(ns) => Some(Duration::from_nanos(ns)),
+            None => shared.default_heartbeat,
+        };
+        let (flags, server_id) = match req {
+            DumpRequest::Position {
+                flags, server_id, ..
+            }
+            | DumpRequest::Gtid {
+                flags, server_id, ..
+            } => (*flags, *server_id),
+        };
+        let at = start.reader.position();
+        let master_id = shared.identity.server_id;
+        Self {
+            shared,
+            io,
+            reader: Some(start.reader),
+            have: start.have,
+            mode,
+            heartbeat,
+            non_block: flags.non_block() || server_id == 0,
+            deprecate_eof: tibinlog_protocol::wire::response::deprecate_eof(info.capabilities),
+            cancel,
+            file: at.file,
+            pos: at.pos,
+            skipping: false,
+            skipped_since_send: false,
+            server_id: master_id,
+            conn_id: info.id,
+        }
+    }
+
+    async fn stream(&mut self) -> Result<(), ConnError> {
+        debug!(conn = self.conn_id, file = %self.file, pos = self.pos, "dump starts");
+        let mut end_rx = self.shared.source.subscribe_end();
+        self.send_fake_rotate()?;
+        if self.pos > 4 {
+            self.send_start_fde()?;
+        }
+        self.io.flush().await?;
+        let mut closing = false;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(());
+            }
+            end_rx.borrow_and_update();
+            let batch = self.read_batch().await?;
+            if !batch.is_empty() {
+                for ev in batch {
+                    self.on_event(ev)?;
+                    if self.io.pending() >= FLUSH_BYTES {
+                        self.io.flush().await?;
+                    }
+                }
+                self.io.flush().await?;
+                continue;
+            }
+            // Caught up with this file.
+            let next = self.next_file();
+            if let Some(next) = next {
+                if !closing {
+                    // The file was closed: read once more to take its last events.
+                    closing = true;
+                    continue;
+                }
+                closing = false;
+                self.switch_to(&next)?;
+                self.io.flush().await?;
+                continue;
+            }
+            if self.skipped_since_send {
+                self.send_heartbeat()?;
+                self.io.flush().await?;
+            }
+            if self.non_block {
+                let mut p = Vec::with_capacity(8);
+                if self.deprecate_eof {
+                    OkResponse::new(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
+                        .encode_as_eof_into(&mut p);
+                } else {
+                    encode_eof_into(0, StatusFlags::SERVER_STATUS_AUTOCOMMIT, &mut p);
+                }
+                self.io.send(&p).await?;
+                return Ok(());
+            }
+            if !self.wait(&mut end_rx).await? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits for new events. False when the session must end (client gone, cancelled).
+    async fn wait(
+        &mut self,
+        end_rx: &mut tokio::sync::watch::Receiver<BinlogPosition>,
+    ) -> Result<bool, ConnError> {
+        loop {
+            let period = self.heartbeat.unwrap_or(Duration::from_secs(3600));
+            let mut scratch = [0u8; 512];
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Ok(false),
+                r = tokio::time::timeout(period, end_rx.changed()) => match r {
+                    Ok(Ok(())) => return Ok(true),
+                    Ok(Err(_)) => return Err(ConnError::Dump("binlog writer is gone".into())),
+                    Err(_elapsed) => {
+                        if self.heartbeat.is_some() {
+                            self.send_heartbeat()?;
+                            self.io.flush().await?;
+                        }
+                    }
+                },
+                r = self.io.read_some(&mut scratch) => match r {
+                    // Whatever the client writes on a dump socket is ignored (§3.9).
+                    Ok(0) | Err(_) => return Ok(false),
+                    Ok(_) => {}
+                },
+            }
+        }
+    }
+
+    /// Reads the next events on the blocking pool.
+    async fn read_batch(&mut self) -> Result<Vec<Vec<u8>>, ConnError> {
+        let Some(mut reader) = self.reader.take() else {
+            return Err(ConnError::Dump("reader lost".into()));
+        };
+        let task = tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            let mut bytes = 0usize;
+            let mut res = Ok(());
+            while out.len() < BATCH_EVENTS && bytes < BATCH_BYTES {
+                match reader.next_event() {
+                    Ok(Some(ev)) => {
+                        bytes += ev.len();
+                        out.push(ev);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        res = Err(e);
+                        break;
+                    }
+                }
+            }
+            (reader, out, res)
+        });
+        let (reader, out, res) = task
+            .await
+            .map_err(|e| ConnError::Dump(format!("reader task failed: {e}")))?;
+        self.reader = Some(reader);
+        match res {
+            Ok(()) => Ok(out),
+            Err(e) if out.is_empty() => {
+                let err = ErrResponse::new(ER_MASTER_FATAL_ERROR_READING_BINLOG, e.to_string());
+                self.io.send(&err.to_payload()).await?;
+                Err(ConnError::Dump(e.to_string()))
+            }
+            // Send what was read; the error comes back on the next call.
+            Err(_) => Ok(out),
+        }
+    }
+
+    fn next_file(&self) -> Option<String> {
+        let files = self.shared.source.files();
+        let i = files.iter().position(|f| f.name == self.file)?;
+        files.get(i + 1).map(|f| f.name.clone())
+    }
+
+    fn switch_to(&mut self, next: &str) -> Result<(), ConnError> {
+        let reader = self
+            .shared
+            .source
+            .open(next, 4)
+            .map_err(|e| ConnError::Dump(e.to_string()))?;
+        self.reader = Some(reader);
+        self.file = next.to_string();
+        self.pos = 4;
+        self.skipping = false;
+        self.send_fake_rotate()
+    }
+
+    fn on_event(&mut self, mut ev: Vec<u8>) -> Result<(), ConnError> {
+        let Some(&ty) = ev.get(4) else {
+            return Err(ConnError::Dump("event shorter than its header".into()));
+        };
+        let ty = EventType(ty);
+        self.pos += ev.len() as u64;
+        if let Some(have) = &self.have {
+            if ty == EventType::GTID {
+                self.skipping = gtid_of(&ev).is_some_and(|(sid, gno)| have.contains(&sid, gno));
+            } else if matches!(
+                ty,
+                EventType::ROTATE | EventType::FORMAT_DESCRIPTION | EventType::PREVIOUS_GTIDS
+            ) {
+                self.skipping = false;
+            }
+            if self.skipping {
+                self.skipped_since_send = true;
+                return Ok(());
+            }
+        }
+        if ty == EventType::FORMAT_DESCRIPTION {
+            patch_fde(&mut ev, false, self.mode.strip);
+        } else if self.mode.strip {
+            strip_crc(&mut ev);
+        }
+        self.skipped_since_send = false;
+        self.io.queue_parts(&[&[0u8], &ev]);
+        Ok(())
+    }
+
+    fn send_fake_rotate(&mut self) -> Result<(), ConnError> {
+        let mut w = EventWriter::new(self.server_id, self.mode.fake_rotate_crc);
+        let mut ev = Vec::with_capacity(64);
+        w.write_with(
+            &mut ev,
+            EventMeta {
+                timestamp: 0,
+                log_pos: LogPos::Fixed(0),
+                flags: flags::ARTIFICIAL,
+            },
+            &Rotate {
+                position: self.pos,
+                next_file: &self.file,
+            },
+        )
+        .map_err(|e| ConnError::Dump(e.to_string()))?;
+        self.io.queue_parts(&[&[0u8], &ev]);
+        Ok(())
+    }
+
+    /// The file's FORMAT_DESCRIPTION for a start past offset 4: log_pos 0, create time 0.
+    fn send_start_fde(&mut self) -> Result<(), ConnError> {
+        let fde = self
+            .shared
+            .source
+            .open(&self.file, 4)
+            .and_then(|mut r| r.next_event())
+            .map_err(|e| ConnError::Dump(e.to_string()))?;
+        let Some(mut fde) = fde.filter(|e| e.get(4) == Some(&EventType::FORMAT_DESCRIPTION.0))
+        else {
+            return Err(ConnError::Dump(format!(
+                "{} does not start with a FORMAT_DESCRIPTION event",
+                self.file
+            )));
+        };
+        patch_fde(&mut fde, true, self.mode.strip);
+        self.io.queue_parts(&[&[0u8], &fde]);
+        Ok(())
+    }
+
+    fn send_heartbeat(&mut self) -> Result<(), ConnError> {
+        let mut w = EventWriter::new(self.server_id, self.mode.heartbeat_crc);
+        let mut ev = Vec::with_capacity(64);
+        let pos = u32::try_from(self.pos).unwrap_or(u32::MAX);
+        w.write_with(
+            &mut ev,
+            EventMeta {
+                timestamp: 0,
+                log_pos: LogPos::Fixed(pos),
+                flags: 0,
+            },
+            &Heartbeat { file: &self.file },
+        )
+        .map_err(|e| ConnError::Dump(e.to_string()))?;
+        self.skipped_since_send = false;
+        self.io.queue_parts(&[&[0u8], &ev]);
+        Ok(())
+    }
+}
+
+/// SID and GNO of a GTID event (body: flags 1, SID 16, GNO 8).
+fn gtid_of(ev: &[u8]) -> Option<(Sid, u64)> {
+    let sid: [u8; 16] = ev.get(HEADER_LEN + 1..HEADER_LEN + 17)?.try_into().ok()?;
+    let gno: [u8; 8] = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?.try_into().ok()?;
+    Some((Sid(sid), u64::from_le_bytes(gno)))
+}
+
+/// Rewrites a FORMAT_DESCRIPTION for sending: BINLOG_IN_USE cleared; for a start past offset 4
+/// log_pos and create timestamp 0; when stripping, algorithm byte NONE. The CRC is recomputed.
+///
+/// ```text
+/// header 19 | version 2 | server version 50 | create ts 4 | … | alg 1 | CRC 4
+///                                            ^ offset 71           ^ len-5
+/// ```
+fn patch_fde(ev: &mut [u8], artificial: bool, strip: bool) {
+    let len = ev.len();
+    if len < HEADER_LEN + 57 + CHECKSUM_LEN + 1 {
+        return;
+    }
+    let f = u16::from_le_bytes([ev[17], ev[18]]) & !flags::BINLOG_IN_USE;
+    ev[17..19].copy_from_slice(&f.to_le_bytes());
+    if artificial {
+        ev[13..17].copy_from_slice(&0u32.to_le_bytes());
+        ev[71..75].copy_from_slice(&0u32.to_le_bytes());
+    }
+    if strip {
+        ev[len - 5] = ChecksumAlg::Off as u8;
+    }
+    let c = crc32(&ev[..len - CHECKSUM_LEN]);
+    ev[len - CHECKSUM_LEN..].copy_from_slice(&c.to_le_bytes());
+}
+
+/// Removes an event's CRC32 and shrinks its `event_size`.
+fn strip_crc(ev: &mut Vec<u8>) {
+    if ev.len() < HEADER_LEN + CHECKSUM_LEN {
+        return;
+    }
+    ev.truncate(ev.len() - CHECKSUM_LEN);
+    let size = ev.len() as u32;
+    ev[9..13].copy_from_slice(&size.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tibinlog_protocol::binlog::checksum::verify_event;
+    use tibinlog_protocol::binlog::FormatDescription;
+
+    fn fde(crc: ChecksumAlg) -> Vec<u8> {
+        let mut w = EventWriter::new(7, crc == ChecksumAlg::Crc32);
+        let mut buf = Vec::new();
+        let res = w.write_with(
+            &mut buf,
+            EventMeta {
+                timestamp: 1_700_000_000,
+                log_pos: LogPos::StartsAt(4),
+                flags: flags::BINLOG_IN_USE,
+            },
+            &FormatDescription::mysql80("8.0.36-tibinlog", 1_700_000_000, crc),
+        );
+        assert!(res.is_ok());
+        buf
+    }
+
+    #[test]
+    fn start_fde_has_zero_log_pos_and_timestamp_and_a_valid_crc() {
+        let mut ev = fde(ChecksumAlg::Crc32);
+        patch_fde(&mut ev, true, false);
+        assert_eq!(&ev[13..17], &[0, 0, 0, 0]);
+        assert_eq!(&ev[71..75], &[0, 0, 0, 0]);
+        assert_eq!(
+            u16::from_le_bytes([ev[17], ev[18]]) & flags::BINLOG_IN_USE,
+            0
+        );
+        assert_eq!(ev[ev.len() - 5], ChecksumAlg::Crc32 as u8);
+        assert!(verify_event(&ev).is_ok());
+    }
+
+    #[test]
+    fn stripping_says_none_in_the_fde_and_shrinks_events() {
+        let mut ev = fde(ChecksumAlg::Crc32);
+        let len = ev.len();
+        patch_fde(&mut ev, false, true);
+        assert_eq!(ev.len(), len, "the FDE keeps its CRC");
+        assert_eq!(ev[len - 5], ChecksumAlg::Off as u8);
+        assert!(verify_event(&ev).is_ok());
+
+        let mut w = EventWriter::new(7, true);
+        let mut hb = Vec::new();
+        let res = w.write(
+            &mut hb,
+            200,
+            5,
+            &Heartbeat {
+                file: "binlog.000001",
+            },
+        );
+        assert!(res.is_ok());
+        let before = hb.len();
+        strip_crc(&mut hb);
+        assert_eq!(hb.len(), before - 4);
+        assert_eq!(
+            u32::from_le_bytes([hb[9], hb[10], hb[11], hb[12]]) as usize,
+            hb.len()
+        );
+    }
+
+    #[test]
+    fn gtid_of_reads_sid_and_gno() {
+        let mut ev = vec![0u8; HEADER_LEN + 25];
+        ev[HEADER_LEN + 1..HEADER_LEN + 17].copy_from_slice(&[9; 16]);
+        ev[HEADER_LEN + 17..HEADER_LEN + 25].copy_from_slice(&42u64.to_le_bytes());
+        assert_eq!(gtid_of(&ev), Some((Sid([9; 16]), 42)));
+        assert_eq!(gtid_of(&ev[..30]), None);
+    }
+}

@@ -1,0 +1,333 @@
+//! The MySQL-protocol front: makes the binlog look like a MySQL 8.0 master.
+//!
+//! In: TCP connections from SQL clients and replicas (Debezium, Maxwell, Canal, mysqlbinlog,
+//! MySQL/MariaDB replicas). Out: handshake and authentication, answers to the SQL those clients
+//! send before streaming, and binlog dumps read from a [`BinlogSource`].
+//!
+//! We own the command loop (no generic MySQL server framework can route the replication
+//! commands). Each connection is one task; a connection that asks for a dump becomes a dump
+//! session in the same task, reading files through the source (never the capture pipeline), so
+//! a slow replica only slows itself.
+//!
+//! # Layout
+//! - [`source`]: the traits the binlog store and schema store implement.
+//! - [`conn`]: socket, packet framing, handshake, TLS, authentication, command dispatch.
+//! - [`admin`]: the SQL surface (SELECT @@…, SHOW …, SET …), parsed with `sqlparser`.
+//! - `binlog_events`: `SHOW BINLOG EVENTS`; `words`: the tokenizer for statements sqlparser
+//!   does not parse.
+//! - [`vars`]: system variables and per-session state.
+//! - [`dump`]: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID sessions.
+//! - [`testing`]: an in-memory binlog for tests (not the product's store).
+//!
+//! # Shutdown
+//! [`Server::run`] stops accepting when its token is cancelled; every connection task gets a
+//! child token (also used by `KILL`) and `run` returns after all of them ended.
+
+pub mod admin;
+mod binlog_events;
+pub mod conn;
+pub mod dump;
+pub mod source;
+pub mod testing;
+pub mod vars;
+mod words;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tibinlog_protocol::binlog::Sid;
+use tibinlog_protocol::wire::auth::AuthMethod;
+use tibinlog_protocol::wire::command::RegisterSlave;
+use tokio::net::TcpListener;
+use tokio_rustls::rustls;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+pub use source::{
+    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, ColumnInfo, EmptySchema,
+    SchemaProvider, SourceError,
+};
+
+/// MySQL version we claim (spec §1.8: an 8.0.x version keeps every client on its 8.0 path).
+pub const MYSQL_VERSION: &str = "8.0.36";
+
+/// The version string of the greeting and `@@version`: `8.0.36-tibinlog-<crate version>`.
+pub fn server_version() -> String {
+    format!("{MYSQL_VERSION}-tibinlog-{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Paths of a PEM certificate chain and private key.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Server configuration, passed by value into [`Server::bind`].
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// User name → cleartext password.
+    pub users: HashMap<String, String>,
+    /// `@@server_id`, in every event header; must differ from every replica's.
+    pub server_id: u32,
+    /// `@@server_uuid`, the SID of our GTIDs.
+    pub server_uuid: Sid,
+    /// TLS is offered (CLIENT_SSL) only when set.
+    pub tls: Option<TlsFiles>,
+    /// The plugin the greeting announces (clients answer with it first); users can still log in
+    /// with the other one through an auth switch.
+    pub auth_plugin: AuthMethod,
+    /// Heartbeat period for dump sessions whose client did not set
+    /// `@master_heartbeat_period`; `None` = no heartbeats for them.
+    pub default_heartbeat: Option<Duration>,
+}
+
+/// Errors of the server shell (not of a single connection).
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("TLS configuration: {0}")]
+    Tls(String),
+    #[error("accept failed: {0}")]
+    Accept(#[source] std::io::Error),
+}
+
+/// A replica registered with COM_REGISTER_SLAVE (for `SHOW REPLICAS`).
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub connection_id: u32,
+    pub info: RegisterSlave,
+    /// The replica's `@slave_uuid` / `@replica_uuid`, if it set one.
+    pub uuid: String,
+}
+
+/// What the registry knows about a live connection.
+#[derive(Debug, Clone)]
+struct ConnEntry {
+    cancel: CancellationToken,
+    /// Server id of the dump this connection runs, if any (a new dump with the same non-zero
+    /// id ends the old one).
+    dump_server_id: Option<u32>,
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    pub identity: vars::ServerIdentity,
+    pub users: HashMap<String, String>,
+    pub source: Arc<dyn BinlogSource>,
+    pub schema: Arc<dyn SchemaProvider>,
+    pub default_heartbeat: Option<Duration>,
+    pub auth_plugin: AuthMethod,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    next_conn_id: AtomicU32,
+    conns: Mutex<HashMap<u32, ConnEntry>>,
+    replicas: Mutex<BTreeMap<u32, Registration>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("identity", &self.identity)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl Shared {
+    fn register_conn(&self, cancel: CancellationToken) -> u32 {
+        let id = self.next_conn_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.conns).insert(
+            id,
+            ConnEntry {
+                cancel,
+                dump_server_id: None,
+            },
+        );
+        id
+    }
+
+    fn unregister_conn(&self, id: u32) {
+        lock(&self.conns).remove(&id);
+        lock(&self.replicas).remove(&id);
+    }
+
+    /// `KILL id`: cancels the connection. False if there is no such connection.
+    pub fn kill(&self, id: u32) -> bool {
+        match lock(&self.conns).get(&id) {
+            Some(e) => {
+                e.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks `id` as dumping for replica `server_id` and ends any older dump of the same
+    /// non-zero server id (MySQL's "zombie dump thread" rule).
+    fn start_dump(&self, id: u32, server_id: u32) {
+        let mut conns = lock(&self.conns);
+        if server_id != 0 {
+            for (other, e) in conns.iter() {
+                if *other != id && e.dump_server_id == Some(server_id) {
+                    debug!(
+                        conn = other,
+                        server_id, "ending older dump of the same replica"
+                    );
+                    e.cancel.cancel();
+                }
+            }
+        }
+        if let Some(e) = conns.get_mut(&id) {
+            e.dump_server_id = Some(server_id);
+        }
+    }
+
+    fn register_replica(&self, id: u32, info: RegisterSlave, uuid: String) {
+        lock(&self.replicas).insert(
+            id,
+            Registration {
+                connection_id: id,
+                info,
+                uuid,
+            },
+        );
+    }
+
+    /// Replicas registered on live connections.
+    pub fn replicas(&self) -> Vec<Registration> {
+        lock(&self.replicas).values().cloned().collect()
+    }
+
+    /// True if TLS is configured.
+    pub fn tls_enabled(&self) -> bool {
+        self.tls.is_some()
+    }
+}
+
+/// A bound server; [`Server::run`] serves until cancelled.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Binds the listener and loads the TLS material.
+    pub async fn bind(
+        cfg: ServerConfig,
+        source: Arc<dyn BinlogSource>,
+        schema: Arc<dyn SchemaProvider>,
+    ) -> Result<Server, ServerError> {
+        let tls = match &cfg.tls {
+            Some(files) => Some(load_tls(files)?),
+            None => None,
+        };
+        let listener = TcpListener::bind(cfg.listen)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: cfg.listen,
+                source,
+            })?;
+        let shared = Arc::new(Shared {
+            identity: vars::ServerIdentity {
+                version: server_version(),
+                server_id: cfg.server_id,
+                server_uuid: cfg.server_uuid.to_string(),
+            },
+            users: cfg.users,
+            source,
+            schema,
+            default_heartbeat: cfg.default_heartbeat,
+            auth_plugin: cfg.auth_plugin,
+            tls,
+            next_conn_id: AtomicU32::new(1),
+            conns: Mutex::new(HashMap::new()),
+            replicas: Mutex::new(BTreeMap::new()),
+        });
+        Ok(Server { listener, shared })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// State shared with connections (registrations, kill).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    /// Accepts connections until `cancel` fires, then waits for every connection to end.
+    pub async fn run(self, cancel: CancellationToken) -> Result<(), ServerError> {
+        let tracker = TaskTracker::new();
+        info!(addr = %self.local_addr(), "serving the MySQL protocol");
+        loop {
+            let accepted = tokio::select! {
+                _ = cancel.cancelled() => break,
+                r = self.listener.accept() => r,
+            };
+            let (stream, peer) = match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    // Per-connection accept errors (e.g. EMFILE, aborted handshakes) are
+                    // transient: log and keep serving.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let conn_cancel = cancel.child_token();
+            let id = self.shared.register_conn(conn_cancel.clone());
+            let shared = self.shared.clone();
+            tracker.spawn(async move {
+                if let Err(e) = conn::serve(shared.clone(), stream, peer, id, conn_cancel).await {
+                    debug!(conn = id, %peer, error = %e, "connection ended with an error");
+                }
+                shared.unregister_conn(id);
+            });
+        }
+        tracker.close();
+        tracker.wait().await;
+        Ok(())
+    }
+}
+
+fn load_tls(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ServerError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let err = |what: &str, e: &dyn std::fmt::Display| ServerError::Tls(format!("{what}: {e}"));
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .map_err(|e| err("certificate file", &e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| err("certificate file", &e))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| err("key file", &e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| err("protocol versions", &e))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| err("certificate", &e))?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}

@@ -1,0 +1,157 @@
+//! What the server needs from the binlog store and the schema store.
+//!
+//! The server never talks to the capture pipeline: every dump session reads finished bytes
+//! through [`BinlogSource`], and catalog statements (`SHOW DATABASES`, `SHOW CREATE TABLE`) go
+//! through [`SchemaProvider`]. Both are implemented by other stages; [`super::testing`] has an
+//! in-memory implementation for tests.
+//!
+//! # Contract of a binlog source
+//! * Files are named `<base>.NNNNNN`, listed oldest first; every file starts with the 4-byte
+//!   magic, then FORMAT_DESCRIPTION at offset 4, then PREVIOUS_GTIDS; every file but the last
+//!   ends with a ROTATE naming the next one.
+//! * A reader returns events exactly as stored (header, body, CRC) and only complete ones: a
+//!   half-written event at the tail is "not yet there" (`Ok(None)`).
+//! * The end-position watch moves forward after bytes are durable and readable, so a session
+//!   woken by it always finds the new events.
+
+use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
+use tokio::sync::watch;
+
+/// A position in the binlog: file name and byte offset of the next event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct BinlogPosition {
+    pub file: String,
+    pub pos: u64,
+}
+
+impl BinlogPosition {
+    pub fn new(file: impl Into<String>, pos: u64) -> Self {
+        Self {
+            file: file.into(),
+            pos,
+        }
+    }
+}
+
+/// One binlog file in the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinlogFile {
+    pub name: String,
+    /// Bytes of complete events, magic included (`SHOW BINARY LOGS` File_size).
+    pub size: u64,
+}
+
+/// Why a source could not serve a request. Each maps to the MySQL error a client acts on.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum SourceError {
+    /// The file is not (or no longer) in the index.
+    #[error("unknown binlog file {file}")]
+    UnknownFile { file: String },
+    /// The offset is past the end of the file's complete events.
+    #[error("position {pos} is past the end of {file}")]
+    PastEnd { file: String, pos: u64 },
+    /// The offset is not the start of an event.
+    #[error("position {pos} in {file} is not an event boundary")]
+    NotAtEventBoundary { file: String, pos: u64 },
+    /// The requested GTIDs (or file) were purged.
+    #[error("binlog data needed by the request was purged")]
+    Purged,
+    /// The bytes on disk do not parse as events: stop the session, report loudly.
+    #[error("corrupt binlog {file} at {pos}: {detail}")]
+    Corrupt {
+        file: String,
+        pos: u64,
+        detail: String,
+    },
+    /// An I/O failure that may succeed later.
+    #[error("binlog I/O error: {0}")]
+    Io(String),
+    /// The operation is not supported by this source (e.g. purge of the active file).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The binlog store as the server sees it. Methods must be cheap (metadata is in memory);
+/// event reading happens through [`BinlogReader`], which the server drives from a blocking
+/// thread.
+pub trait BinlogSource: Send + Sync + 'static {
+    /// The checksum algorithm the files are written with (`@@binlog_checksum`).
+    fn checksum_alg(&self) -> ChecksumAlg;
+    /// Every file in the index, oldest first.
+    fn files(&self) -> Vec<BinlogFile>;
+    /// End of the last complete transaction: the `SHOW MASTER STATUS` position.
+    fn end_position(&self) -> BinlogPosition;
+    /// A watch of [`Self::end_position`]; dump sessions wait on it for new events.
+    fn subscribe_end(&self) -> watch::Receiver<BinlogPosition>;
+    /// Every GTID written to the binlog, purged ones included (`@@gtid_executed`).
+    fn gtid_executed(&self) -> GtidSet;
+    /// GTIDs whose files were purged (`@@gtid_purged`).
+    fn gtid_purged(&self) -> GtidSet;
+    /// A reader positioned at `pos` of `file`, which must be an event boundary (4 = the
+    /// FORMAT_DESCRIPTION).
+    fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError>;
+    /// Where a GTID dump for a client that has `have` starts: the newest file whose
+    /// PREVIOUS_GTIDS is a subset of `have` (position 4). [`SourceError::Purged`] if a needed
+    /// transaction is no longer in any file.
+    fn locate_gtid_start(&self, have: &GtidSet) -> Result<BinlogPosition, SourceError>;
+    /// `PURGE BINARY LOGS TO 'file'`: delete every file before `file`.
+    fn purge_to(&self, file: &str) -> Result<(), SourceError>;
+    /// `PURGE BINARY LOGS BEFORE t`: delete files whose last event is older than `unix_secs`
+    /// (never the active one).
+    fn purge_before(&self, unix_secs: u64) -> Result<(), SourceError>;
+}
+
+/// Sequential reader over one binlog file.
+pub trait BinlogReader: Send {
+    /// The next complete event (header + body + CRC as stored), or `None` at the current end of
+    /// the file's complete events (more may come later if the file is the active one).
+    fn next_event(&mut self) -> Result<Option<Vec<u8>>, SourceError>;
+    /// File and offset of the next event this reader returns.
+    fn position(&self) -> BinlogPosition;
+}
+
+/// Catalog answers for SQL clients: the schema valid at the current end of the binlog.
+pub trait SchemaProvider: Send + Sync + 'static {
+    /// Databases covered by the binlog.
+    fn databases(&self) -> Vec<String>;
+    /// Tables of `db`, or `None` if the database is unknown.
+    fn tables(&self, db: &str) -> Option<Vec<String>>;
+    /// `SHOW CREATE TABLE` text (MySQL dialect), or `None` if the table is unknown.
+    fn create_table(&self, db: &str, table: &str) -> Option<String>;
+    /// Columns for `SHOW [FULL] COLUMNS`, or `None` if the table is unknown.
+    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>>;
+}
+
+/// One row of `SHOW FULL COLUMNS`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ColumnInfo {
+    pub field: String,
+    /// Column type as MySQL prints it, e.g. `bigint unsigned`, `varchar(64)`.
+    pub column_type: String,
+    pub collation: Option<String>,
+    pub nullable: bool,
+    /// `PRI`, `UNI`, `MUL` or empty.
+    pub key: String,
+    pub default: Option<String>,
+    pub extra: String,
+    pub comment: String,
+}
+
+/// A schema provider that knows nothing: every table is unknown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EmptySchema;
+
+impl SchemaProvider for EmptySchema {
+    fn databases(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn tables(&self, _db: &str) -> Option<Vec<String>> {
+        None
+    }
+    fn create_table(&self, _db: &str, _table: &str) -> Option<String> {
+        None
+    }
+    fn columns(&self, _db: &str, _table: &str) -> Option<Vec<ColumnInfo>> {
+        None
+    }
+}

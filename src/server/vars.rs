@@ -1,0 +1,218 @@
+//! System variables (MySQL 8.0 names and values, spec §6.1) and per-session state.
+//!
+//! Global values are computed on demand from the configuration and the binlog source, so
+//! `@@gtid_executed` is always current. A session may override session-settable variables with
+//! `SET`, and keeps its user variables (`@master_binlog_checksum`, `@slave_uuid`, …), which the
+//! dump consults when it starts.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::source::BinlogSource;
+
+/// The fixed part of the server's identity, shared by every session.
+#[derive(Debug, Clone)]
+pub struct ServerIdentity {
+    /// `@@version`, also the greeting's version.
+    pub version: String,
+    pub server_id: u32,
+    /// Canonical lower-case UUID text (the SID of our GTIDs).
+    pub server_uuid: String,
+}
+
+/// Variables whose value never changes while the server runs.
+const STATIC_VARS: &[(&str, &str)] = &[
+    ("auto_increment_increment", "1"),
+    ("auto_increment_offset", "1"),
+    ("autocommit", "1"),
+    ("binlog_format", "ROW"),
+    ("binlog_row_image", "FULL"),
+    ("binlog_row_metadata", "FULL"),
+    ("binlog_row_value_options", ""),
+    ("binlog_transaction_compression", "OFF"),
+    ("character_set_client", "utf8mb4"),
+    ("character_set_connection", "utf8mb4"),
+    ("character_set_database", "utf8mb4"),
+    ("character_set_results", "utf8mb4"),
+    ("character_set_server", "utf8mb4"),
+    ("character_set_system", "utf8mb3"),
+    ("collation_connection", "utf8mb4_0900_ai_ci"),
+    ("collation_database", "utf8mb4_0900_ai_ci"),
+    ("collation_server", "utf8mb4_0900_ai_ci"),
+    ("enforce_gtid_consistency", "ON"),
+    ("explicit_defaults_for_timestamp", "ON"),
+    ("gtid_mode", "ON"),
+    ("have_ssl", "DISABLED"),
+    ("init_connect", ""),
+    ("interactive_timeout", "28800"),
+    ("license", "GPL"),
+    ("log_bin", "ON"),
+    ("log_bin_basename", "binlog"),
+    ("log_replica_updates", "ON"),
+    ("log_slave_updates", "ON"),
+    ("lower_case_table_names", "0"),
+    ("max_allowed_packet", "67108864"),
+    ("max_binlog_size", "1073741824"),
+    ("net_buffer_length", "16384"),
+    ("net_read_timeout", "30"),
+    ("net_write_timeout", "60"),
+    ("performance_schema", "0"),
+    ("query_cache_size", "0"),
+    ("query_cache_type", "OFF"),
+    ("read_only", "OFF"),
+    ("sql_mode", "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
+    ("sql_select_limit", "18446744073709551615"),
+    ("system_time_zone", "UTC"),
+    ("time_zone", "SYSTEM"),
+    ("transaction_isolation", "REPEATABLE-READ"),
+    ("transaction_read_only", "0"),
+    ("tx_isolation", "REPEATABLE-READ"),
+    ("tx_read_only", "0"),
+    ("version_comment", "tibinlog: TiDB binlog master"),
+    ("version_compile_machine", "x86_64"),
+    ("version_compile_os", "Linux"),
+    ("wait_timeout", "28800"),
+];
+
+/// Every global variable with its current value, sorted by name (the order of `SHOW VARIABLES`).
+pub fn global_variables(
+    id: &ServerIdentity,
+    source: &dyn BinlogSource,
+) -> BTreeMap<String, String> {
+    let mut m: BTreeMap<String, String> = STATIC_VARS
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    m.insert("version".into(), id.version.clone());
+    m.insert(
+        "binlog_checksum".into(),
+        source.checksum_alg().name().to_owned(),
+    );
+    m.insert("server_id".into(), id.server_id.to_string());
+    m.insert("server_uuid".into(), id.server_uuid.clone());
+    m.insert("gtid_executed".into(), source.gtid_executed().to_string());
+    m.insert("gtid_purged".into(), source.gtid_purged().to_string());
+    m
+}
+
+/// Which value of a variable a reference asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `@@x` or `@@session.x`: the session's value if it set one.
+    Session,
+    /// `@@global.x`.
+    Global,
+}
+
+/// One client's session state.
+#[derive(Debug, Default, Clone)]
+pub struct Session {
+    /// Session variables the client changed (`SET x = …`), lower-case names.
+    pub overrides: HashMap<String, Option<String>>,
+    /// User variables (`SET @x = …`), lower-case names without `@`; `None` is SQL NULL.
+    pub user_vars: HashMap<String, Option<String>>,
+    /// `USE db` / COM_INIT_DB.
+    pub database: Option<String>,
+}
+
+impl Session {
+    /// The value of `@@name` in `scope`, or `None` if the variable does not exist
+    /// (`Some(None)` is a variable whose value is NULL).
+    pub fn system_var(
+        &self,
+        globals: &BTreeMap<String, String>,
+        name: &str,
+        scope: Scope,
+    ) -> Option<Option<String>> {
+        let name = name.to_ascii_lowercase();
+        if scope == Scope::Session {
+            if let Some(v) = self.overrides.get(&name) {
+                return Some(v.clone());
+            }
+        }
+        globals.get(&name).map(|v| Some(v.clone()))
+    }
+
+    /// `@name`; unset user variables are NULL.
+    pub fn user_var(&self, name: &str) -> Option<String> {
+        self.user_vars
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .flatten()
+    }
+
+    /// The checksum the client announced with `@master_binlog_checksum` /
+    /// `@source_binlog_checksum`: `None` if it never set either.
+    pub fn announced_checksum(&self) -> Option<String> {
+        ["source_binlog_checksum", "master_binlog_checksum"]
+            .iter()
+            .find_map(|k| self.user_vars.get(*k).cloned())
+            .map(|v| v.unwrap_or_default())
+    }
+
+    /// `@master_heartbeat_period` / `@source_heartbeat_period` in nanoseconds (0 = none).
+    pub fn heartbeat_period_ns(&self) -> Option<u64> {
+        ["source_heartbeat_period", "master_heartbeat_period"]
+            .iter()
+            .find_map(|k| self.user_vars.get(*k).cloned().flatten())
+            .and_then(|v| parse_number(&v))
+    }
+
+    /// `@mariadb_slave_capability`, set by MariaDB replicas and tools.
+    pub fn mariadb_capability(&self) -> Option<u64> {
+        self.user_var("mariadb_slave_capability")
+            .and_then(|v| parse_number(&v))
+    }
+}
+
+/// Parses an integer that may have been stored as a decimal text (`30000000000.000`).
+fn parse_number(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let int = v.split('.').next().unwrap_or(v);
+    int.parse().ok()
+}
+
+/// True if `value` matches the SQL LIKE `pattern` (case-insensitive; `%`, `_`, `\` escape).
+pub fn like_matches(pattern: &str, value: &str) -> bool {
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    let v: Vec<char> = value.to_lowercase().chars().collect();
+    like_at(&p, &v)
+}
+
+fn like_at(p: &[char], v: &[char]) -> bool {
+    match p.first() {
+        None => v.is_empty(),
+        Some('%') => (0..=v.len()).any(|i| like_at(&p[1..], &v[i..])),
+        Some('_') => !v.is_empty() && like_at(&p[1..], &v[1..]),
+        Some('\\') if p.len() > 1 => v.first() == Some(&p[1]) && like_at(&p[2..], &v[1..]),
+        Some(c) => v.first() == Some(c) && like_at(&p[1..], &v[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_handles_wildcards_case_and_escapes() {
+        assert!(like_matches("BINLOG_CHECKSUM", "binlog_checksum"));
+        assert!(like_matches("binlog%", "binlog_format"));
+        assert!(like_matches("server_i_", "server_id"));
+        assert!(!like_matches("rds\\_%", "rdsx"));
+        assert!(like_matches("rds\\_%", "rds_x"));
+        assert!(!like_matches("server", "server_id"));
+    }
+
+    #[test]
+    fn heartbeat_period_accepts_decimal_text() {
+        let mut s = Session::default();
+        s.user_vars.insert(
+            "master_heartbeat_period".into(),
+            Some("30000000000.000".into()),
+        );
+        assert_eq!(s.heartbeat_period_ns(), Some(30_000_000_000));
+        assert_eq!(s.announced_checksum(), None);
+        s.user_vars
+            .insert("master_binlog_checksum".into(), Some("CRC32".into()));
+        assert_eq!(s.announced_checksum().as_deref(), Some("CRC32"));
+    }
+}

@@ -1,0 +1,851 @@
+//! The MySQL-protocol server against real clients: mysql_async as SQL client and as a replica
+//! (binlog stream), a raw packet client for protocol edges, and `mariadb-binlog` when installed.
+
+#[path = "common/repl.rs"]
+mod repl;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mysql_async::binlog::events::EventData;
+use mysql_async::binlog::EventType as MyEventType;
+use mysql_async::prelude::*;
+use mysql_async::{BinlogStreamRequest, GnoInterval, Sid as MySid};
+use repl::{err_code, server_code, Fixture, RawClient, PASSWORD, SERVER_ID, UUID};
+use tibinlog::server::BinlogSource;
+use tibinlog_protocol::wire::auth::AuthMethod;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Three transactions in binlog.000001, a rotation, two more in binlog.000002.
+fn fill(f: &Fixture) {
+    f.source.append_insert(&[(1, "a")]);
+    f.source.append_insert(&[(2, "b"), (3, "c")]);
+    f.source.append_insert(&[(4, "d")]);
+    f.source.rotate();
+    f.source.append_insert(&[(5, "e")]);
+    f.source.append_insert(&[(6, "f")]);
+}
+
+/// Column labels and the single row of a query.
+async fn one_row(conn: &mut mysql_async::Conn, q: &str) -> (Vec<String>, Vec<Option<String>>) {
+    let mut r = conn.query_iter(q).await.expect(q);
+    let cols: Vec<String> = r
+        .columns_ref()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    let rows: Vec<mysql_async::Row> = r.collect().await.expect("rows");
+    assert_eq!(rows.len(), 1, "{q}: one row");
+    let row = rows[0].clone().unwrap();
+    let vals = row
+        .into_iter()
+        .map(|v| match v {
+            mysql_async::Value::NULL => None,
+            mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            other => Some(other.as_sql(true)),
+        })
+        .collect();
+    (cols, vals)
+}
+
+#[tokio::test]
+async fn sql_surface_answers_like_mysql() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    fill(&f);
+    let mut conn = f.conn().await;
+
+    let (cols, vals) = one_row(
+        &mut conn,
+        "/* mysql-connector-j-9.1.0 */ SELECT @@session.auto_increment_increment AS auto_increment_increment, @@GLOBAL.SERVER_ID, @@server_uuid, @@gtid_mode, @@binlog_format, @@binlog_checksum, @@version",
+    )
+    .await;
+    assert_eq!(
+        cols,
+        [
+            "auto_increment_increment",
+            "@@GLOBAL.SERVER_ID",
+            "@@server_uuid",
+            "@@gtid_mode",
+            "@@binlog_format",
+            "@@binlog_checksum",
+            "@@version"
+        ]
+    );
+    let version = format!("8.0.36-tibinlog-{}", env!("CARGO_PKG_VERSION"));
+    let expect = [
+        "1",
+        &SERVER_ID.to_string(),
+        UUID,
+        "ON",
+        "ROW",
+        "CRC32",
+        version.as_str(),
+    ];
+    assert_eq!(
+        vals,
+        expect
+            .iter()
+            .map(|s| Some(s.to_string()))
+            .collect::<Vec<_>>()
+    );
+
+    // Connector/J's session-variable query, answered column for column under its aliases.
+    let cj = "/* mysql-connector-j-8.4.0 (Revision: 1c3f5c149e0bfe31c7fbeb24e2d260cd890972c4) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
+    let (cols, vals) = one_row(&mut conn, cj).await;
+    assert_eq!(cols.len(), 19);
+    assert_eq!(cols[18], "wait_timeout");
+    assert_eq!(vals[1].as_deref(), Some("utf8mb4"));
+    assert_eq!(vals[16].as_deref(), Some("SYSTEM"));
+    assert_eq!(vals[17].as_deref(), Some("REPEATABLE-READ"));
+
+    let v: Option<String> = conn.query_first("SELECT VERSION()").await.expect("version");
+    assert_eq!(v.as_deref(), Some(version.as_str()));
+    let one: Option<i64> = conn.query_first("SELECT 1").await.expect("select 1");
+    assert_eq!(one, Some(1));
+    let ts: Option<u64> = conn
+        .query_first("SELECT UNIX_TIMESTAMP()")
+        .await
+        .expect("unix_timestamp");
+    assert!(ts.is_some_and(|t| t > 1_600_000_000));
+    let db: Option<Option<String>> = conn.query_first("SELECT DATABASE()").await.expect("db");
+    assert_eq!(db, Some(None));
+
+    // SHOW VARIABLES with LIKE (case-insensitive, canonical lower-case names) and WHERE.
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW GLOBAL VARIABLES LIKE 'BINLOG_ROW_%';")
+        .await
+        .expect("show variables like");
+    assert!(rows.contains(&("binlog_row_image".into(), "FULL".into())));
+    assert!(rows.iter().all(|(k, _)| k.starts_with("binlog_row_")));
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW VARIABLES WHERE Variable_name IN ('server_id', 'log_bin')")
+        .await
+        .expect("show variables where");
+    assert_eq!(
+        rows,
+        [
+            ("log_bin".to_string(), "ON".to_string()),
+            ("server_id".to_string(), SERVER_ID.to_string())
+        ]
+    );
+    let rows: Vec<(String, String)> = conn
+        .query("show global variables  like 'rds\\_%'")
+        .await
+        .expect("canal probe");
+    assert!(rows.is_empty());
+
+    // Status statements agree with the source.
+    let end = f.source.end_position();
+    for q in ["SHOW MASTER STATUS", "SHOW BINARY LOG STATUS"] {
+        let (cols, vals) = one_row(&mut conn, q).await;
+        assert_eq!(
+            cols,
+            [
+                "File",
+                "Position",
+                "Binlog_Do_DB",
+                "Binlog_Ignore_DB",
+                "Executed_Gtid_Set"
+            ]
+        );
+        assert_eq!(vals[0].as_deref(), Some(end.file.as_str()));
+        assert_eq!(vals[1], Some(end.pos.to_string()));
+        assert_eq!(vals[4], Some(format!("{UUID}:1-5")));
+    }
+    let logs: Vec<(String, u64, String)> = conn.query("SHOW BINARY LOGS").await.expect("logs");
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[0].0, "binlog.000001");
+    assert_eq!(
+        logs[0].1,
+        f.source.file_bytes("binlog.000001").expect("file").len() as u64
+    );
+
+    // SHOW BINLOG EVENTS with IN / FROM / LIMIT.
+    let evs: Vec<(String, u64, String, u32, u64, String)> = conn
+        .query("SHOW BINLOG EVENTS IN 'binlog.000001' LIMIT 3")
+        .await
+        .expect("binlog events");
+    let kinds: Vec<&str> = evs.iter().map(|e| e.2.as_str()).collect();
+    assert_eq!(kinds, ["Format_desc", "Previous_gtids", "Gtid"]);
+    assert_eq!(evs[0].1, 4);
+    assert_eq!(
+        evs[1].1, evs[0].4,
+        "each event starts where the previous ended"
+    );
+    assert!(
+        evs[0].5.contains("Server ver: 8.0.36-tibinlog"),
+        "{}",
+        evs[0].5
+    );
+    let from = evs[2].1;
+    let evs: Vec<(String, u64, String, u32, u64, String)> = conn
+        .query(format!(
+            "SHOW BINLOG EVENTS IN 'binlog.000001' FROM {from} LIMIT 1, 1"
+        ))
+        .await
+        .expect("binlog events from");
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].2, "Query");
+    assert_eq!(evs[0].5, "BEGIN");
+
+    // User variables are stored per session and read back; SET NAMES is accepted.
+    conn.query_drop(
+        "SET @master_heartbeat_period = 30000000000, @master_binlog_checksum = @@global.binlog_checksum",
+    )
+    .await
+    .unwrap_or_else(|e| panic!("set: {e}"));
+    let (cols, vals) = one_row(&mut conn, "SELECT @master_binlog_checksum, @nothing").await;
+    assert_eq!(cols, ["@master_binlog_checksum", "@nothing"]);
+    assert_eq!(vals, [Some("CRC32".to_string()), None]);
+    conn.query_drop("SET NAMES utf8mb4")
+        .await
+        .expect("set names");
+    conn.query_drop("SET @@session.net_write_timeout = 600")
+        .await
+        .expect("set session var");
+    let (_, vals) = one_row(
+        &mut conn,
+        "SELECT @@net_write_timeout, @@global.net_write_timeout",
+    )
+    .await;
+    assert_eq!(vals, [Some("600".to_string()), Some("60".to_string())]);
+
+    let grants: Vec<String> = conn
+        .query("SHOW GRANTS FOR CURRENT_USER")
+        .await
+        .expect("grants");
+    assert!(grants[0].contains("REPLICATION SLAVE"), "{grants:?}");
+    let (_, vals) = one_row(
+        &mut conn,
+        &format!("SELECT GTID_SUBTRACT('{UUID}:1-10', '{UUID}:1-4')"),
+    )
+    .await;
+    assert_eq!(vals, [Some(format!("{UUID}:5-10"))]);
+    conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        .await
+        .expect("snapshot");
+    conn.query_drop("FLUSH TABLES WITH READ LOCK")
+        .await
+        .expect("ftwrl");
+
+    // Errors clients act on.
+    let cases = [
+        ("INSERT INTO t VALUES (1)", 1290),
+        ("CREATE TABLE x (a INT)", 1290),
+        ("SELEKT 1", 1064),
+        ("SELECT @@no_such_variable", 1193),
+        ("SET @@session.no_such_variable = 1", 1193),
+        ("SHOW CREATE TABLE test.t", 1146),
+        ("SHOW TABLES", 1046),
+        ("KILL 999999", 1094),
+    ];
+    for (q, code) in cases {
+        let e = conn.query_drop(q).await.expect_err(q);
+        assert_eq!(server_code(&e), Some(code), "{q}: {e}");
+    }
+    let e = conn.query_drop("SELEKT 1").await.expect_err("syntax");
+    assert!(
+        e.to_string()
+            .contains("You have an error in your SQL syntax; check the manual"),
+        "{e}"
+    );
+    // The connection survives errors.
+    conn.ping().await.expect("ping");
+    conn.disconnect().await.expect("disconnect");
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn both_password_plugins_and_access_denied() {
+    for plugin in [AuthMethod::CachingSha2Password, AuthMethod::NativePassword] {
+        let f = Fixture::start(true, plugin).await;
+        let mut c = f.conn().await;
+        let v: Option<i64> = c.query_first("SELECT 1").await.expect("query");
+        assert_eq!(v, Some(1));
+        c.disconnect().await.expect("disconnect");
+        // The empty password.
+        let c = mysql_async::Conn::new(f.opts("repl", ""))
+            .await
+            .expect("empty password");
+        c.disconnect().await.expect("disconnect");
+        for (user, pass) in [("root", "wrong"), ("nobody", PASSWORD)] {
+            let e = mysql_async::Conn::new(f.opts(user, pass))
+                .await
+                .expect_err("must be denied");
+            assert_eq!(server_code(&e), Some(1045), "{plugin:?} {user}: {e}");
+            assert!(
+                e.to_string().contains(&format!(
+                    "Access denied for user '{user}'@'127.0.0.1' (using password: YES)"
+                )),
+                "{e}"
+            );
+        }
+        f.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn raw_protocol_edges() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    // A client answering with a plugin we do not verify is switched to one we do.
+    let mut c = RawClient::connect(f.addr).await;
+    assert_eq!(c.plugin, "caching_sha2_password");
+    let r = c.login("root", "sha256_password", b"\x01").await;
+    assert_eq!(r[0], 0xFE, "auth switch request, got {r:?}");
+    let nul = r[1..].iter().position(|b| *b == 0).expect("plugin NUL") + 1;
+    let plugin = String::from_utf8_lossy(&r[1..nul]).into_owned();
+    let nonce = &r[nul + 1..nul + 21];
+    let answer = match plugin.as_str() {
+        "caching_sha2_password" => {
+            tibinlog_protocol::wire::auth::scramble_caching_sha2(nonce, PASSWORD.as_bytes())
+        }
+        _ => repl::native(nonce, PASSWORD),
+    };
+    c.write(&answer).await;
+    let mut r = c.read().await;
+    if r.as_slice().first() == Some(&0x01) {
+        r = c.read().await; // fast-auth success, then OK
+    }
+    assert_eq!(r[0], 0, "OK after switch, got {r:?}");
+
+    // Unknown command → 1047; malformed replication commands → ERR, connection lives on.
+    assert_eq!(err_code(&c.command(&[0x99]).await), Some(1047));
+    assert_eq!(err_code(&c.command(&[0x16, b'S']).await), Some(1047));
+    let e = err_code(&c.command(&[0x12, 1, 2]).await);
+    assert!(e.is_some(), "truncated COM_BINLOG_DUMP gets an ERR");
+    let e = err_code(&c.command(&[0x1e, 0, 0, 1]).await);
+    assert!(e.is_some(), "truncated COM_BINLOG_DUMP_GTID gets an ERR");
+    assert_eq!(c.command(&[0x0e]).await[0], 0, "ping still answered");
+    assert_eq!(
+        c.command(&[0x15, 1, 0, 0]).await[0],
+        0xFF,
+        "bad REGISTER_SLAVE"
+    );
+    f.stop().await;
+}
+
+/// Reads a whole non-blocking dump; returns (event type, log_pos, event) for every event.
+async fn read_dump(
+    conn: mysql_async::Conn,
+    req: BinlogStreamRequest<'_>,
+) -> Result<Vec<(u8, u32, Vec<u8>)>, mysql_async::Error> {
+    let mut stream = conn.get_binlog_stream(req).await?;
+    let mut out = Vec::new();
+    loop {
+        let next = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("stream makes progress");
+        let Some(ev) = next else { break };
+        let ev = ev?;
+        // Every event must decode.
+        let data = ev.read_data().expect("event decodes");
+        if let Some(EventData::RowsEvent(_)) = data {
+            // Rows need their table map; the stream resolves it when asked.
+            assert!(
+                stream.get_tme(row_table_id(&ev)).is_some(),
+                "TABLE_MAP known"
+            );
+        }
+        out.push((
+            ev.header().event_type_raw(),
+            ev.header().log_pos(),
+            ev.data().to_vec(),
+        ));
+    }
+    Ok(out)
+}
+
+fn row_table_id(ev: &mysql_async::binlog::events::Event) -> u64 {
+    let d = ev.data();
+    let mut id = [0u8; 8];
+    id[..6].copy_from_slice(&d[..6]);
+    u64::from_le_bytes(id)
+}
+
+fn gtid_gno(body: &[u8]) -> u64 {
+    u64::from_le_bytes(body[17..25].try_into().expect("gno"))
+}
+
+const ROTATE: u8 = 4;
+const FDE: u8 = 15;
+const XID: u8 = 16;
+const TABLE_MAP: u8 = 19;
+const HEARTBEAT: u8 = 27;
+const WRITE_ROWS: u8 = 30;
+const GTID: u8 = 33;
+const PREVIOUS_GTIDS: u8 = 35;
+
+#[tokio::test]
+async fn dump_from_file_and_position() {
+    for checksum in [true, false] {
+        let f = Fixture::start(checksum, AuthMethod::CachingSha2Password).await;
+        fill(&f);
+        let conn = f.conn().await;
+        let evs = read_dump(
+            conn,
+            BinlogStreamRequest::new(0)
+                .with_filename(b"binlog.000001")
+                .with_pos(4),
+        )
+        .await
+        .expect("dump");
+        let types: Vec<u8> = evs.iter().map(|e| e.0).collect();
+        assert_eq!(
+            &types[..4],
+            &[ROTATE, FDE, PREVIOUS_GTIDS, GTID],
+            "{types:?}"
+        );
+        assert_eq!(evs[0].1, 0, "fake rotate has log_pos 0");
+        assert_eq!(types.iter().filter(|t| **t == GTID).count(), 5);
+        assert_eq!(types.iter().filter(|t| **t == XID).count(), 5);
+        assert_eq!(types.iter().filter(|t| **t == TABLE_MAP).count(), 5);
+        assert_eq!(types.iter().filter(|t| **t == WRITE_ROWS).count(), 5);
+        // real ROTATE, fake ROTATE, FDE of the next file
+        let r = types
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, t)| **t == ROTATE)
+            .map(|(i, _)| i)
+            .expect("real rotate");
+        assert_eq!(&types[r..r + 4], &[ROTATE, ROTATE, FDE, PREVIOUS_GTIDS]);
+        assert_ne!(evs[r].1, 0, "real rotate has its end offset");
+        assert_eq!(evs[r + 1].1, 0, "fake rotate");
+        // log_pos of file events are contiguous offsets from 4 (checksum included when on).
+        let file1 = f.source.file_bytes("binlog.000001").expect("file");
+        assert_eq!(evs[r].1 as usize, file1.len());
+
+        // From the second transaction: fake ROTATE, FDE with log_pos 0, then its GTID event.
+        let second = evs
+            .iter()
+            .filter(|e| e.0 == XID)
+            .map(|e| e.1)
+            .next()
+            .expect("first xid");
+        let conn = f.conn().await;
+        let evs = read_dump(
+            conn,
+            BinlogStreamRequest::new(0)
+                .with_filename(b"binlog.000001")
+                .with_pos(u64::from(second)),
+        )
+        .await
+        .expect("dump from position");
+        assert_eq!(evs[0].0, ROTATE);
+        assert_eq!(evs[1].0, FDE);
+        assert_eq!(evs[1].1, 0, "FDE of a mid-file start has log_pos 0");
+        assert_eq!(evs[2].0, GTID);
+        assert_eq!(gtid_gno(&evs[2].2), 2);
+        f.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn dump_from_gtid_set_skips_what_the_client_has() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    fill(&f);
+    let uuid = tibinlog_protocol::binlog::Sid::parse(UUID).expect("uuid").0;
+    let sid = MySid::new(uuid).with_interval(GnoInterval::new(1, 3));
+    let evs = read_dump(
+        f.conn().await,
+        BinlogStreamRequest::new(0)
+            .with_gtid()
+            .with_gtid_set(vec![sid]),
+    )
+    .await
+    .expect("gtid dump");
+    let gnos: Vec<u64> = evs
+        .iter()
+        .filter(|e| e.0 == GTID)
+        .map(|e| gtid_gno(&e.2))
+        .collect();
+    assert_eq!(gnos, [3, 4, 5]);
+    assert_eq!(evs[0].0, ROTATE);
+    assert_eq!(evs[1].0, FDE);
+
+    // Everything known: the stream ends without a transaction.
+    let sid = MySid::new(uuid).with_interval(GnoInterval::new(1, 6));
+    let evs = read_dump(
+        f.conn().await,
+        BinlogStreamRequest::new(0)
+            .with_gtid()
+            .with_gtid_set(vec![sid]),
+    )
+    .await
+    .expect("gtid dump, nothing new");
+    assert!(evs.iter().all(|e| e.0 != GTID), "no transaction sent");
+    // After skipping, a heartbeat tells the replica where the stream is.
+    let last = evs.last().expect("events");
+    assert_eq!(last.0, HEARTBEAT);
+    assert_eq!(last.1 as u64, f.source.end_position().pos);
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn dump_errors_are_1236() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    fill(&f);
+    let cases: [(&[u8], u64, &str); 4] = [
+        (b"binlog.000009", 4, "Could not find first log file name"),
+        (b"binlog.000001", 5, "impossible position"),
+        (b"binlog.000001", 1 << 30, "position > file size"),
+        (b"binlog.000001", 2, "position < 4"),
+    ];
+    for (file, pos, text) in cases {
+        let e = read_dump(
+            f.conn().await,
+            BinlogStreamRequest::new(0)
+                .with_filename(file)
+                .with_pos(pos),
+        )
+        .await
+        .expect_err("must fail");
+        assert_eq!(server_code(&e), Some(1236), "{e}");
+        assert!(e.to_string().contains(text), "{e}");
+    }
+    // Purge the first file: a client that has nothing needs purged GTIDs.
+    let mut c = f.conn().await;
+    c.query_drop("PURGE BINARY LOGS TO 'binlog.000002'")
+        .await
+        .expect("purge");
+    let logs: Vec<(String, u64, String)> = c.query("SHOW BINARY LOGS").await.expect("logs");
+    assert_eq!(logs.len(), 1);
+    let (_, vals) = one_row(&mut c, "SELECT @@gtid_purged").await;
+    assert_eq!(vals, [Some(format!("{UUID}:1-3"))]);
+    let e = read_dump(c, BinlogStreamRequest::new(0).with_gtid())
+        .await
+        .expect_err("purged");
+    assert_eq!(server_code(&e), Some(1236), "{e}");
+    assert!(e.to_string().contains("purged binary logs"), "{e}");
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn blocking_dump_gets_heartbeats_and_new_events() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    f.source.append_insert(&[(1, "a")]);
+    let mut conn = f.conn().await;
+    conn.query_drop("SET @master_heartbeat_period = 50000000")
+        .await
+        .expect("heartbeat period");
+    let mut stream = conn
+        .get_binlog_stream(
+            BinlogStreamRequest::new(77)
+                .with_filename(b"binlog.000001")
+                .with_pos(4),
+        )
+        .await
+        .expect("stream");
+    let mut seen_xid = false;
+    let mut heartbeat_pos = None;
+    while heartbeat_pos.is_none() {
+        let ev = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("event or heartbeat in time")
+            .expect("stream open")
+            .expect("event");
+        match ev.header().event_type() {
+            Ok(MyEventType::XID_EVENT) => seen_xid = true,
+            Ok(MyEventType::HEARTBEAT_EVENT) => heartbeat_pos = Some(ev.header().log_pos()),
+            _ => {}
+        }
+    }
+    assert!(
+        seen_xid,
+        "the existing transaction came before the heartbeat"
+    );
+    let end = f.source.end_position();
+    assert_eq!(
+        heartbeat_pos,
+        Some(end.pos as u32),
+        "heartbeat carries the current offset"
+    );
+    assert_eq!(
+        u32::try_from(end.pos).ok(),
+        heartbeat_pos,
+        "heartbeat log_pos is the end of the last event"
+    );
+
+    // A new transaction wakes the session.
+    let (gno, _) = f.source.append_insert(&[(2, "b")]);
+    loop {
+        let ev = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("new event in time")
+            .expect("stream open")
+            .expect("event");
+        if ev.header().event_type_raw() == GTID {
+            assert_eq!(gtid_gno(ev.data()), gno);
+            break;
+        }
+        assert_eq!(ev.header().event_type_raw(), HEARTBEAT);
+    }
+    // SHOW REPLICAS lists the registered dump client.
+    let mut c = f.conn().await;
+    let rows: Vec<(u32, String, u16, u32, String)> =
+        c.query("SHOW REPLICAS").await.expect("replicas");
+    assert!(rows.iter().any(|r| r.0 == 77), "{rows:?}");
+    drop(stream);
+    f.stop().await;
+}
+
+/// A new dump with the same replica server id ends the older one (MySQL's zombie-dump rule),
+/// and `KILL` ends a session.
+#[tokio::test]
+async fn same_replica_id_replaces_older_dump_and_kill_works() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    f.source.append_insert(&[(1, "a")]);
+    let req = || {
+        BinlogStreamRequest::new(9)
+            .with_filename(b"binlog.000001")
+            .with_pos(4)
+    };
+    let mut first = f
+        .conn()
+        .await
+        .get_binlog_stream(req())
+        .await
+        .expect("first");
+    // Read the first event so the dump is surely running before the second one starts.
+    let ev = tokio::time::timeout(WAIT, first.next())
+        .await
+        .expect("first event");
+    assert!(matches!(ev, Some(Ok(_))));
+    let mut second = f
+        .conn()
+        .await
+        .get_binlog_stream(req())
+        .await
+        .expect("second");
+    let ev = tokio::time::timeout(WAIT, second.next())
+        .await
+        .expect("second event");
+    assert!(matches!(ev, Some(Ok(_))));
+    // The first stream ends: it drains what was sent, then sees the close.
+    while let Some(Ok(_)) = tokio::time::timeout(WAIT, first.next())
+        .await
+        .expect("first ends")
+    {}
+
+    let mut victim = f.conn().await;
+    let id = victim.id();
+    let mut killer = f.conn().await;
+    killer
+        .query_drop(format!("KILL CONNECTION {id}"))
+        .await
+        .expect("kill");
+    let e = tokio::time::timeout(WAIT, victim.query_drop("SELECT 1"))
+        .await
+        .expect("killed session answers or closes");
+    assert!(e.is_err(), "the killed connection is gone");
+    drop(second);
+    f.stop().await;
+}
+
+/// `mariadb-binlog --read-from-remote-server` reads the first file; skipped when MariaDB's
+/// tools are not installed, except under CI.
+#[tokio::test]
+async fn mariadb_binlog_reads_remote_file() {
+    let Some(bin) = repl::find_tool("mariadb-binlog") else {
+        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+        assert!(
+            !ci,
+            "mariadb-binlog is not installed; scripts/install-deps.sh installs it"
+        );
+        eprintln!("skipped: mariadb-binlog is not installed");
+        return;
+    };
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    fill(&f);
+    let port = f.addr.port().to_string();
+    let out = tokio::process::Command::new(bin)
+        .args([
+            "--no-defaults",
+            "--read-from-remote-server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--user",
+            "root",
+            &format!("--password={PASSWORD}"),
+            "binlog.000001",
+        ])
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .expect("mariadb-binlog finishes")
+        .expect("run mariadb-binlog");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        stdout.contains("Table_map: `test`.`t` mapped to number 100"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("Write_rows").count(), 3, "{stdout}");
+    assert!(stdout.contains("Xid = 3"), "{stdout}");
+    assert!(stdout.contains("Rotate to binlog.000002"), "{stdout}");
+    f.stop().await;
+}
+
+/// TLS: CLIENT_SSL is offered only with a certificate; SSLRequest, handshake, then the login
+/// (caching_sha2 fast path) and queries run inside the tunnel.
+#[tokio::test]
+async fn tls_upgrade_then_login() {
+    let Some(openssl) = repl::find_tool("openssl") else {
+        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+        assert!(!ci, "openssl is needed to make a test certificate");
+        eprintln!("skipped: openssl is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(
+        p("ext.cnf"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n",
+    )
+    .expect("ext file");
+    // A CA, and a certificate for localhost signed by it.
+    let path = |n: &str| p(n).to_string_lossy().into_owned();
+    let (ca_key, ca_pem, key_pem, csr, ext, cert_pem) = (
+        path("ca.key"),
+        path("ca.pem"),
+        path("key.pem"),
+        path("leaf.csr"),
+        path("ext.cnf"),
+        path("cert.pem"),
+    );
+    let steps: [Vec<&str>; 3] = [
+        vec![
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=tibinlog-test-ca",
+            "-keyout",
+            &ca_key,
+            "-out",
+            &ca_pem,
+        ],
+        vec![
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            &key_pem,
+            "-out",
+            &csr,
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-days",
+            "1",
+            "-set_serial",
+            "2",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-extfile",
+            &ext,
+            "-out",
+            &cert_pem,
+        ],
+    ];
+    for args in steps {
+        let out = std::process::Command::new(&openssl)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (cert, key, ca) = (p("cert.pem"), p("key.pem"), p("ca.pem"));
+
+    // Without TLS material the greeting does not offer SSL.
+    let plain = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    let c = RawClient::connect(plain.addr).await;
+    assert_eq!(c.caps & 0x800, 0, "no CLIENT_SSL without a certificate");
+    plain.stop().await;
+
+    let files = tibinlog::server::TlsFiles { cert, key };
+    let f = Fixture::start_with(true, AuthMethod::CachingSha2Password, Some(files)).await;
+    let mut c = RawClient::connect(f.addr).await;
+    assert_ne!(c.caps & 0x800, 0, "CLIENT_SSL offered");
+    c.upgrade_tls(&ca).await;
+    let auth = tibinlog_protocol::wire::auth::scramble_caching_sha2(&c.nonce, PASSWORD.as_bytes());
+    let r = c.login("root", "caching_sha2_password", &auth).await;
+    assert_eq!(r, [0x01, 0x03], "fast auth success");
+    assert_eq!(c.read().await[0], 0, "OK");
+    let mut q = vec![0x03];
+    q.extend_from_slice(b"SELECT @@server_id");
+    let r = c.command(&q).await;
+    assert_eq!(r, [1], "one column");
+    f.stop().await;
+}
+
+/// A client that never announces `@master_binlog_checksum` gets events without CRC32 and a
+/// FORMAT_DESCRIPTION that says NONE; the fake ROTATE has no CRC either.
+#[tokio::test]
+async fn dump_without_announced_checksum_strips_crcs() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    f.source.append_insert(&[(1, "a")]);
+    let file = f.source.file_bytes("binlog.000001").expect("file");
+    let mut c = RawClient::connect(f.addr).await;
+    c.login_native().await;
+    // COM_BINLOG_DUMP: pos 4, flags NON_BLOCK, server id 5, file name.
+    let mut cmd = vec![0x12];
+    cmd.extend_from_slice(&4u32.to_le_bytes());
+    cmd.extend_from_slice(&1u16.to_le_bytes());
+    cmd.extend_from_slice(&5u32.to_le_bytes());
+    cmd.extend_from_slice(b"binlog.000001");
+    let mut p = c.command(&cmd).await;
+    let mut events = Vec::new();
+    while p[0] == 0 {
+        events.push(p[1..].to_vec());
+        p = c.read().await;
+    }
+    assert_eq!(p[0], 0xFE, "EOF ends a non-blocking dump");
+    let rotate = &events[0];
+    assert_eq!(rotate[4], ROTATE);
+    assert_eq!(
+        rotate.len(),
+        19 + 8 + "binlog.000001".len(),
+        "fake ROTATE without CRC"
+    );
+    let fde = &events[1];
+    assert_eq!(fde[4], FDE);
+    assert_eq!(fde[fde.len() - 5], 0, "FDE says checksum NONE");
+    assert!(
+        tibinlog_protocol::binlog::checksum::verify_event(fde).is_ok(),
+        "FDE CRC redone"
+    );
+    // Every other event is the stored one minus its 4 CRC bytes, with event_size adjusted.
+    let mut at = 4 + fde.len();
+    for ev in &events[2..] {
+        let size = u32::from_le_bytes([ev[9], ev[10], ev[11], ev[12]]) as usize;
+        assert_eq!(size, ev.len());
+        let stored = &file[at..at + ev.len() + 4];
+        assert_eq!(&stored[..4], &ev[..4]);
+        assert_eq!(&stored[13..ev.len()], &ev[13..], "body unchanged");
+        at += ev.len() + 4;
+    }
+    assert_eq!(at, file.len(), "the whole file was sent");
+    f.stop().await;
+}
