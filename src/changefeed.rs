@@ -37,7 +37,9 @@ use crate::capture::pd::{PdClient, PdConfig, PdError};
 use crate::capture::puller::{Puller, PullerConfig, PullerError, PullerHandle};
 use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
-use crate::mounter::{DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter};
+use crate::mounter::{
+    DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
+};
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
 
@@ -153,8 +155,8 @@ impl Changefeed {
     /// Holds the GC safe point, reads the schema at `start_ts`, opens the sorter and starts
     /// capturing. Needs a multi-threaded runtime (the schema bootstrap blocks one worker).
     pub async fn start(cfg: ChangefeedConfig, cancel: CancellationToken) -> Result<Changefeed> {
-        let pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token())
-            .await?;
+        let pd =
+            PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token()).await?;
         let cluster_id = pd.cluster_id();
         let gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
         GcKeeper::hold(&pd, &gc_cfg, cfg.start_ts).await?;
@@ -174,9 +176,10 @@ impl Changefeed {
         );
 
         let sorter_cfg = cfg.sorter.clone();
-        let (writer, reader) = tokio::task::spawn_blocking(move || sorter::Sorter::open(sorter_cfg))
-            .await
-            .map_err(|e| ChangefeedError::Bootstrap(e.to_string()))??;
+        let (writer, reader) =
+            tokio::task::spawn_blocking(move || sorter::Sorter::open(sorter_cfg))
+                .await
+                .map_err(|e| ChangefeedError::Bootstrap(e.to_string()))??;
 
         let mut pcfg = cfg
             .puller
@@ -184,13 +187,19 @@ impl Changefeed {
             .unwrap_or_else(|| PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), cfg.start_ts));
         pcfg.spans = vec![table_key_space()];
         pcfg.start_ts = cfg.start_ts;
-        let (puller, events) = Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
+        let (puller, events) =
+            Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
 
         let (out_tx, out) = mpsc::channel(OUTPUT_CHANNEL);
         let (checkpoint, checkpoint_rx) = watch::channel(cfg.start_ts);
         let gc = GcKeeper::spawn(pd, gc_cfg, checkpoint_rx.clone(), cancel.child_token());
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(ingress(events, writer, out_tx.clone(), cancel.clone())));
+        tasks.push(tokio::spawn(ingress(
+            events,
+            writer,
+            out_tx.clone(),
+            cancel.clone(),
+        )));
         tasks.push(tokio::spawn(egress(
             reader,
             Mounter::new(store),

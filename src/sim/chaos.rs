@@ -7,7 +7,7 @@
 //! | `merge`            | a random region merges into its right (or left) neighbour          |
 //! | `transfer_leader`  | a random region's leader moves to another live store               |
 //! | `restart_store`    | a random live store stops, and restarts after a short pause        |
-//! | `hold_lock`        | a lock sits in a workload table's record span, then rolls back     |
+//! | `hold_lock`        | a lock sits in a workload table's key span, then rolls back        |
 //! | `delay_resolved_ts`| a random region's resolved ts lags the TSO for a while             |
 //! | `stall_scan`       | a random region's incremental scan mostly stalls for a while       |
 //!

@@ -520,7 +520,7 @@ impl SimBuilder {
 type Prepared = (Tidb, Option<Workload>, Vec<Vec<u8>>);
 
 /// Bootstrap, truth sink, workload tables, pre-split. Returns the TiDB, the workload (None for
-/// `--workload none`) and the record prefixes of the workload's physical tables.
+/// `--workload none`) and the key prefixes where chaos may hold locks (one per physical table).
 async fn prepare(
     cluster: &SimCluster,
     args: &SimArgs,
@@ -584,7 +584,11 @@ async fn prepare(
             for k in keys {
                 split_once(cluster, &k).await?;
             }
-            prefixes.push(start);
+            // Chaos holds its locks under an index id no index has: the lock stalls resolved
+            // ts like any other, but no row read or DDL backfill scan of the workload meets it.
+            let mut lock_prefix = crate::tidb::key::table_prefix(pid);
+            lock_prefix.extend_from_slice(crate::tidb::key::INDEX_SEP);
+            prefixes.push(lock_prefix);
         }
     }
     let regions = cluster.with_core(|c| c.cluster.region_count());
@@ -696,6 +700,11 @@ impl SimHandle {
             _ = self.done.cancelled() => {}
             _ = self.failed.cancelled() => {}
         }
+    }
+
+    /// Why the workload failed, if it did.
+    pub fn failure(&self) -> Option<String> {
+        lock(&self.failure).clone()
     }
 
     /// Resolves when the workload has failed.
