@@ -193,25 +193,21 @@ impl Changefeed {
         let (out_tx, out) = mpsc::channel(OUTPUT_CHANNEL);
         let (checkpoint, checkpoint_rx) = watch::channel(cfg.start_ts);
         let gc = GcKeeper::spawn(pd, gc_cfg, checkpoint_rx.clone(), cancel.child_token());
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(ingress(
-            events,
-            writer,
-            out_tx.clone(),
-            cancel.clone(),
-        )));
-        tasks.push(tokio::spawn(egress(
-            reader,
-            Mounter::new(store),
-            out_tx.clone(),
-            checkpoint_rx,
-            cancel.clone(),
-        )));
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = gc.join().await {
-                let _ = out_tx.send(Err(e.into())).await;
-            }
-        }));
+        let tasks = vec![
+            tokio::spawn(ingress(events, writer, out_tx.clone(), cancel.clone())),
+            tokio::spawn(egress(
+                reader,
+                Mounter::new(store),
+                out_tx.clone(),
+                checkpoint_rx,
+                cancel.clone(),
+            )),
+            tokio::spawn(async move {
+                if let Err(e) = gc.join().await {
+                    let _ = out_tx.send(Err(e.into())).await;
+                }
+            }),
+        ];
         Ok(Changefeed {
             out,
             checkpoint,

@@ -79,8 +79,6 @@ struct Consumer {
     last: (u64, u64),
     /// Last resolved ts yielded.
     resolved: u64,
-    /// For each finished transaction, the index in `txns` (to cut at a checkpoint).
-    checkpoint: u64,
     pieces: u64,
 }
 
@@ -159,7 +157,6 @@ impl Consumer {
             .retain(|t| t["commit_ts"].as_u64().is_some_and(|c| c <= checkpoint));
         self.resolved = checkpoint;
         self.last = (checkpoint, u64::MAX);
-        self.checkpoint = checkpoint;
     }
 }
 
@@ -259,8 +256,8 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
     for t in ours {
         *by_txn
             .entry((
-                t["commit_ts"].as_u64().unwrap(),
-                t["start_ts"].as_u64().unwrap(),
+                t["commit_ts"].as_u64().expect("commit_ts"),
+                t["start_ts"].as_u64().expect("start_ts"),
             ))
             .or_default() += 1;
     }
