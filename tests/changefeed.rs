@@ -8,64 +8,27 @@
 
 mod common;
 
+use common::truth::{self, row_json};
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 use tibinlog::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use tibinlog::model::Ts;
-use tibinlog::mounter::ddl_sql::normalize_ddl;
-use tibinlog::mounter::{RowChange, RowOp, TableFilter};
+use tibinlog::mounter::TableFilter;
 use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle};
 use tibinlog::sim::tidb::TruthCollector;
-use tibinlog::tidb::text;
-use tibinlog_protocol::value::Value;
 use tokio_util::sync::CancellationToken;
 
 /// Upper bound of the whole catch-up after the workload ends.
 const CATCH_UP: Duration = Duration::from_secs(120);
 
-fn image(c: &RowChange, cells: Option<&Vec<Value>>) -> Json {
-    let Some(cells) = cells else {
-        return Json::Null;
-    };
-    let cols = tibinlog::mounter::coltype::visible_columns(&c.table.info);
-    assert_eq!(cols.len(), cells.len());
-    let mut m = serde_json::Map::new();
-    for (col, v) in cols.iter().zip(cells) {
-        let s = text::render(v, &col.field_type);
-        m.insert(col.name.o.clone(), s.map_or(Json::Null, Json::String));
-    }
-    Json::Object(m)
-}
-
-fn row_json(c: &RowChange) -> Json {
-    let op = match c.op {
-        RowOp::Insert => "insert",
-        RowOp::Update => "update",
-        RowOp::Delete => "delete",
-    };
-    json!({"db": c.table.schema(), "table": c.table.name(), "op": op,
-           "before": image(c, c.before.as_ref()), "after": image(c, c.after.as_ref())})
-}
-
-/// Truth-log lines after `after`, rows sorted (the sorter groups rows by table), DDL in the
-/// normalised MySQL dialect, transactions without rows or DDL left out.
+/// Truth-log transactions committed after `after`, normalised as the consumer renders its own.
 fn truth_after(lines: &[String], after: Ts) -> Vec<Json> {
-    lines
-        .iter()
-        .map(|l| {
-            let mut v: Json = serde_json::from_str(l).expect("truth json");
-            if let Some(rows) = v.get_mut("rows").and_then(Json::as_array_mut) {
-                rows.sort_by_key(|r| r.to_string());
-            }
-            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
-                v["ddl"] = json!(normalize_ddl(q));
-            }
-            v
-        })
+    truth::normalized(lines)
+        .into_iter()
         .filter(|v| v["commit_ts"].as_u64().is_some_and(|c| c > after.0))
-        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
         .collect()
 }
 

@@ -4,12 +4,13 @@
 //! `mysql.tidb_ddl_job` rows among them. Mounted rows are compared with the simulator's truth
 //! log, rendered with `tidb::text::render` exactly as the truth log renders them.
 
+mod common;
+
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 use tibinlog::model::{Op, RawRow, RegionId, Ts};
-use tibinlog::mounter::ddl_sql::normalize_ddl;
 use tibinlog::mounter::{
     MetaReader, Mounted, Mounter, MounterError, RowChange, RowOp, SchemaStore, TableFilter,
 };
@@ -25,6 +26,8 @@ use tibinlog::tidb::key::{record_key, Handle, DDL_JOB_TABLE_ID};
 use tibinlog::tidb::schema::mysql;
 use tibinlog::tidb::text;
 use tibinlog_protocol::value::Value;
+
+use common::truth::{self, row_json};
 
 /// Snapshot reads over the simulator's MVCC store.
 struct CoreReader<'a>(RefCell<&'a mut SimCore>);
@@ -125,30 +128,6 @@ fn raw_rows(core: &SimCore, after: Ts) -> Vec<RawRow> {
     rows
 }
 
-fn image(c: &RowChange, cells: Option<&Vec<Value>>) -> Json {
-    let Some(cells) = cells else {
-        return Json::Null;
-    };
-    let cols = tibinlog::mounter::coltype::visible_columns(&c.table.info);
-    assert_eq!(cols.len(), cells.len());
-    let mut m = serde_json::Map::new();
-    for (col, v) in cols.iter().zip(cells) {
-        let s = text::render(v, &col.field_type);
-        m.insert(col.name.o.clone(), s.map_or(Json::Null, Json::String));
-    }
-    Json::Object(m)
-}
-
-fn row_json(c: &RowChange) -> Json {
-    let op = match c.op {
-        RowOp::Insert => "insert",
-        RowOp::Update => "update",
-        RowOp::Delete => "delete",
-    };
-    json!({"db": c.table.schema(), "table": c.table.name(), "op": op,
-           "before": image(c, c.before.as_ref()), "after": image(c, c.after.as_ref())})
-}
-
 /// Mounts everything and renders transactions as truth-log JSON (rows sorted, DDL normalised).
 fn mount_all(m: &mut Mounter, rows: &[RawRow]) -> Vec<Json> {
     let mut txns: Vec<Json> = Vec::new();
@@ -190,20 +169,7 @@ fn mount_all(m: &mut Mounter, rows: &[RawRow]) -> Vec<Json> {
 }
 
 fn truth_json(lines: &[String]) -> Vec<Json> {
-    lines
-        .iter()
-        .map(|l| {
-            let mut v: Json = serde_json::from_str(l).expect("truth json");
-            if let Some(rows) = v.get_mut("rows").and_then(Json::as_array_mut) {
-                rows.sort_by_key(|r| r.to_string());
-            }
-            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
-                v["ddl"] = json!(normalize_ddl(q));
-            }
-            v
-        })
-        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
-        .collect()
+    truth::normalized(lines)
 }
 
 #[test]

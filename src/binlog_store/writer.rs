@@ -16,12 +16,10 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tibinlog_protocol::binlog::checksum::{self, CHECKSUM_LEN};
 use tibinlog_protocol::binlog::events::gtid::FLAG_MAY_HAVE_SBR;
 use tibinlog_protocol::binlog::{
-    flags, BinlogError, ChecksumAlg, EventHeader, EventMeta, EventWriter, FormatDescription,
-    GtidEvent, GtidSet, LogPos, PreviousGtids, QueryEvent, Rotate, RowsKind, TableMap, Xid,
-    BINLOG_MAGIC,
+    flags, shift_log_pos, ChecksumAlg, EventMeta, EventWriter, FormatDescription, GtidEvent,
+    GtidSet, LogPos, PreviousGtids, QueryEvent, Rotate, RowsKind, TableMap, Xid, BINLOG_MAGIC,
 };
 use tokio::sync::watch;
 
@@ -708,32 +706,4 @@ pub(crate) fn create_file(
     f.sync_all().map_err(StoreError::io("fsync", &path))?;
     sync_dir(&cfg.data_dir)?;
     Ok((f, end))
-}
-
-/// Adds `delta` to the `log_pos` of every event in `events` (complete events) and rewrites
-/// their CRC: used when the GTID event in front of them changes size.
-fn shift_log_pos(events: &mut [u8], delta: i64, crc: bool) -> Result<()> {
-    let mut at = 0;
-    while at < events.len() {
-        let h = EventHeader::parse(&events[at..])?;
-        let end = at + h.event_size as usize;
-        if end > events.len() {
-            return Err(BinlogError::Malformed {
-                what: "event run",
-                offset: at,
-            }
-            .into());
-        }
-        let p = i64::from(h.log_pos) + delta;
-        let p = u32::try_from(p).map_err(|_| BinlogError::PositionOverflow {
-            end: p.max(0) as u64,
-        })?;
-        events[at + 13..at + 17].copy_from_slice(&p.to_le_bytes());
-        if crc {
-            let c = checksum::crc32(&events[at..end - CHECKSUM_LEN]);
-            events[end - CHECKSUM_LEN..end].copy_from_slice(&c.to_le_bytes());
-        }
-        at = end;
-    }
-    Ok(())
 }

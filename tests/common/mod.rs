@@ -2,3 +2,4 @@
 
 pub mod mariadb;
 pub mod sim;
+pub mod truth;

@@ -54,4 +54,4 @@ pub use gtid::{GtidSet, Sid};
 pub use header::{flags, EventHeader, EventType, BINLOG_MAGIC, HEADER_LEN};
 pub use table::{ColumnDef, ColumnKind, TableDef};
 pub use transaction::Transaction;
-pub use writer::{EventBody, EventMeta, EventWriter, LogPos};
+pub use writer::{shift_log_pos, EventBody, EventMeta, EventWriter, LogPos};

@@ -189,8 +189,9 @@ fn write_header(h: &EventHeader, out: &mut [u8; HEADER_LEN]) {
 }
 
 /// Rewrites `log_pos` (adding `delta`) and the CRC of every event in `events`, a run of complete
-/// events as written by one [`EventWriter`]. Used when bytes are inserted before them.
-pub(crate) fn shift_log_pos(events: &mut [u8], delta: i64, crc: bool) -> Result<()> {
+/// events as written by one [`EventWriter`]. Used when bytes are inserted before them (events
+/// with `log_pos` 0, artificial ones, keep it).
+pub fn shift_log_pos(events: &mut [u8], delta: i64, crc: bool) -> Result<()> {
     let mut at = 0;
     while at < events.len() {
         let h = EventHeader::parse(&events[at..])?;
