@@ -37,7 +37,9 @@ use crate::capture::pd::{PdClient, PdConfig, PdError};
 use crate::capture::puller::{Puller, PullerConfig, PullerError, PullerHandle};
 use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
-use crate::mounter::{DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter};
+use crate::mounter::{
+    DdlEvent, Mounted, MountedTable, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
+};
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
 
@@ -123,10 +125,25 @@ pub enum ChangeEvent {
     Resolved(Ts),
 }
 
+/// The current version of every included base table, as the mounter last saw it.
+pub type SchemaSnapshot = Arc<Vec<Arc<MountedTable>>>;
+
+/// The included base tables of `store` in their newest versions.
+pub fn schema_snapshot(store: &SchemaStore) -> SchemaSnapshot {
+    Arc::new(
+        store
+            .tables_at(Ts::MAX)
+            .into_iter()
+            .filter(|t| t.included)
+            .collect(),
+    )
+}
+
 /// A running changefeed.
 #[derive(Debug)]
 pub struct Changefeed {
     out: mpsc::Receiver<Result<ChangeEvent>>,
+    schema: watch::Receiver<SchemaSnapshot>,
     checkpoint: watch::Sender<Ts>,
     cluster_id: u64,
     cancel: CancellationToken,
@@ -153,8 +170,8 @@ impl Changefeed {
     /// Holds the GC safe point, reads the schema at `start_ts`, opens the sorter and starts
     /// capturing. Needs a multi-threaded runtime (the schema bootstrap blocks one worker).
     pub async fn start(cfg: ChangefeedConfig, cancel: CancellationToken) -> Result<Changefeed> {
-        let pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token())
-            .await?;
+        let pd =
+            PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token()).await?;
         let cluster_id = pd.cluster_id();
         let gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
         GcKeeper::hold(&pd, &gc_cfg, cfg.start_ts).await?;
@@ -173,10 +190,13 @@ impl Changefeed {
             "schema bootstrapped"
         );
 
+        let (schema_tx, schema) = watch::channel(schema_snapshot(&store));
+
         let sorter_cfg = cfg.sorter.clone();
-        let (writer, reader) = tokio::task::spawn_blocking(move || sorter::Sorter::open(sorter_cfg))
-            .await
-            .map_err(|e| ChangefeedError::Bootstrap(e.to_string()))??;
+        let (writer, reader) =
+            tokio::task::spawn_blocking(move || sorter::Sorter::open(sorter_cfg))
+                .await
+                .map_err(|e| ChangefeedError::Bootstrap(e.to_string()))??;
 
         let mut pcfg = cfg
             .puller
@@ -184,18 +204,25 @@ impl Changefeed {
             .unwrap_or_else(|| PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), cfg.start_ts));
         pcfg.spans = vec![table_key_space()];
         pcfg.start_ts = cfg.start_ts;
-        let (puller, events) = Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
+        let (puller, events) =
+            Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
 
         let (out_tx, out) = mpsc::channel(OUTPUT_CHANNEL);
         let (checkpoint, checkpoint_rx) = watch::channel(cfg.start_ts);
         let gc = GcKeeper::spawn(pd, gc_cfg, checkpoint_rx.clone(), cancel.child_token());
         let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(ingress(events, writer, out_tx.clone(), cancel.clone())));
+        tasks.push(tokio::spawn(ingress(
+            events,
+            writer,
+            out_tx.clone(),
+            cancel.clone(),
+        )));
         tasks.push(tokio::spawn(egress(
             reader,
             Mounter::new(store),
             out_tx.clone(),
             checkpoint_rx,
+            schema_tx,
             cancel.clone(),
         )));
         tasks.push(tokio::spawn(async move {
@@ -205,6 +232,7 @@ impl Changefeed {
         }));
         Ok(Changefeed {
             out,
+            schema,
             checkpoint,
             cluster_id,
             cancel,
@@ -241,6 +269,12 @@ impl Changefeed {
     /// The checkpoint last advanced to.
     pub fn checkpoint(&self) -> Ts {
         *self.checkpoint.borrow()
+    }
+
+    /// A watch of the included tables' newest versions; it changes after each DDL the mounter
+    /// applies (which may be ahead of what the consumer has written).
+    pub fn schema(&self) -> watch::Receiver<SchemaSnapshot> {
+        self.schema.clone()
     }
 
     /// The TiDB cluster id.
@@ -326,9 +360,11 @@ async fn egress(
     mut mounter: Mounter,
     out: mpsc::Sender<Result<ChangeEvent>>,
     mut checkpoint: watch::Receiver<Ts>,
+    schema: watch::Sender<SchemaSnapshot>,
     cancel: CancellationToken,
 ) {
     let mut open = Open::default();
+    let mut schema_ts = mounter.store().resolved_ts();
     loop {
         let item = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -349,7 +385,14 @@ async fn egress(
         let events = match item {
             Err(e) => Err(ChangefeedError::from(e)),
             Ok(SorterOutput::Resolved(ResolvedTs(ts))) => Ok(vec![ChangeEvent::Resolved(ts)]),
-            Ok(SorterOutput::Chunk(chunk)) => mount_chunk(&mut mounter, &mut open, chunk),
+            Ok(SorterOutput::Chunk(chunk)) => {
+                let evs = mount_chunk(&mut mounter, &mut open, chunk);
+                if mounter.store().resolved_ts() != schema_ts {
+                    schema_ts = mounter.store().resolved_ts();
+                    schema.send_replace(schema_snapshot(mounter.store()));
+                }
+                evs
+            }
         };
         match events {
             Ok(evs) => {

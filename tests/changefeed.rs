@@ -89,31 +89,59 @@ impl Consumer {
         match ev {
             ChangeEvent::Rows(p) => {
                 let (s, c) = (p.start_ts.0, p.commit_ts.0);
-                assert!(c > self.resolved, "txn {s}@{c} at or below resolved {}", self.resolved);
+                assert!(
+                    c > self.resolved,
+                    "txn {s}@{c} at or below resolved {}",
+                    self.resolved
+                );
                 self.pieces += 1;
                 if p.first {
-                    assert!(self.open.is_none(), "piece opens {s}@{c} inside another txn");
-                    assert!((c, s) > self.last, "txn {s}@{c} out of order after {:?}", self.last);
+                    assert!(
+                        self.open.is_none(),
+                        "piece opens {s}@{c} inside another txn"
+                    );
+                    assert!(
+                        (c, s) > self.last,
+                        "txn {s}@{c} out of order after {:?}",
+                        self.last
+                    );
                     self.open = Some((s, c, Vec::new()));
                 }
-                let open = self.open.as_mut().expect("continuation without a first piece");
+                let open = self
+                    .open
+                    .as_mut()
+                    .expect("continuation without a first piece");
                 assert_eq!((open.0, open.1), (s, c), "piece of another transaction");
                 // Grouped by table, deletes before puts inside a table.
-                open.2.extend(p.rows.iter().map(|r| row_json(r).to_string()));
+                open.2
+                    .extend(p.rows.iter().map(|r| row_json(r).to_string()));
                 if p.last {
                     let (s, c, mut rows) = self.open.take().expect("open");
                     rows.sort();
-                    let rows: Vec<Json> = rows.iter().map(|r| serde_json::from_str(r).expect("json")).collect();
-                    self.txns.push(json!({"start_ts": s, "commit_ts": c, "rows": rows, "ddl": null}));
+                    let rows: Vec<Json> = rows
+                        .iter()
+                        .map(|r| serde_json::from_str(r).expect("json"))
+                        .collect();
+                    self.txns
+                        .push(json!({"start_ts": s, "commit_ts": c, "rows": rows, "ddl": null}));
                     self.last = (c, s);
                 }
             }
             ChangeEvent::Ddl(d) => {
                 assert!(self.open.is_none(), "DDL inside a transaction");
                 let (s, c) = (d.start_ts.0, d.commit_ts.0);
-                assert!(c > self.resolved, "DDL {s}@{c} at or below resolved {}", self.resolved);
-                assert!((c, s) >= self.last, "DDL {s}@{c} out of order after {:?}", self.last);
-                self.txns.push(json!({"start_ts": s, "commit_ts": c, "rows": [], "ddl": d.query}));
+                assert!(
+                    c > self.resolved,
+                    "DDL {s}@{c} at or below resolved {}",
+                    self.resolved
+                );
+                assert!(
+                    (c, s) >= self.last,
+                    "DDL {s}@{c} out of order after {:?}",
+                    self.last
+                );
+                self.txns
+                    .push(json!({"start_ts": s, "commit_ts": c, "rows": [], "ddl": d.query}));
                 self.last = (c, s);
             }
             ChangeEvent::Resolved(ts) => {
@@ -178,10 +206,13 @@ async fn start_feed(run: &Run, start_ts: Ts) -> Changefeed {
     );
     // Small chunks so that large transactions come out in several pieces.
     cfg.sorter.max_chunk_bytes = 64 << 10;
-    tokio::time::timeout(Duration::from_secs(30), Changefeed::start(cfg, CancellationToken::new()))
-        .await
-        .expect("changefeed start timed out")
-        .expect("changefeed start")
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        Changefeed::start(cfg, CancellationToken::new()),
+    )
+    .await
+    .expect("changefeed start timed out")
+    .expect("changefeed start")
 }
 
 /// Consumes until the resolved ts passes `until`, advancing the checkpoint on each resolved ts.
@@ -226,10 +257,16 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
     let mut by_txn: BTreeMap<(u64, u64), usize> = BTreeMap::new();
     for t in ours {
         *by_txn
-            .entry((t["commit_ts"].as_u64().unwrap(), t["start_ts"].as_u64().unwrap()))
+            .entry((
+                t["commit_ts"].as_u64().unwrap(),
+                t["start_ts"].as_u64().unwrap(),
+            ))
             .or_default() += 1;
     }
-    assert!(by_txn.values().all(|&n| n == 1), "seed {seed}: a transaction came out twice");
+    assert!(
+        by_txn.values().all(|&n| n == 1),
+        "seed {seed}: a transaction came out twice"
+    );
     for (i, (a, b)) in ours.iter().zip(want).enumerate() {
         assert_eq!(a, b, "seed {seed}: transaction {i} differs");
     }
@@ -310,7 +347,11 @@ async fn restart_from_checkpoint_loses_and_doubles_nothing() {
         let lines = run.truth.lines();
         consume(&mut feed, &mut c, Some(max_commit_ts(&lines)), None).await;
         let want = truth_after(&lines, run.start_ts);
-        assert!(kept > 0 && kept < want.len(), "seed {seed}: stop point {kept} of {}", want.len());
+        assert!(
+            kept > 0 && kept < want.len(),
+            "seed {seed}: stop point {kept} of {}",
+            want.len()
+        );
         assert_same(&c.txns, &want, seed);
         feed.close().await;
         run.sim.shutdown().await.expect("sim shutdown");
