@@ -258,8 +258,8 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
     for t in ours {
         *by_txn
             .entry((
-                t["commit_ts"].as_u64().unwrap(),
-                t["start_ts"].as_u64().unwrap(),
+                t["commit_ts"].as_u64().expect("commit_ts"),
+                t["start_ts"].as_u64().expect("start_ts"),
             ))
             .or_default() += 1;
     }
