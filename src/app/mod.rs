@@ -430,25 +430,28 @@ impl App {
     }
 }
 
-/// Starts the changefeed; retries for a while when the sorter's cache is still held (a
-/// previous instance in this process releases it in the background).
+/// Starts a changefeed with a sorter cache directory of its own under `<data_dir>/sorter`.
+///
+/// The cache is throwaway (wiped at every start), but a previous changefeed of this process
+/// may still be releasing its directory in the background; a fresh directory never waits for
+/// it. Older caches are removed first (best effort).
 async fn start_changefeed(
     cfg: &ChangefeedConfig,
     stop: &CancellationToken,
 ) -> anyhow::Result<Changefeed> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        match Changefeed::start(cfg.clone(), stop.child_token()).await {
-            Ok(f) => return Ok(f),
-            Err(crate::changefeed::ChangefeedError::Sorter(e))
-                if tokio::time::Instant::now() < deadline && !stop.is_cancelled() =>
-            {
-                warn!(error = %e, "sorter cache busy; retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => return Err(e).context("start the changefeed"),
+    static STARTS: AtomicU64 = AtomicU64::new(0);
+    let mut cfg = cfg.clone();
+    let root = cfg.sorter.data_dir.clone();
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for e in entries.flatten() {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
+    let n = STARTS.fetch_add(1, Ordering::Relaxed);
+    cfg.sorter.data_dir = root.join(format!("cache-{}-{n}", std::process::id()));
+    Changefeed::start(cfg, stop.child_token())
+        .await
+        .context("start the changefeed")
 }
 
 /// Changefeed → writer thread; flushed checkpoints → changefeed; schema snapshots → server.
@@ -484,12 +487,12 @@ async fn relay(
                 _ = tokio::time::sleep(retry) => {}
             }
             retry = (retry * 2).min(MAX_RETRY);
-            match Changefeed::start(cfg.clone(), stop.child_token()).await {
+            match start_changefeed(&cfg, &stop).await {
                 Ok(f) => {
                     feed = Some(f);
                     break;
                 }
-                Err(e) => warn!(error = %e, "changefeed restart failed"),
+                Err(e) => warn!(error = %format!("{e:#}"), "changefeed restart failed"),
             }
         }
     }
