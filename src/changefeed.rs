@@ -38,7 +38,7 @@ use crate::capture::puller::{Puller, PullerConfig, PullerError, PullerHandle};
 use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
 use crate::mounter::{
-    DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
+    DdlEvent, Mounted, MountedTable, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
 };
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
@@ -125,10 +125,25 @@ pub enum ChangeEvent {
     Resolved(Ts),
 }
 
+/// The current version of every included base table, as the mounter last saw it.
+pub type SchemaSnapshot = Arc<Vec<Arc<MountedTable>>>;
+
+/// The included base tables of `store` in their newest versions.
+pub fn schema_snapshot(store: &SchemaStore) -> SchemaSnapshot {
+    Arc::new(
+        store
+            .tables_at(Ts::MAX)
+            .into_iter()
+            .filter(|t| t.included)
+            .collect(),
+    )
+}
+
 /// A running changefeed.
 #[derive(Debug)]
 pub struct Changefeed {
     out: mpsc::Receiver<Result<ChangeEvent>>,
+    schema: watch::Receiver<SchemaSnapshot>,
     checkpoint: watch::Sender<Ts>,
     cluster_id: u64,
     cancel: CancellationToken,
@@ -175,6 +190,8 @@ impl Changefeed {
             "schema bootstrapped"
         );
 
+        let (schema_tx, schema) = watch::channel(schema_snapshot(&store));
+
         let sorter_cfg = cfg.sorter.clone();
         let (writer, reader) =
             tokio::task::spawn_blocking(move || sorter::Sorter::open(sorter_cfg))
@@ -200,6 +217,7 @@ impl Changefeed {
                 Mounter::new(store),
                 out_tx.clone(),
                 checkpoint_rx,
+                schema_tx,
                 cancel.clone(),
             )),
             tokio::spawn(async move {
@@ -210,6 +228,7 @@ impl Changefeed {
         ];
         Ok(Changefeed {
             out,
+            schema,
             checkpoint,
             cluster_id,
             cancel,
@@ -246,6 +265,12 @@ impl Changefeed {
     /// The checkpoint last advanced to.
     pub fn checkpoint(&self) -> Ts {
         *self.checkpoint.borrow()
+    }
+
+    /// A watch of the included tables' newest versions; it changes after each DDL the mounter
+    /// applies (which may be ahead of what the consumer has written).
+    pub fn schema(&self) -> watch::Receiver<SchemaSnapshot> {
+        self.schema.clone()
     }
 
     /// The TiDB cluster id.
@@ -331,9 +356,11 @@ async fn egress(
     mut mounter: Mounter,
     out: mpsc::Sender<Result<ChangeEvent>>,
     mut checkpoint: watch::Receiver<Ts>,
+    schema: watch::Sender<SchemaSnapshot>,
     cancel: CancellationToken,
 ) {
     let mut open = Open::default();
+    let mut schema_ts = mounter.store().resolved_ts();
     loop {
         let item = tokio::select! {
             _ = cancel.cancelled() => return,
@@ -354,7 +381,14 @@ async fn egress(
         let events = match item {
             Err(e) => Err(ChangefeedError::from(e)),
             Ok(SorterOutput::Resolved(ResolvedTs(ts))) => Ok(vec![ChangeEvent::Resolved(ts)]),
-            Ok(SorterOutput::Chunk(chunk)) => mount_chunk(&mut mounter, &mut open, chunk),
+            Ok(SorterOutput::Chunk(chunk)) => {
+                let evs = mount_chunk(&mut mounter, &mut open, chunk);
+                if mounter.store().resolved_ts() != schema_ts {
+                    schema_ts = mounter.store().resolved_ts();
+                    schema.send_replace(schema_snapshot(mounter.store()));
+                }
+                evs
+            }
         };
         match events {
             Ok(evs) => {

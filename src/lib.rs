@@ -1,5 +1,6 @@
 //! tibinlog: a TiDB cluster served as a MySQL binlog master.
 
+pub mod app;
 pub mod binlog_store;
 pub mod capture;
 pub mod changefeed;

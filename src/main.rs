@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
 
 /// Serves a TiDB cluster's committed row changes as a MySQL binlog master.
 #[derive(Debug, Parser)]
@@ -20,8 +22,10 @@ enum Command {
         #[command(subcommand)]
         what: Inspect,
     },
+    /// Serve a TiDB cluster's row changes as a MySQL binlog master.
+    Server(tibinlog::app::config::ServerArgs),
     /// Run the server on an embedded simulated TiDB cluster with a live workload.
-    Demo,
+    Demo(tibinlog::app::demo::DemoArgs),
     /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
     Sim(tibinlog::sim::cli::SimArgs),
 }
@@ -79,13 +83,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
         Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
-        Command::Demo => {
-            anyhow::bail!(
-                "the demo is not yet available: it needs the simulator, the capture core and \
-                 the binlog master, which are still being built"
-            )
+        Command::Server(args) => {
+            let cfg = tibinlog::app::config::resolve(args, &tibinlog::app::config::process_env)?;
+            run_until_signal(|shutdown| async move {
+                let app = tibinlog::app::App::start(cfg, shutdown).await?;
+                app.wait().await
+            })
+        }
+        Command::Demo(args) => {
+            run_until_signal(|shutdown| tibinlog::app::demo::run(args, shutdown))
         }
     }
+}
+
+/// Runs `f` on a multi-threaded runtime with a token that Ctrl-C or SIGTERM cancels.
+fn run_until_signal<F, Fut>(f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    rt.block_on(async {
+        let shutdown = CancellationToken::new();
+        let signals = tokio::spawn(
+            tibinlog::sim::cli::cancel_on_signal(shutdown.clone()).context("listen for signals")?,
+        );
+        let r = f(shutdown.clone()).await;
+        shutdown.cancel();
+        let _ = signals.await;
+        r
+    })
 }
 
 impl From<Inspect> for tibinlog::inspect::Request {

@@ -1,0 +1,768 @@
+//! The top-level wiring: changefeed → binlog store → MySQL replication server.
+//!
+//! ```text
+//!  PD/TiKV ─► Changefeed ─► relay task ─► writer thread ─► BinlogStore (files, fsync)
+//!                 ▲             │  (bounded channel)         │ durable end watch
+//!                 └─ checkpoint ┘◄── flushed checkpoint ─────┤
+//!                                                            ▼
+//!                                    Server ◄── StoreSource (BinlogFiles), SchemaView
+//! ```
+//!
+//! * Start: open the store (recovery); capture from the recovered checkpoint, else the
+//!   configured start ts, else PD's current TSO. `server_uuid` is derived from the TiDB
+//!   cluster id unless configured, so a restart keeps the GTID source.
+//! * Writer thread (blocking: the store fsyncs): row pieces → `begin_txn`/`write_rows`/
+//!   `commit_txn`, DDL → `write_ddl`; a transaction the binlog already has (a restart resends
+//!   everything after the checkpoint) is skipped whole. `Resolved(ts)` → `flush(ts)` (group
+//!   commit + checkpoint), then the changefeed's checkpoint advances to `ts`.
+//! * A changefeed error restarts capture from the durable checkpoint (the writer drops an open
+//!   transaction first). A store error stops the app.
+//! * Stop: cancel the token; the writer closes the store cleanly.
+
+pub mod config;
+pub mod demo;
+pub mod schema;
+mod sha1;
+pub mod source;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use tibinlog_protocol::binlog::Sid;
+use tibinlog_protocol::wire::auth::AuthMethod;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
+use crate::capture::pd::{PdClient, PdConfig};
+use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig, SchemaSnapshot};
+use crate::model::Ts;
+use crate::mounter::TableFilter;
+use crate::server::{Server, ServerConfig, TlsFiles};
+
+use schema::SchemaView;
+use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
+
+/// Messages queued between the relay task and the writer thread.
+const WRITER_CHANNEL: usize = 64;
+/// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
+const FIRST_RETRY: Duration = Duration::from_millis(500);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// Namespace of the name-based server UUIDs (`uuid5(NAMESPACE, "tidb-cluster:<id>")`).
+const UUID_NAMESPACE: [u8; 16] = 0x6f1c_0b2e_52a4_4c4e_9a57_3d0b_7f2e_91c4_u128.to_be_bytes();
+
+/// The GTID source id of a TiDB cluster: a name-based (version 5, RFC 4122) UUID of its
+/// cluster id, so that every restart against the same cluster keeps it.
+pub fn server_uuid_for_cluster(cluster_id: u64) -> Sid {
+    Sid(uuid5(
+        UUID_NAMESPACE,
+        format!("tidb-cluster:{cluster_id}").as_bytes(),
+    ))
+}
+
+/// RFC 4122 version 5 UUID of `name` in namespace `ns`.
+fn uuid5(ns: [u8; 16], name: &[u8]) -> [u8; 16] {
+    let mut input = ns.to_vec();
+    input.extend_from_slice(name);
+    let digest = sha1::digest(&input);
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&digest[..16]);
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    b
+}
+
+/// Everything the app needs to run.
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub pd_addrs: Vec<String>,
+    pub listen: SocketAddr,
+    /// Binlog files go to `<data_dir>/binlog`, the sorter's cache to `<data_dir>/sorter`.
+    pub data_dir: PathBuf,
+    pub filter: TableFilter,
+    pub server_id: u32,
+    /// Derived from the cluster id when absent.
+    pub server_uuid: Option<Sid>,
+    /// Where capture starts when the store has no checkpoint; PD's TSO when absent.
+    pub start_ts: Option<Ts>,
+    /// User name → password.
+    pub users: HashMap<String, String>,
+    pub tls: Option<TlsFiles>,
+    pub max_binlog_size: u64,
+    /// `binlog_expire_logs_seconds` (0 = never).
+    pub expire_logs_seconds: u64,
+    /// How often the progress line is logged.
+    pub progress_interval: Duration,
+    /// Heartbeat for dump sessions that did not ask for a period.
+    pub default_heartbeat: Option<Duration>,
+    /// Encoded bytes after which the sorter cuts a transaction into another piece.
+    pub max_chunk_bytes: Option<usize>,
+}
+
+impl AppConfig {
+    /// Defaults: every table, server id 1, root without password, 1 GiB files.
+    pub fn new(pd_addrs: Vec<String>, listen: SocketAddr, data_dir: impl Into<PathBuf>) -> Self {
+        AppConfig {
+            pd_addrs,
+            listen,
+            data_dir: data_dir.into(),
+            filter: TableFilter::all(),
+            server_id: 1,
+            server_uuid: None,
+            start_ts: None,
+            users: HashMap::from([("root".to_owned(), String::new())]),
+            tls: None,
+            max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
+            expire_logs_seconds: 0,
+            progress_interval: Duration::from_secs(10),
+            default_heartbeat: Some(Duration::from_secs(30)),
+            max_chunk_bytes: None,
+        }
+    }
+
+    /// Directory of the binlog files.
+    pub fn binlog_dir(&self) -> PathBuf {
+        self.data_dir.join("binlog")
+    }
+}
+
+/// Progress of the writer, shared with the progress log and tests.
+#[derive(Debug, Default)]
+struct Stats {
+    txns: AtomicU64,
+    skipped: AtomicU64,
+    next_gno: AtomicU64,
+    checkpoint: AtomicU64,
+}
+
+/// What happened to the app, for [`App::wait`].
+#[derive(Debug, Default)]
+struct Failure(Mutex<Option<anyhow::Error>>);
+
+impl Failure {
+    fn set(&self, e: anyhow::Error) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(e);
+        }
+    }
+    fn take(&self) -> Option<anyhow::Error> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// A running app.
+#[derive(Debug)]
+pub struct App {
+    local_addr: SocketAddr,
+    server_uuid: Sid,
+    start_ts: Ts,
+    binlog_dir: PathBuf,
+    files: BinlogFiles,
+    checkpoint: watch::Receiver<Ts>,
+    stats: Arc<Stats>,
+    /// Cancelled on stop or on a failure of any part.
+    stop: CancellationToken,
+    /// Set before `stop` fires: the writer drops the store without closing it.
+    abrupt: Arc<AtomicBool>,
+    failure: Arc<Failure>,
+    writer: JoinHandle<()>,
+    relay: JoinHandle<()>,
+    server: JoinHandle<()>,
+    progress: JoinHandle<()>,
+}
+
+impl App {
+    /// Opens the store, starts capture and the server. Stops when `cancel` fires (then
+    /// [`Self::wait`] returns) or when a part fails. Needs a multi-threaded runtime.
+    pub async fn start(cfg: AppConfig, cancel: CancellationToken) -> anyhow::Result<App> {
+        let stop = cancel.child_token();
+        if cfg.pd_addrs.is_empty() {
+            anyhow::bail!("no PD address given");
+        }
+        let pd_cancel = stop.child_token();
+        // Stops the PD client's tasks on every way out of this function.
+        let _pd_guard = pd_cancel.clone().drop_guard();
+        let pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), pd_cancel.clone())
+            .await
+            .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
+        let cluster_id = pd.cluster_id();
+        let server_uuid = cfg
+            .server_uuid
+            .unwrap_or_else(|| server_uuid_for_cluster(cluster_id));
+        let tso = match cfg.start_ts {
+            Some(ts) => ts,
+            None => pd.tso().await.context("get a timestamp from PD")?,
+        };
+        drop(pd);
+
+        let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
+        store_cfg.max_binlog_size = cfg.max_binlog_size;
+        store_cfg.expire_logs_seconds = cfg.expire_logs_seconds;
+        store_cfg.server_version = crate::server::server_version();
+        store_cfg.first_file_ts = tso;
+        let checksum = store_cfg.checksum;
+        let (store, recovery) = {
+            let c = store_cfg.clone();
+            tokio::task::spawn_blocking(move || BinlogStore::open(c))
+                .await
+                .context("store open task")?
+                .with_context(|| {
+                    format!("open the binlog store in {}", cfg.binlog_dir().display())
+                })?
+        };
+        let start_ts = match recovery.checkpoint {
+            Some(cp) => cp,
+            None => {
+                if !recovery.created && recovery.last_written.is_some() {
+                    warn!("the binlog has transactions but no checkpoint; capture starts at the configured start ts");
+                }
+                tso
+            }
+        };
+        info!(
+            cluster_id,
+            %server_uuid,
+            start_ts = start_ts.0,
+            recovered_checkpoint = ?recovery.checkpoint.map(|t| t.0),
+            next_gno = recovery.next_gno,
+            truncated_bytes = recovery.truncated_bytes,
+            created = recovery.created,
+            "binlog store open"
+        );
+        let files = store.files();
+
+        let feed_cfg = {
+            let mut c = ChangefeedConfig::new(
+                cfg.pd_addrs.clone(),
+                start_ts,
+                cfg.filter.clone(),
+                cfg.data_dir.join("sorter"),
+            );
+            if let Some(b) = cfg.max_chunk_bytes {
+                c.sorter.max_chunk_bytes = b;
+            }
+            c.gc_service_id = format!("tibinlog-{server_uuid}");
+            c
+        };
+        let feed = start_changefeed(&feed_cfg, &stop).await?;
+
+        let stats = Arc::new(Stats::default());
+        stats.next_gno.store(recovery.next_gno, Ordering::Relaxed);
+        stats.checkpoint.store(start_ts.0, Ordering::Relaxed);
+        let failure = Arc::new(Failure::default());
+        let abrupt = Arc::new(AtomicBool::new(false));
+        let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
+        let (flushed_tx, flushed_rx) = watch::channel(start_ts);
+        let (schema_tx, schema_rx) = watch::channel(feed.schema().borrow().clone());
+
+        let writer = {
+            let (stats, failure, stop, abrupt) =
+                (stats.clone(), failure.clone(), stop.clone(), abrupt.clone());
+            tokio::task::spawn_blocking(move || {
+                let mut w = Writer {
+                    store: Some(store),
+                    skipping: None,
+                    in_txn: false,
+                    flushed: flushed_tx,
+                    stats,
+                };
+                if let Err(e) = w.run(msg_rx, &abrupt) {
+                    failure.set(e.context("binlog writer"));
+                    stop.cancel();
+                }
+            })
+        };
+
+        let source = StoreSource::new(files.clone(), checksum, msg_tx.clone());
+        let server_cfg = ServerConfig {
+            listen: cfg.listen,
+            users: cfg.users.clone(),
+            server_id: cfg.server_id,
+            server_uuid,
+            tls: cfg.tls.clone(),
+            auth_plugin: AuthMethod::NativePassword,
+            default_heartbeat: cfg.default_heartbeat,
+        };
+        let server = match Server::bind(
+            server_cfg,
+            Arc::new(source),
+            Arc::new(SchemaView::new(schema_rx)),
+        )
+        .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                stop.cancel();
+                feed.close().await;
+                drop(msg_tx);
+                let _ = writer.await;
+                return Err(e).context("start the MySQL server");
+            }
+        };
+        let local_addr = server.local_addr();
+        let server = {
+            let (failure, stop) = (failure.clone(), stop.clone());
+            tokio::spawn(async move {
+                if let Err(e) = server.run(stop.clone()).await {
+                    failure.set(anyhow::Error::new(e).context("MySQL server"));
+                    stop.cancel();
+                }
+            })
+        };
+
+        let checkpoint = flushed_rx.clone();
+        let relay = tokio::spawn(relay(
+            feed,
+            feed_cfg,
+            msg_tx,
+            flushed_rx,
+            schema_tx,
+            stop.clone(),
+        ));
+        let progress = tokio::spawn(progress_log(
+            stats.clone(),
+            files.clone(),
+            cfg.progress_interval,
+            stop.clone(),
+        ));
+        info!(addr = %local_addr, "tibinlog is serving");
+        Ok(App {
+            local_addr,
+            server_uuid,
+            start_ts,
+            binlog_dir: cfg.binlog_dir(),
+            files,
+            checkpoint,
+            stats,
+            stop,
+            abrupt,
+            failure,
+            writer,
+            relay,
+            server,
+            progress,
+        })
+    }
+
+    /// The address the MySQL server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The GTID source id.
+    pub fn server_uuid(&self) -> Sid {
+        self.server_uuid
+    }
+
+    /// Where capture started (the recovered checkpoint or the start ts).
+    pub fn start_ts(&self) -> Ts {
+        self.start_ts
+    }
+
+    /// Directory of the binlog files.
+    pub fn binlog_dir(&self) -> &Path {
+        &self.binlog_dir
+    }
+
+    /// The binlog's read side.
+    pub fn files(&self) -> BinlogFiles {
+        self.files.clone()
+    }
+
+    /// A watch of the durable checkpoint: everything with `commit_ts <=` it is in the binlog.
+    pub fn checkpoint(&self) -> watch::Receiver<Ts> {
+        self.checkpoint.clone()
+    }
+
+    /// Transactions written since start (skipped resends not counted).
+    pub fn txns_written(&self) -> u64 {
+        self.stats.txns.load(Ordering::Relaxed)
+    }
+
+    /// Resolves when the app stopped itself (a failure) or was cancelled.
+    pub async fn stopped(&self) {
+        self.stop.cancelled().await;
+    }
+
+    /// Runs until cancelled or failed, then stops every part and closes the store cleanly.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.stop.cancelled().await;
+        self.shutdown().await
+    }
+
+    /// Stops now with a clean close of the store.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.shutdown().await
+    }
+
+    /// Stops now without closing the store (unflushed transactions are lost, as after
+    /// `kill -9`); for crash tests.
+    pub async fn kill(self) {
+        self.abrupt.store(true, Ordering::SeqCst);
+        self.stop.cancel();
+        let _ = self.shutdown().await;
+    }
+
+    async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.relay.await;
+        let _ = self.writer.await;
+        let _ = self.server.await;
+        let _ = self.progress.await;
+        info!(
+            txns = self.stats.txns.load(Ordering::Relaxed),
+            checkpoint = self.stats.checkpoint.load(Ordering::Relaxed),
+            "tibinlog stopped"
+        );
+        match self.failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Starts a changefeed with a sorter cache directory of its own under `<data_dir>/sorter`.
+///
+/// The cache is throwaway (wiped at every start), but a previous changefeed of this process
+/// may still be releasing its directory in the background; a fresh directory never waits for
+/// it. Older caches are removed first (best effort).
+async fn start_changefeed(
+    cfg: &ChangefeedConfig,
+    stop: &CancellationToken,
+) -> anyhow::Result<Changefeed> {
+    static STARTS: AtomicU64 = AtomicU64::new(0);
+    let mut cfg = cfg.clone();
+    let root = cfg.sorter.data_dir.clone();
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for e in entries.flatten() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let n = STARTS.fetch_add(1, Ordering::Relaxed);
+    cfg.sorter.data_dir = root.join(format!("cache-{}-{n}", std::process::id()));
+    Changefeed::start(cfg, stop.child_token())
+        .await
+        .context("start the changefeed")
+}
+
+/// Changefeed → writer thread; flushed checkpoints → changefeed; schema snapshots → server.
+/// Restarts the changefeed from the durable checkpoint after an error.
+async fn relay(
+    feed: Changefeed,
+    mut cfg: ChangefeedConfig,
+    out: mpsc::Sender<WriterMsg<ChangeEvent>>,
+    mut flushed: watch::Receiver<Ts>,
+    schema: watch::Sender<SchemaSnapshot>,
+    stop: CancellationToken,
+) {
+    let mut feed = Some(feed);
+    let mut retry = FIRST_RETRY;
+    while let Some(mut f) = feed.take() {
+        let error = pump(&mut f, &out, &mut flushed, &schema, &stop, &mut retry).await;
+        f.close().await;
+        let Some(error) = error else { break };
+        if out.send(WriterMsg::Reset).await.is_err() {
+            break;
+        }
+        // Resume after what is durable; the writer skips what the binlog already has.
+        while !stop.is_cancelled() {
+            cfg.start_ts = *flushed.borrow();
+            warn!(
+                error = %format!("{error:#}"),
+                start_ts = cfg.start_ts.0,
+                retry_in = ?retry,
+                "changefeed failed; restarting from the checkpoint"
+            );
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(retry) => {}
+            }
+            retry = (retry * 2).min(MAX_RETRY);
+            match start_changefeed(&cfg, &stop).await {
+                Ok(f) => {
+                    feed = Some(f);
+                    break;
+                }
+                Err(e) => warn!(error = %format!("{e:#}"), "changefeed restart failed"),
+            }
+        }
+    }
+    // Ends the writer even while server sessions still hold purge senders.
+    let _ = out.send(WriterMsg::Stop).await;
+}
+
+/// Moves events until a stop (`None`) or a changefeed error (`Some`).
+async fn pump(
+    feed: &mut Changefeed,
+    out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
+    flushed: &mut watch::Receiver<Ts>,
+    schema: &watch::Sender<SchemaSnapshot>,
+    stop: &CancellationToken,
+    retry: &mut Duration,
+) -> Option<anyhow::Error> {
+    let mut feed_schema = feed.schema();
+    schema.send_replace(feed_schema.borrow_and_update().clone());
+    let mut schema_open = true;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            changed = flushed.changed() => {
+                if changed.is_err() {
+                    // The writer is gone (it failed and cancelled `stop`).
+                    return None;
+                }
+                feed.advance_checkpoint(*flushed.borrow_and_update());
+            }
+            changed = feed_schema.changed(), if schema_open => {
+                if changed.is_ok() {
+                    schema.send_replace(feed_schema.borrow_and_update().clone());
+                } else {
+                    schema_open = false;
+                }
+            }
+            ev = feed.next() => match ev {
+                Some(Ok(ev)) => {
+                    if matches!(ev, ChangeEvent::Resolved(_)) {
+                        *retry = FIRST_RETRY;
+                    }
+                    tokio::select! {
+                        _ = stop.cancelled() => return None,
+                        sent = out.send(WriterMsg::Event(ev)) => {
+                            if sent.is_err() {
+                                return None;
+                            }
+                        }
+                    }
+                }
+                Some(Err(e)) => return Some(anyhow::Error::new(e)),
+                None => return Some(anyhow::anyhow!("the changefeed ended")),
+            },
+        }
+    }
+}
+
+/// The writer thread's state.
+struct Writer {
+    store: Option<BinlogStore>,
+    /// `(commit_ts, start_ts)` of a transaction being skipped (already in the binlog).
+    skipping: Option<(Ts, Ts)>,
+    /// A transaction is open in the store.
+    in_txn: bool,
+    flushed: watch::Sender<Ts>,
+    stats: Arc<Stats>,
+}
+
+impl Writer {
+    fn store(&mut self) -> anyhow::Result<&mut BinlogStore> {
+        self.store
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("the binlog store is closed"))
+    }
+
+    fn run(
+        &mut self,
+        mut rx: mpsc::Receiver<WriterMsg<ChangeEvent>>,
+        abrupt: &AtomicBool,
+    ) -> anyhow::Result<()> {
+        while let Some(msg) = rx.blocking_recv() {
+            match msg {
+                WriterMsg::Event(ev) => self.on_event(ev)?,
+                WriterMsg::Purge(req) => self.on_purge(req),
+                WriterMsg::Stop => break,
+                WriterMsg::Reset => {
+                    self.skipping = None;
+                    if self.in_txn {
+                        self.in_txn = false;
+                        self.store()?.abort_txn()?;
+                    }
+                }
+            }
+        }
+        let Some(store) = self.store.take() else {
+            return Ok(());
+        };
+        if abrupt.load(Ordering::SeqCst) {
+            warn!("binlog store dropped without a clean close");
+            drop(store);
+            return Ok(());
+        }
+        store.close().context("close the binlog store")?;
+        info!("binlog store closed");
+        Ok(())
+    }
+
+    fn on_event(&mut self, ev: ChangeEvent) -> anyhow::Result<()> {
+        match ev {
+            ChangeEvent::Rows(p) => {
+                if p.first {
+                    if self.in_txn || self.skipping.is_some() {
+                        anyhow::bail!(
+                            "transaction {}@{} starts inside another one",
+                            p.start_ts.0,
+                            p.commit_ts.0
+                        );
+                    }
+                    if self.store()?.already_written(p.commit_ts, p.start_ts) {
+                        self.skipping = Some((p.commit_ts, p.start_ts));
+                    } else {
+                        self.store()?.begin_txn(p.start_ts, p.commit_ts)?;
+                        self.in_txn = true;
+                    }
+                }
+                if let Some(key) = self.skipping {
+                    if key != (p.commit_ts, p.start_ts) {
+                        anyhow::bail!(
+                            "piece of transaction {}@{} inside another one",
+                            p.start_ts.0,
+                            p.commit_ts.0
+                        );
+                    }
+                    if p.last {
+                        self.skipping = None;
+                        self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                if !self.in_txn {
+                    anyhow::bail!(
+                        "piece of transaction {}@{} without its first piece",
+                        p.start_ts.0,
+                        p.commit_ts.0
+                    );
+                }
+                let store = self.store()?;
+                if !p.rows.is_empty() {
+                    store.write_rows(&p.rows)?;
+                }
+                if p.last {
+                    let c = store.commit_txn()?;
+                    self.in_txn = false;
+                    self.stats.txns.fetch_add(1, Ordering::Relaxed);
+                    self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
+                }
+            }
+            ChangeEvent::Ddl(d) => {
+                if self.in_txn || self.skipping.is_some() {
+                    anyhow::bail!(
+                        "DDL {}@{} inside a transaction",
+                        d.start_ts.0,
+                        d.commit_ts.0
+                    );
+                }
+                let store = self.store()?;
+                if store.already_written(d.commit_ts, d.start_ts) {
+                    if store.last_written() == Some((d.commit_ts, d.start_ts))
+                        && store.checkpoint().is_none_or(|c| c < d.commit_ts)
+                    {
+                        // A second statement of one DDL transaction: the binlog orders
+                        // transactions by (commit_ts, start_ts) and cannot hold it.
+                        warn!(query = %d.query, "DDL shares its transaction with the previous one; not written");
+                    }
+                    self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                let c = store.write_ddl(&d)?;
+                self.stats.txns.fetch_add(1, Ordering::Relaxed);
+                self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
+            }
+            ChangeEvent::Resolved(ts) => {
+                if self.in_txn || self.skipping.is_some() {
+                    // Cannot happen (resolved ts comes between transactions); flush later.
+                    warn!(ts = ts.0, "resolved ts inside a transaction; not flushed");
+                    return Ok(());
+                }
+                self.store()?.flush(ts)?;
+                self.stats.checkpoint.store(ts.0, Ordering::Relaxed);
+                self.flushed.send_if_modified(|cur| {
+                    if ts > *cur {
+                        *cur = ts;
+                        true
+                    } else {
+                        false
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn on_purge(&mut self, req: PurgeRequest) {
+        let result = match self.store() {
+            Err(e) => Err(crate::server::SourceError::Refused(e.to_string())),
+            Ok(store) => {
+                let r = match &req.purge {
+                    Purge::To(file) => store.purge_to(file),
+                    Purge::Before(secs) => store.purge_before(*secs),
+                };
+                r.map(drop).map_err(source::purge_error)
+            }
+        };
+        let _ = req.reply.send(result);
+    }
+}
+
+/// Logs a progress line every `every`: transactions written, next GNO, checkpoint, lag.
+async fn progress_log(
+    stats: Arc<Stats>,
+    files: BinlogFiles,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    if every.is_zero() {
+        return;
+    }
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let checkpoint = Ts(stats.checkpoint.load(Ordering::Relaxed));
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let lag_ms = now_ms.saturating_sub(checkpoint.physical_ms());
+        let (file, pos) = files.current_end();
+        info!(
+            txns = stats.txns.load(Ordering::Relaxed),
+            skipped = stats.skipped.load(Ordering::Relaxed),
+            gno = stats.next_gno.load(Ordering::Relaxed).saturating_sub(1),
+            checkpoint = checkpoint.0,
+            lag_ms,
+            file,
+            pos,
+            "progress"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_uuid_is_a_stable_v5_uuid_of_the_cluster_id() {
+        let a = server_uuid_for_cluster(7);
+        assert_eq!(a, server_uuid_for_cluster(7));
+        assert_ne!(a, server_uuid_for_cluster(8));
+        // The RFC 4122 example: uuid5(NAMESPACE_DNS, "python.org").
+        let dns = 0x6ba7_b810_9dad_11d1_80b4_00c0_4fd4_30c8_u128.to_be_bytes();
+        assert_eq!(
+            Sid(uuid5(dns, b"python.org")).to_string(),
+            "886313e1-3b8a-5372-9b90-0c9aee199e5d"
+        );
+        // Version 5, RFC 4122 variant.
+        assert_eq!(a.0[6] >> 4, 5);
+        assert_eq!(a.0[8] >> 6, 0b10);
+    }
+}

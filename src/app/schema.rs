@@ -1,0 +1,379 @@
+//! Catalog answers ([`SchemaProvider`]) from the mounter's newest table versions.
+//!
+//! The changefeed publishes a snapshot of the included base tables after every DDL it applies
+//! ([`crate::changefeed::Changefeed::schema`]); the app keeps the newest one here. Statements
+//! are rendered from TiDB's `TableInfo` in MySQL 8.0's style (no integer display widths).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::changefeed::SchemaSnapshot;
+use crate::mounter::coltype::visible_columns;
+use crate::mounter::MountedTable;
+use crate::server::{ColumnInfo, SchemaProvider};
+use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
+
+/// [`SchemaProvider`] over the newest published snapshot.
+#[derive(Debug, Clone)]
+pub struct SchemaView {
+    rx: watch::Receiver<SchemaSnapshot>,
+}
+
+impl SchemaView {
+    pub fn new(rx: watch::Receiver<SchemaSnapshot>) -> Self {
+        SchemaView { rx }
+    }
+
+    fn snapshot(&self) -> SchemaSnapshot {
+        self.rx.borrow().clone()
+    }
+
+    fn table(&self, db: &str, table: &str) -> Option<Arc<MountedTable>> {
+        self.snapshot()
+            .iter()
+            .find(|t| t.schema().eq_ignore_ascii_case(db) && t.name().eq_ignore_ascii_case(table))
+            .cloned()
+    }
+}
+
+impl SchemaProvider for SchemaView {
+    fn databases(&self) -> Vec<String> {
+        let set: BTreeSet<String> = self
+            .snapshot()
+            .iter()
+            .map(|t| t.schema().to_owned())
+            .collect();
+        set.into_iter().collect()
+    }
+
+    fn tables(&self, db: &str) -> Option<Vec<String>> {
+        let snap = self.snapshot();
+        let mut names: Vec<String> = snap
+            .iter()
+            .filter(|t| t.schema().eq_ignore_ascii_case(db))
+            .map(|t| t.name().to_owned())
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        names.sort();
+        Some(names)
+    }
+
+    fn create_table(&self, db: &str, table: &str) -> Option<String> {
+        self.table(db, table).map(|t| create_table_sql(&t))
+    }
+
+    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>> {
+        let t = self.table(db, table)?;
+        Some(
+            visible_columns(&t.info)
+                .into_iter()
+                .map(|c| column_info(c, &t.info.collate))
+                .collect(),
+        )
+    }
+}
+
+fn has(ft: &FieldType, flag: u32) -> bool {
+    ft.flag & flag != 0
+}
+
+fn is_binary_charset(ft: &FieldType) -> bool {
+    ft.charset.eq_ignore_ascii_case("binary")
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+fn quote_str(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+fn elems(ft: &FieldType) -> String {
+    ft.elems
+        .iter()
+        .map(|e| quote_str(e))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The column type as MySQL 8.0 prints it, e.g. `bigint unsigned`, `varchar(64)`.
+pub fn column_type(ft: &FieldType) -> String {
+    let len = |default: i64| if ft.flen >= 0 { ft.flen } else { default };
+    let fsp = || {
+        if ft.decimal > 0 {
+            format!("({})", ft.decimal)
+        } else {
+            String::new()
+        }
+    };
+    let mut s = match ft.tp {
+        mysql::TYPE_TINY => "tinyint".to_owned(),
+        mysql::TYPE_SHORT => "smallint".to_owned(),
+        mysql::TYPE_INT24 => "mediumint".to_owned(),
+        mysql::TYPE_LONG => "int".to_owned(),
+        mysql::TYPE_LONGLONG => "bigint".to_owned(),
+        mysql::TYPE_FLOAT => "float".to_owned(),
+        mysql::TYPE_DOUBLE => "double".to_owned(),
+        mysql::TYPE_NEWDECIMAL | mysql::TYPE_DECIMAL => {
+            format!("decimal({},{})", len(10), ft.decimal.max(0))
+        }
+        mysql::TYPE_DATE | mysql::TYPE_NEWDATE => "date".to_owned(),
+        mysql::TYPE_DATETIME => format!("datetime{}", fsp()),
+        mysql::TYPE_TIMESTAMP => format!("timestamp{}", fsp()),
+        mysql::TYPE_DURATION => format!("time{}", fsp()),
+        mysql::TYPE_YEAR => "year".to_owned(),
+        mysql::TYPE_VARCHAR | mysql::TYPE_VAR_STRING => {
+            let base = if is_binary_charset(ft) {
+                "varbinary"
+            } else {
+                "varchar"
+            };
+            format!("{base}({})", len(255))
+        }
+        mysql::TYPE_STRING => {
+            let base = if is_binary_charset(ft) {
+                "binary"
+            } else {
+                "char"
+            };
+            format!("{base}({})", len(1))
+        }
+        mysql::TYPE_TINY_BLOB
+        | mysql::TYPE_BLOB
+        | mysql::TYPE_MEDIUM_BLOB
+        | mysql::TYPE_LONG_BLOB => {
+            let size = match ft.tp {
+                mysql::TYPE_TINY_BLOB => "tiny",
+                mysql::TYPE_MEDIUM_BLOB => "medium",
+                mysql::TYPE_LONG_BLOB => "long",
+                _ => "",
+            };
+            let kind = if is_binary_charset(ft) {
+                "blob"
+            } else {
+                "text"
+            };
+            format!("{size}{kind}")
+        }
+        mysql::TYPE_JSON => "json".to_owned(),
+        mysql::TYPE_BIT => format!("bit({})", len(1)),
+        mysql::TYPE_ENUM => format!("enum({})", elems(ft)),
+        mysql::TYPE_SET => format!("set({})", elems(ft)),
+        mysql::TYPE_GEOMETRY => "geometry".to_owned(),
+        mysql::TYPE_TIDB_VECTOR_FLOAT32 => "vector".to_owned(),
+        other => format!("unknown({other})"),
+    };
+    let numeric = matches!(
+        ft.tp,
+        mysql::TYPE_TINY
+            | mysql::TYPE_SHORT
+            | mysql::TYPE_INT24
+            | mysql::TYPE_LONG
+            | mysql::TYPE_LONGLONG
+            | mysql::TYPE_FLOAT
+            | mysql::TYPE_DOUBLE
+            | mysql::TYPE_NEWDECIMAL
+            | mysql::TYPE_DECIMAL
+    );
+    if numeric && has(ft, mysql::UNSIGNED_FLAG) {
+        s.push_str(" unsigned");
+    }
+    if numeric && has(ft, mysql::ZEROFILL_FLAG) {
+        s.push_str(" zerofill");
+    }
+    s
+}
+
+fn is_string_type(ft: &FieldType) -> bool {
+    matches!(
+        ft.tp,
+        mysql::TYPE_VARCHAR
+            | mysql::TYPE_VAR_STRING
+            | mysql::TYPE_STRING
+            | mysql::TYPE_TINY_BLOB
+            | mysql::TYPE_BLOB
+            | mysql::TYPE_MEDIUM_BLOB
+            | mysql::TYPE_LONG_BLOB
+            | mysql::TYPE_ENUM
+            | mysql::TYPE_SET
+    ) && !is_binary_charset(ft)
+}
+
+/// The column's default as text, `None` for no default or NULL.
+fn default_text(c: &TidbColumn) -> Option<String> {
+    match &c.default {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
+    let ft = &c.field_type;
+    let key = if has(ft, mysql::PRI_KEY_FLAG) {
+        "PRI"
+    } else if has(ft, mysql::UNIQUE_KEY_FLAG) {
+        "UNI"
+    } else if has(ft, mysql::MULTIPLE_KEY_FLAG) {
+        "MUL"
+    } else {
+        ""
+    };
+    let collation = is_string_type(ft).then(|| {
+        if ft.collate.is_empty() {
+            table_collate.to_owned()
+        } else {
+            ft.collate.clone()
+        }
+    });
+    ColumnInfo {
+        field: c.name.o.clone(),
+        column_type: column_type(ft),
+        collation,
+        nullable: !has(ft, mysql::NOT_NULL_FLAG),
+        key: key.to_owned(),
+        default: default_text(c),
+        extra: if has(ft, mysql::AUTO_INCREMENT_FLAG) {
+            "auto_increment".to_owned()
+        } else {
+            String::new()
+        },
+        comment: c.comment.clone(),
+    }
+}
+
+/// `SHOW CREATE TABLE` text for a table version.
+pub fn create_table_sql(t: &MountedTable) -> String {
+    let info = &t.info;
+    let cols = visible_columns(info);
+    let mut lines: Vec<String> = Vec::new();
+    for c in &cols {
+        let ft = &c.field_type;
+        let mut l = format!("  {} {}", quote_ident(&c.name.o), column_type(ft));
+        if is_string_type(ft) && !ft.collate.is_empty() && ft.collate != info.collate {
+            let _ = write!(l, " COLLATE {}", ft.collate);
+        }
+        let not_null = has(ft, mysql::NOT_NULL_FLAG);
+        if not_null {
+            l.push_str(" NOT NULL");
+        }
+        if has(ft, mysql::AUTO_INCREMENT_FLAG) {
+            l.push_str(" AUTO_INCREMENT");
+        } else if let Some(d) = default_text(c) {
+            let numeric_default = c.default.is_number();
+            if numeric_default {
+                let _ = write!(l, " DEFAULT {d}");
+            } else {
+                let _ = write!(l, " DEFAULT {}", quote_str(&d));
+            }
+        } else if !not_null {
+            l.push_str(" DEFAULT NULL");
+        }
+        if !c.comment.is_empty() {
+            let _ = write!(l, " COMMENT {}", quote_str(&c.comment));
+        }
+        lines.push(l);
+    }
+    if let Some(pk) = info
+        .columns
+        .iter()
+        .find(|c| info.pk_is_handle && has(&c.field_type, mysql::PRI_KEY_FLAG))
+    {
+        lines.push(format!("  PRIMARY KEY ({})", quote_ident(&pk.name.o)));
+    }
+    for idx in info
+        .indices
+        .iter()
+        .filter(|i| i.state == schema_state::PUBLIC)
+    {
+        let cols = idx
+            .idx_cols
+            .iter()
+            .map(|c| {
+                if c.length > 0 {
+                    format!("{}({})", quote_ident(&c.name.o), c.length)
+                } else {
+                    quote_ident(&c.name.o)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let head = if idx.is_primary {
+            "PRIMARY KEY".to_owned()
+        } else if idx.is_unique {
+            format!("UNIQUE KEY {}", quote_ident(&idx.idx_name.o))
+        } else {
+            format!("KEY {}", quote_ident(&idx.idx_name.o))
+        };
+        lines.push(format!("  {head} ({cols})"));
+    }
+    let mut sql = format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB",
+        quote_ident(t.name()),
+        lines.join(",\n")
+    );
+    if !info.charset.is_empty() {
+        let _ = write!(sql, " DEFAULT CHARSET={}", info.charset);
+    }
+    if !info.collate.is_empty() {
+        let _ = write!(sql, " COLLATE={}", info.collate);
+    }
+    if !info.comment.is_empty() {
+        let _ = write!(sql, " COMMENT={}", quote_str(&info.comment));
+    }
+    sql
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ft(tp: u8, flag: u32, flen: i64, charset: &str) -> FieldType {
+        FieldType {
+            tp,
+            flag,
+            flen,
+            decimal: -1,
+            charset: charset.into(),
+            ..FieldType::default()
+        }
+    }
+
+    #[test]
+    fn column_types_print_like_mysql_8() {
+        assert_eq!(
+            column_type(&ft(
+                mysql::TYPE_LONGLONG,
+                mysql::UNSIGNED_FLAG,
+                20,
+                "binary"
+            )),
+            "bigint unsigned"
+        );
+        assert_eq!(
+            column_type(&ft(mysql::TYPE_VARCHAR, 0, 64, "utf8mb4")),
+            "varchar(64)"
+        );
+        assert_eq!(
+            column_type(&ft(mysql::TYPE_VARCHAR, 0, 16, "binary")),
+            "varbinary(16)"
+        );
+        assert_eq!(column_type(&ft(mysql::TYPE_BLOB, 0, -1, "utf8mb4")), "text");
+        assert_eq!(
+            column_type(&ft(mysql::TYPE_LONG_BLOB, 0, -1, "binary")),
+            "longblob"
+        );
+        let mut d = ft(mysql::TYPE_NEWDECIMAL, 0, 12, "binary");
+        d.decimal = 2;
+        assert_eq!(column_type(&d), "decimal(12,2)");
+        let mut e = ft(mysql::TYPE_ENUM, 0, -1, "utf8mb4");
+        e.elems = vec!["a".into(), "it's".into()];
+        assert_eq!(column_type(&e), "enum('a','it''s')");
+    }
+}

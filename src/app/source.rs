@@ -1,0 +1,245 @@
+//! The binlog store as the server's [`BinlogSource`].
+//!
+//! Reads go straight to [`BinlogFiles`] (metadata in memory, events from the files). Purges
+//! change the store, which only its writer may do: they are sent to the writer thread as
+//! [`PurgeRequest`]s and the caller (a statement running on the blocking pool) waits for the
+//! answer.
+
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
+use tokio::sync::{mpsc, watch};
+
+use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, StoreError};
+use crate::server::{BinlogFile, BinlogPosition, BinlogReader, BinlogSource, SourceError};
+
+/// How long a purge waits for the writer thread.
+const PURGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `PURGE BINARY LOGS …` for the writer thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purge {
+    /// `TO 'file'`.
+    To(String),
+    /// `BEFORE <unix seconds>`.
+    Before(u64),
+}
+
+/// A purge and where its answer goes.
+#[derive(Debug)]
+pub struct PurgeRequest {
+    pub purge: Purge,
+    pub reply: std_mpsc::SyncSender<Result<(), SourceError>>,
+}
+
+/// Message to the writer thread.
+#[derive(Debug)]
+pub enum WriterMsg<E> {
+    /// Something from the changefeed.
+    Event(E),
+    /// A purge from a SQL session.
+    Purge(PurgeRequest),
+    /// The changefeed restarts from the durable checkpoint: drop an open transaction.
+    Reset,
+    /// Close the store and end the thread.
+    Stop,
+}
+
+/// [`BinlogSource`] over the store's files.
+#[derive(Debug)]
+pub struct StoreSource<E> {
+    files: BinlogFiles,
+    checksum: bool,
+    end: watch::Receiver<BinlogPosition>,
+    writer: mpsc::Sender<WriterMsg<E>>,
+}
+
+impl<E: Send + 'static> StoreSource<E> {
+    /// Wraps `files` (written with `checksum`); purges go to `writer`. Spawns the task that
+    /// mirrors the store's end watch in file-name form, so it needs a runtime.
+    pub fn new(files: BinlogFiles, checksum: bool, writer: mpsc::Sender<WriterMsg<E>>) -> Self {
+        let mut rx = files.subscribe();
+        let named =
+            |f: &BinlogFiles, p: BinlogPos| BinlogPosition::new(f.file_name(p.file_seq), p.offset);
+        let (tx, end) = watch::channel(named(&files, *rx.borrow_and_update()));
+        let f = files.clone();
+        tokio::spawn(async move {
+            // Ends (dropping `tx`, which closes every subscriber) when the writer is dropped.
+            while rx.changed().await.is_ok() {
+                let pos = named(&f, *rx.borrow_and_update());
+                tx.send_replace(pos);
+            }
+        });
+        StoreSource {
+            files,
+            checksum,
+            end,
+            writer,
+        }
+    }
+
+    fn purge(&self, purge: Purge) -> Result<(), SourceError> {
+        let (reply, answer) = std_mpsc::sync_channel(1);
+        let gone = || SourceError::Refused("the binlog writer is not running".into());
+        self.writer
+            .blocking_send(WriterMsg::Purge(PurgeRequest { purge, reply }))
+            .map_err(|_| gone())?;
+        match answer.recv_timeout(PURGE_TIMEOUT) {
+            Ok(r) => r,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => Err(SourceError::Io(
+                "the binlog writer did not answer the purge in time".into(),
+            )),
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
+        }
+    }
+}
+
+/// The server's view of a read-side error.
+pub fn source_error(e: DumpError) -> SourceError {
+    match e {
+        DumpError::UnknownFile { file } => SourceError::UnknownFile { file },
+        DumpError::PositionBelow4 { pos } => SourceError::NotAtEventBoundary {
+            file: String::new(),
+            pos,
+        },
+        DumpError::PositionPastEnd { file, pos, .. } => SourceError::PastEnd { file, pos },
+        DumpError::NotEventBoundary { file, pos } => SourceError::NotAtEventBoundary { file, pos },
+        DumpError::GtidsPurged { .. } | DumpError::TsPurged { .. } => SourceError::Purged,
+        DumpError::ClientHasMoreGtids { extra } => SourceError::Refused(format!(
+            "Slave has more GTIDs than the master has, using the master's SERVER_UUID: {extra}"
+        )),
+        DumpError::WriterGone => SourceError::Io("binlog writer stopped".into()),
+        DumpError::Io { path, source } => {
+            SourceError::Io(format!("reading {}: {source}", path.display()))
+        }
+        DumpError::Corrupt {
+            file,
+            offset,
+            reason,
+        } => SourceError::Corrupt {
+            file,
+            pos: offset,
+            detail: reason.to_string(),
+        },
+    }
+}
+
+/// The server's view of a writer-side error of a purge.
+pub fn purge_error(e: StoreError) -> SourceError {
+    match e {
+        StoreError::UnknownFile { file } => SourceError::UnknownFile { file },
+        other => SourceError::Io(other.to_string()),
+    }
+}
+
+impl<E: Send + 'static> BinlogSource for StoreSource<E> {
+    fn checksum_alg(&self) -> ChecksumAlg {
+        if self.checksum {
+            ChecksumAlg::Crc32
+        } else {
+            ChecksumAlg::Off
+        }
+    }
+
+    fn files(&self) -> Vec<BinlogFile> {
+        self.files
+            .list()
+            .into_iter()
+            .map(|(name, size)| BinlogFile { name, size })
+            .collect()
+    }
+
+    fn end_position(&self) -> BinlogPosition {
+        let (file, pos) = self.files.current_end();
+        BinlogPosition::new(file, pos)
+    }
+
+    fn subscribe_end(&self) -> watch::Receiver<BinlogPosition> {
+        self.end.clone()
+    }
+
+    fn gtid_executed(&self) -> GtidSet {
+        self.files.gtid_executed()
+    }
+
+    fn gtid_purged(&self) -> GtidSet {
+        self.files.purged_gtids()
+    }
+
+    fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError> {
+        let reader = self.files.open_reader(file, pos).map_err(source_error)?;
+        Ok(Box::new(FileReader {
+            file_seq: reader.position().file_seq,
+            file: reader.file_name(),
+            pos,
+            reader,
+            rotated: false,
+        }))
+    }
+
+    fn locate_gtid_start(&self, have: &GtidSet) -> Result<BinlogPosition, SourceError> {
+        // Validates the set (purged GTIDs, GTIDs this server never wrote).
+        let at = self.files.locate_gtid(have).map_err(source_error)?;
+        // MySQL starts in the newest file whose PREVIOUS_GTIDS the client has; the dump
+        // session skips the transactions it has from there.
+        let seq = self
+            .files
+            .shared
+            .read()
+            .files
+            .iter()
+            .rev()
+            .find(|f| f.previous_gtids.is_subset_of(have))
+            .map_or(at.file_seq, |f| f.seq.min(at.file_seq));
+        Ok(BinlogPosition::new(self.files.file_name(seq), 4))
+    }
+
+    fn purge_to(&self, file: &str) -> Result<(), SourceError> {
+        self.purge(Purge::To(file.to_owned()))
+    }
+
+    fn purge_before(&self, unix_secs: u64) -> Result<(), SourceError> {
+        self.purge(Purge::Before(unix_secs))
+    }
+}
+
+/// Reads one file: stops after its ROTATE (the server opens the next file itself).
+struct FileReader {
+    reader: crate::binlog_store::BinlogReader,
+    file_seq: u32,
+    file: String,
+    pos: u64,
+    rotated: bool,
+}
+
+/// `ROTATE_EVENT`.
+const ROTATE: u8 = 4;
+
+impl BinlogReader for FileReader {
+    fn next_event(&mut self) -> Result<Option<Vec<u8>>, SourceError> {
+        if self.rotated {
+            return Ok(None);
+        }
+        let Some(ev) = self.reader.try_next().map_err(source_error)? else {
+            return Ok(None);
+        };
+        if ev.file_seq != self.file_seq {
+            // Only reachable if a closed file lacked its ROTATE.
+            return Err(SourceError::Corrupt {
+                file: self.file.clone(),
+                pos: self.pos,
+                detail: "file ends without a ROTATE event".into(),
+            });
+        }
+        self.pos = ev.end();
+        if ev.event_type().0 == ROTATE {
+            self.rotated = true;
+        }
+        Ok(Some(ev.bytes.to_vec()))
+    }
+
+    fn position(&self) -> BinlogPosition {
+        BinlogPosition::new(self.file.clone(), self.pos)
+    }
+}
