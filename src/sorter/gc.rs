@@ -29,6 +29,14 @@ impl SortDb {
         Ok(())
     }
 
+    /// Starts a flush of the memtable without waiting for it.
+    pub(crate) fn flush_in_background(&self) -> Result<()> {
+        let mut fo = rocksdb::FlushOptions::default();
+        fo.set_wait(false);
+        self.db.flush_opt(&fo)?;
+        Ok(())
+    }
+
     /// Counts the live keys with a full scan. Blocking; for tests and diagnostics.
     pub fn count_keys(&self) -> Result<usize> {
         let mut it = self.db.raw_iterator_opt(SortDb::scan_options(None));

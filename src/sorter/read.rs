@@ -27,6 +27,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use rocksdb::{DBRawIteratorWithThreadMode, DB};
 use tokio::sync::mpsc;
@@ -437,6 +438,71 @@ impl Drop for SorterReader {
 }
 
 /// The reader thread's loop.
+/// Least time between two range deletions: each one is a range tombstone that every new
+/// iterator must process until a flush, so one per resolved tick would make an idle reader
+/// spend ever more CPU per tick.
+const GC_INTERVAL: Duration = Duration::from_secs(1);
+/// Range tombstones written before the memtable holding them is flushed (in the background),
+/// so they never pile up in a memtable that little data fills.
+const GC_FLUSH_EVERY: u32 = 32;
+
+/// Turns acknowledgements into range deletions: only over keys that were really emitted since
+/// the last one, at most one per [`GC_INTERVAL`] unless forced.
+struct Collector {
+    db: SortDb,
+    /// Everything before this has been deleted.
+    collected: ReadPosition,
+    /// The newest acknowledgement not yet applied.
+    pending: ReadPosition,
+    /// The end of the last chunk emitted.
+    emitted: ReadPosition,
+    last: Option<Instant>,
+    since_flush: u32,
+}
+
+impl Collector {
+    fn new(db: SortDb) -> Collector {
+        Collector {
+            db,
+            collected: ReadPosition::start(),
+            pending: ReadPosition::start(),
+            emitted: ReadPosition::start(),
+            last: None,
+            since_flush: 0,
+        }
+    }
+
+    fn emitted_to(&mut self, end: &ReadPosition) {
+        if *end > self.emitted {
+            self.emitted = end.clone();
+        }
+    }
+
+    fn collect(&mut self, ack: Option<ReadPosition>, force: bool) -> Result<()> {
+        if let Some(a) = ack {
+            if a > self.pending {
+                self.pending = a;
+            }
+        }
+        // Nothing emitted lies in [collected, pending): a tombstone would delete nothing.
+        if self.pending <= self.collected || self.emitted <= self.collected {
+            return Ok(());
+        }
+        if !force && self.last.is_some_and(|t| t.elapsed() < GC_INTERVAL) {
+            return Ok(());
+        }
+        self.db.gc_up_to(&self.pending)?;
+        self.collected = self.pending.clone();
+        self.last = Some(Instant::now());
+        self.since_flush += 1;
+        if self.since_flush >= GC_FLUSH_EVERY {
+            self.since_flush = 0;
+            self.db.flush_in_background()?;
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn run_reader(
     db: SortDb,
     ctl: Arc<ReaderCtl>,
@@ -445,17 +511,7 @@ pub(crate) fn run_reader(
 ) {
     let mut pos = ReadPosition::start();
     let mut emitted = Ts::ZERO;
-    let mut collected = ReadPosition::start();
-    let mut gc = |ack: Option<ReadPosition>| -> Result<()> {
-        match ack {
-            Some(a) if a > collected => {
-                db.gc_up_to(&a)?;
-                collected = a;
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    };
+    let mut gc = Collector::new(db.clone());
     let send = |item| out.blocking_send(item).is_ok();
     loop {
         let wake = ctl.wait(emitted);
@@ -466,7 +522,7 @@ pub(crate) fn run_reader(
             send(Err(e));
             break;
         }
-        if let Err(e) = gc(wake.ack) {
+        if let Err(e) = gc.collect(wake.ack, false) {
             send(Err(e));
             break;
         }
@@ -480,10 +536,11 @@ pub(crate) fn run_reader(
                     }
                 };
                 pos = chunk.end.clone();
+                gc.emitted_to(&pos);
                 if !send(Ok(SorterOutput::Chunk(chunk))) {
                     return;
                 }
-                if let Err(e) = gc(ctl.take_ack()) {
+                if let Err(e) = gc.collect(ctl.take_ack(), false) {
                     send(Err(e));
                     return;
                 }
@@ -496,6 +553,9 @@ pub(crate) fn run_reader(
         } else if wake.writer_done {
             break;
         }
+    }
+    if let Err(e) = gc.collect(ctl.take_ack(), true) {
+        send(Err(e));
     }
     debug!(emitted_ts = emitted.0, "sorter reader stopped");
 }
