@@ -210,6 +210,19 @@ async fn sql_surface_answers_like_mysql() {
     )
     .await;
     assert_eq!(vals, [Some("600".to_string()), Some("60".to_string())]);
+    // Debezium's snapshot, before it locks: an error on the first one is fatal.
+    conn.query_drop("SET SESSION lock_wait_timeout=10")
+        .await
+        .expect("set lock_wait_timeout");
+    conn.query_drop("SET SESSION innodb_lock_wait_timeout=10")
+        .await
+        .expect("set innodb_lock_wait_timeout");
+    let (_, vals) = one_row(
+        &mut conn,
+        "SELECT @@session.lock_wait_timeout, @@global.lock_wait_timeout",
+    )
+    .await;
+    assert_eq!(vals, [Some("10".to_string()), Some("31536000".to_string())]);
 
     let grants: Vec<String> = conn
         .query("SHOW GRANTS FOR CURRENT_USER")
