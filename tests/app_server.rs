@@ -8,6 +8,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::app::{
+    dense_set, master_gtids, max_commit_ts, opts, start_app, start_sim, truth_after,
+    wait_checkpoint, wait_until, Run, WAIT,
+};
 use futures_util::StreamExt;
 use mysql_async::binlog::events::{EventData, OptionalMetadataField, RowsEventData};
 use mysql_async::binlog::value::BinlogValue;
@@ -15,10 +19,6 @@ use mysql_async::consts::ColumnType;
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
 use serde_json::Value as Json;
-use common::app::{
-    dense_set, master_gtids, max_commit_ts, opts, start_app, start_sim, truth_after, wait_checkpoint,
-    wait_until, Run, WAIT,
-};
 use tibinlog::app::App;
 use tibinlog::model::Ts;
 use tokio::io::AsyncBufReadExt;

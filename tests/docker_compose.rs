@@ -252,15 +252,16 @@ fn compose_file_is_valid_and_wired() {
     assert!(app.listen.ip().is_unspecified(), "listens on every address");
     let tb_port = app.listen.port();
     for (_, container) in published_ports(tb) {
-        assert_eq!(container, tb_port, "the published port is the one tibinlog listens on");
+        assert_eq!(
+            container, tb_port,
+            "the published port is the one tibinlog listens on"
+        );
     }
     let data_dir = app.data_dir.to_str().expect("utf-8").to_owned();
     assert!(
-        tb["volumes"]
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .any(|v| v.as_str().map_or(v["target"].as_str() == Some(&data_dir), |s| {
+        tb["volumes"].as_sequence().into_iter().flatten().any(|v| v
+            .as_str()
+            .map_or(v["target"].as_str() == Some(&data_dir), |s| {
                 s.split(':').nth(1) == Some(&data_dir)
             })),
         "the data dir {data_dir} is a volume: {:?}",
@@ -281,7 +282,10 @@ fn compose_file_is_valid_and_wired() {
     assert_eq!(flag(&rcmd, "--enforce-gtid-consistency"), Some("ON"));
     assert!(flag(&rcmd, "--relay-log").is_some(), "relay log named");
     let env = env_of(replica);
-    assert_eq!(env.get("TIBINLOG_HOST").map(String::as_str), Some("tibinlog"));
+    assert_eq!(
+        env.get("TIBINLOG_HOST").map(String::as_str),
+        Some("tibinlog")
+    );
     assert_eq!(env.get("TIBINLOG_PORT"), Some(&tb_port.to_string()));
     let user = env.get("TIBINLOG_USER").expect("replication user");
     assert_eq!(
@@ -315,7 +319,10 @@ fn compose_file_is_valid_and_wired() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&script).expect("stat").permissions().mode();
+        let mode = std::fs::metadata(&script)
+            .expect("stat")
+            .permissions()
+            .mode();
         assert!(
             mode & 0o111 != 0,
             "the init script is executable (the image runs it rather than sourcing it)"
@@ -352,7 +359,8 @@ fn compose_file_is_valid_and_wired() {
         for (host, _) in published_ports(svc) {
             if let Some(other) = host_ports.insert(host, name.to_owned()) {
                 assert!(
-                    svc["profiles"].is_sequence() || cfg["services"][&other]["profiles"].is_sequence(),
+                    svc["profiles"].is_sequence()
+                        || cfg["services"][&other]["profiles"].is_sequence(),
                     "host port {host} published by {other} and {name}"
                 );
             }
@@ -388,7 +396,10 @@ fn docker_build_context_keeps_the_sources() {
             ".dockerignore drops {needed}, which the build needs"
         );
     }
-    assert!(ignored.contains(&"target"), "the build output stays out of the context");
+    assert!(
+        ignored.contains(&"target"),
+        "the build output stays out of the context"
+    );
     // The builder stage has what RocksDB's build needs; the image runs the release binary.
     let dockerfile =
         std::fs::read_to_string(Path::new(REPO).join("Dockerfile")).expect("Dockerfile exists");
@@ -404,5 +415,9 @@ fn docker_build_context_keeps_the_sources() {
         .lines()
         .filter(|l| l.starts_with("FROM "))
         .collect();
-    assert_eq!(froms.len(), 2, "a build stage and a runtime stage: {froms:?}");
+    assert_eq!(
+        froms.len(),
+        2,
+        "a build stage and a runtime stage: {froms:?}"
+    );
 }
