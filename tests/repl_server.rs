@@ -235,6 +235,27 @@ async fn sql_surface_answers_like_mysql() {
     )
     .await;
     assert_eq!(vals, [Some(format!("{UUID}:5-10"))]);
+    // Debezium's snapshot reads every database's default charset and collation.
+    let schemata: Vec<(String, String, String)> = conn
+        .query(
+            "SELECT schema_name, default_character_set_name, default_collation_name \
+             FROM information_schema.schemata",
+        )
+        .await
+        .expect("information_schema.schemata");
+    assert_eq!(
+        schemata,
+        [(
+            "information_schema".to_string(),
+            "utf8mb4".to_string(),
+            "utf8mb4_0900_ai_ci".to_string()
+        )]
+    );
+    let err = conn
+        .query_drop("SELECT no_such_column FROM information_schema.schemata")
+        .await
+        .expect_err("unknown column");
+    assert_eq!(server_code(&err), Some(1054));
     conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         .await
         .expect("snapshot");
