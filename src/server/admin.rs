@@ -561,7 +561,7 @@ impl Ctx<'_> {
         dbs.extend(self.shared.schema.databases());
         // Per projected column: its label and how a database's value is made.
         let mut columns = Vec::with_capacity(sel.projection.len());
-        let mut getters: Vec<Box<dyn Fn(&str) -> SqlValue>> = Vec::new();
+        let mut getters: Vec<SchemataColumn> = Vec::new();
         for item in &sel.projection {
             let (expr, alias) = match item {
                 SelectItem::UnnamedExpr(e) => (e, None),
@@ -573,7 +573,7 @@ impl Ctx<'_> {
                 Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone())?,
                 _ => return Some(unsupported(&format!("the expression {expr}"))),
             };
-            let getter: Box<dyn Fn(&str) -> SqlValue> = match column.to_ascii_lowercase().as_str() {
+            let getter: SchemataColumn = match column.to_ascii_lowercase().as_str() {
                 "catalog_name" => Box::new(|_| Some("def".to_owned())),
                 "schema_name" => Box::new(|db| Some(db.to_owned())),
                 "default_character_set_name" => {
@@ -791,6 +791,9 @@ impl Ctx<'_> {
         }
     }
 }
+
+/// How one column of `information_schema.schemata` is made from a database name.
+type SchemataColumn = Box<dyn Fn(&str) -> SqlValue>;
 
 /// Session variables clients set that have no global twin in our table.
 const SESSION_ONLY_VARS: &[&str] = &[
