@@ -2,155 +2,26 @@
 //! faults) → changefeed → binlog store → MySQL server, read back by a real replication client
 //! (`mysql_async`'s binlog stream) and compared with the simulator's truth log.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::app::{
+    dense_set, master_gtids, max_commit_ts, opts, start_app, start_sim, truth_after,
+    wait_checkpoint, wait_until, Run, WAIT,
+};
 use futures_util::StreamExt;
 use mysql_async::binlog::events::{EventData, OptionalMetadataField, RowsEventData};
 use mysql_async::binlog::value::BinlogValue;
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
-use serde_json::{json, Value as Json};
-use tibinlog::app::{App, AppConfig};
+use serde_json::Value as Json;
+use tibinlog::app::App;
 use tibinlog::model::Ts;
-use tibinlog::mounter::ddl_sql::normalize_ddl;
-use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle};
-use tibinlog::sim::tidb::TruthCollector;
 use tokio::io::AsyncBufReadExt;
-use tokio_util::sync::CancellationToken;
-
-/// Upper bound of any wait on the pipeline.
-const WAIT: Duration = Duration::from_secs(240);
-
-struct Run {
-    sim: SimHandle,
-    truth: TruthCollector,
-    start_ts: Ts,
-}
-
-async fn start_sim(seed: u64, txns: u64) -> Run {
-    let truth = TruthCollector::new();
-    let args = SimArgs {
-        stores: 3,
-        regions_per_table: 2,
-        rate: 0.0,
-        txns: Some(txns),
-        seed: Some(seed),
-        resolved_ts_interval: Duration::from_millis(50),
-        chaos_interval: Some(Duration::from_millis(150)),
-        progress_interval: Duration::from_secs(3600),
-        ..SimArgs::default()
-    };
-    let sim = SimBuilder::new(args)
-        .truth_sink(Box::new(truth.clone()))
-        .start(CancellationToken::new())
-        .await
-        .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
-    let start_ts = Ts(sim.cluster().tso().0);
-    Run {
-        sim,
-        truth,
-        start_ts,
-    }
-}
-
-fn app_config(run: &Run, dir: &Path) -> AppConfig {
-    let mut cfg = AppConfig::new(
-        vec![run.sim.cluster().pd_url()],
-        "127.0.0.1:0".parse().expect("addr"),
-        dir,
-    );
-    cfg.start_ts = Some(run.start_ts);
-    // Small files and pieces: rotation and multi-piece transactions happen.
-    cfg.max_binlog_size = 256 << 10;
-    cfg.max_chunk_bytes = Some(64 << 10);
-    cfg.progress_interval = Duration::from_secs(3600);
-    cfg
-}
-
-async fn start_app(run: &Run, dir: &Path) -> App {
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        App::start(app_config(run, dir), CancellationToken::new()),
-    )
-    .await
-    .expect("app start timed out")
-    .expect("app start")
-}
-
-/// Truth-log transactions after `after` that reach the binlog (rows or DDL), DDL text
-/// normalised as the binlog carries it.
-fn truth_after(lines: &[String], after: Ts) -> Vec<Json> {
-    lines
-        .iter()
-        .map(|l| {
-            let mut v: Json = serde_json::from_str(l).expect("truth json");
-            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
-                v["ddl"] = json!(normalize_ddl(q));
-            }
-            v
-        })
-        .filter(|v| v["commit_ts"].as_u64().is_some_and(|c| c > after.0))
-        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
-        .collect()
-}
-
-fn max_commit_ts(lines: &[String]) -> u64 {
-    lines
-        .iter()
-        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?["commit_ts"].as_u64())
-        .max()
-        .unwrap_or(0)
-}
-
-/// Polls until `cond` holds or `WAIT` passes.
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn wait_checkpoint(app: &App, ts: u64) {
-    let mut rx = app.checkpoint();
-    tokio::time::timeout(WAIT, rx.wait_for(|c| c.0 >= ts))
-        .await
-        .expect("checkpoint reaches the last commit in time")
-        .expect("checkpoint watch open");
-}
-
-fn opts(addr: SocketAddr, user: &str) -> mysql_async::Opts {
-    mysql_async::OptsBuilder::default()
-        .ip_or_hostname(addr.ip().to_string())
-        .tcp_port(addr.port())
-        .user(Some(user))
-        .pass(Some(""))
-        .prefer_socket(false)
-        .into()
-}
-
-/// `Executed_Gtid_Set` of `SHOW MASTER STATUS`.
-async fn master_gtids(addr: SocketAddr) -> Result<String, mysql_async::Error> {
-    let mut conn = mysql_async::Conn::new(opts(addr, "root")).await?;
-    let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
-    let _ = conn.disconnect().await;
-    let row = row.expect("SHOW MASTER STATUS row");
-    let v: Option<String> = row
-        .get("Executed_Gtid_Set")
-        .expect("Executed_Gtid_Set column");
-    Ok(v.unwrap_or_default())
-}
-
-fn dense_set(uuid: &str, n: usize) -> String {
-    match n {
-        0 => String::new(),
-        1 => format!("{uuid}:1"),
-        n => format!("{uuid}:1-{n}"),
-    }
-}
 
 /// How a column is compared with the truth log's text.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -210,6 +210,19 @@ async fn sql_surface_answers_like_mysql() {
     )
     .await;
     assert_eq!(vals, [Some("600".to_string()), Some("60".to_string())]);
+    // Debezium's snapshot, before it locks: an error on the first one is fatal.
+    conn.query_drop("SET SESSION lock_wait_timeout=10")
+        .await
+        .expect("set lock_wait_timeout");
+    conn.query_drop("SET SESSION innodb_lock_wait_timeout=10")
+        .await
+        .expect("set innodb_lock_wait_timeout");
+    let (_, vals) = one_row(
+        &mut conn,
+        "SELECT @@session.lock_wait_timeout, @@global.lock_wait_timeout",
+    )
+    .await;
+    assert_eq!(vals, [Some("10".to_string()), Some("31536000".to_string())]);
 
     let grants: Vec<String> = conn
         .query("SHOW GRANTS FOR CURRENT_USER")
@@ -222,6 +235,27 @@ async fn sql_surface_answers_like_mysql() {
     )
     .await;
     assert_eq!(vals, [Some(format!("{UUID}:5-10"))]);
+    // Debezium's snapshot reads every database's default charset and collation.
+    let schemata: Vec<(String, String, String)> = conn
+        .query(
+            "SELECT schema_name, default_character_set_name, default_collation_name \
+             FROM information_schema.schemata",
+        )
+        .await
+        .expect("information_schema.schemata");
+    assert_eq!(
+        schemata,
+        [(
+            "information_schema".to_string(),
+            "utf8mb4".to_string(),
+            "utf8mb4_0900_ai_ci".to_string()
+        )]
+    );
+    let err = conn
+        .query_drop("SELECT no_such_column FROM information_schema.schemata")
+        .await
+        .expect_err("unknown column");
+    assert_eq!(server_code(&err), Some(1054));
     conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         .await
         .expect("snapshot");

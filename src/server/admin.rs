@@ -501,6 +501,9 @@ impl Ctx<'_> {
         let SetExpr::Select(sel) = q.body.as_ref() else {
             return unsupported("this query form");
         };
+        if let Some(reply) = self.select_schemata(sel) {
+            return reply;
+        }
         if !sel.from.is_empty() || sel.selection.is_some() {
             return unsupported("SELECT from tables");
         }
@@ -530,6 +533,76 @@ impl Ctx<'_> {
             columns,
             rows: vec![row],
         }
+    }
+
+    /// `SELECT <columns> FROM information_schema.schemata` (Debezium's snapshot reads the
+    /// default character set and collation of every database this way; an error is fatal for
+    /// it). Columns are named or aliased identifiers; no WHERE. `None` for any other query.
+    fn select_schemata(&self, sel: &sqlparser::ast::Select) -> Option<Reply> {
+        let [from] = sel.from.as_slice() else {
+            return None;
+        };
+        let sqlparser::ast::TableFactor::Table { name, .. } = &from.relation else {
+            return None;
+        };
+        let parts = name_parts(name);
+        let is_schemata = parts.len() == 2
+            && parts[0].eq_ignore_ascii_case("information_schema")
+            && parts[1].eq_ignore_ascii_case("schemata");
+        if !is_schemata {
+            return None;
+        }
+        if !from.joins.is_empty() || sel.selection.is_some() {
+            return Some(unsupported("joins or WHERE on information_schema.schemata"));
+        }
+        let charset = self.globals.get("character_set_database").cloned();
+        let collation = self.globals.get("collation_database").cloned();
+        let mut dbs = vec!["information_schema".to_string()];
+        dbs.extend(self.shared.schema.databases());
+        // Per projected column: its label and how a database's value is made.
+        let mut columns = Vec::with_capacity(sel.projection.len());
+        let mut getters: Vec<SchemataColumn> = Vec::new();
+        for item in &sel.projection {
+            let (expr, alias) = match item {
+                SelectItem::UnnamedExpr(e) => (e, None),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+                _ => return Some(unsupported("SELECT * from information_schema.schemata")),
+            };
+            let column = match expr {
+                Expr::Identifier(id) => id.value.clone(),
+                Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone())?,
+                _ => return Some(unsupported(&format!("the expression {expr}"))),
+            };
+            let getter: SchemataColumn = match column.to_ascii_lowercase().as_str() {
+                "catalog_name" => Box::new(|_| Some("def".to_owned())),
+                "schema_name" => Box::new(|db| Some(db.to_owned())),
+                "default_character_set_name" => {
+                    let c = charset.clone();
+                    Box::new(move |_| c.clone())
+                }
+                "default_collation_name" => {
+                    let c = collation.clone();
+                    Box::new(move |_| c.clone())
+                }
+                "sql_path" => Box::new(|_| None),
+                "default_encryption" => Box::new(|_| Some("NO".to_owned())),
+                _ => {
+                    return Some(Reply::err(
+                        tibinlog_protocol::wire::errors::ER_BAD_FIELD_ERROR,
+                        format!("Unknown column '{column}' in 'field list'"),
+                    ))
+                }
+            };
+            columns.push(ColumnSpec::text(
+                alias.unwrap_or_else(|| column.to_uppercase()),
+            ));
+            getters.push(getter);
+        }
+        let rows = dbs
+            .iter()
+            .map(|db| getters.iter().map(|g| g(db)).collect())
+            .collect();
+        Some(Reply::Rows { columns, rows })
     }
 
     /// Evaluates the expressions clients SELECT or SET.
@@ -718,6 +791,9 @@ impl Ctx<'_> {
         }
     }
 }
+
+/// How one column of `information_schema.schemata` is made from a database name.
+type SchemataColumn = Box<dyn Fn(&str) -> SqlValue>;
 
 /// Session variables clients set that have no global twin in our table.
 const SESSION_ONLY_VARS: &[&str] = &[

@@ -43,8 +43,11 @@ const STATIC_VARS: &[(&str, &str)] = &[
     ("gtid_mode", "ON"),
     ("have_ssl", "DISABLED"),
     ("init_connect", ""),
+    ("innodb_lock_wait_timeout", "50"),
     ("interactive_timeout", "28800"),
     ("license", "GPL"),
+    // Debezium's snapshot sets it (`SET SESSION lock_wait_timeout=…`) and fails on an error.
+    ("lock_wait_timeout", "31536000"),
     ("log_bin", "ON"),
     ("log_bin_basename", "binlog"),
     ("log_replica_updates", "ON"),

@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests.
 
+pub mod app;
+pub mod java;
 pub mod mariadb;
+pub mod peer;
 pub mod sim;
 pub mod truth;

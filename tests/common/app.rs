@@ -1,0 +1,179 @@
+//! The whole product in one process for end-to-end tests: a simulated cluster running a seeded
+//! OLTP workload (DDL and faults included) with its truth log, and `tibinlog`'s app (changefeed →
+//! binlog store → MySQL server) on loopback, plus what the tests ask of them.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use serde_json::{json, Value as Json};
+use tibinlog::app::{App, AppConfig};
+use tibinlog::model::Ts;
+use tibinlog::mounter::ddl_sql::normalize_ddl;
+use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle};
+use tibinlog::sim::tidb::TruthCollector;
+use tokio_util::sync::CancellationToken;
+
+/// Upper bound of any wait on the pipeline.
+pub const WAIT: Duration = Duration::from_secs(240);
+
+/// A running simulated cluster, its truth log, and the ts capture starts from.
+pub struct Run {
+    pub sim: SimHandle,
+    pub truth: TruthCollector,
+    pub start_ts: Ts,
+}
+
+/// Starts a cluster of 3 stores running `txns` transactions of the seeded workload as fast as it
+/// can, with faults every 150 ms.
+pub async fn start_sim(seed: u64, txns: u64) -> Run {
+    start_sim_at_rate(seed, txns, 0.0).await
+}
+
+/// Like [`start_sim`], at `rate` transactions per second (0 = unlimited).
+pub async fn start_sim_at_rate(seed: u64, txns: u64, rate: f64) -> Run {
+    let truth = TruthCollector::new();
+    let args = SimArgs {
+        stores: 3,
+        regions_per_table: 2,
+        rate,
+        txns: Some(txns),
+        seed: Some(seed),
+        resolved_ts_interval: Duration::from_millis(50),
+        chaos_interval: Some(Duration::from_millis(150)),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    };
+    let sim = SimBuilder::new(args)
+        .truth_sink(Box::new(truth.clone()))
+        .start(CancellationToken::new())
+        .await
+        .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
+    let start_ts = Ts(sim.cluster().tso().0);
+    Run {
+        sim,
+        truth,
+        start_ts,
+    }
+}
+
+/// The app's configuration for `run`: small binlog files and sorter pieces, so that rotation
+/// and multi-piece transactions happen.
+pub fn app_config(run: &Run, dir: &Path) -> AppConfig {
+    let mut cfg = AppConfig::new(
+        vec![run.sim.cluster().pd_url()],
+        "127.0.0.1:0".parse().expect("addr"),
+        dir,
+    );
+    cfg.start_ts = Some(run.start_ts);
+    cfg.max_binlog_size = 256 << 10;
+    cfg.max_chunk_bytes = Some(64 << 10);
+    cfg.progress_interval = Duration::from_secs(3600);
+    cfg
+}
+
+/// Starts the app on `run` with its data in `dir`.
+pub async fn start_app(run: &Run, dir: &Path) -> App {
+    start_app_with(app_config(run, dir)).await
+}
+
+/// Starts the app with an explicit configuration.
+pub async fn start_app_with(cfg: AppConfig) -> App {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        App::start(cfg, CancellationToken::new()),
+    )
+    .await
+    .expect("app start timed out")
+    .expect("app start")
+}
+
+/// Truth-log transactions after `after` that reach the binlog (rows or DDL), DDL text
+/// normalised as the binlog carries it.
+pub fn truth_after(lines: &[String], after: Ts) -> Vec<Json> {
+    lines
+        .iter()
+        .map(|l| {
+            let mut v: Json = serde_json::from_str(l).expect("truth json");
+            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
+                v["ddl"] = json!(normalize_ddl(q));
+            }
+            v
+        })
+        .filter(|v| v["commit_ts"].as_u64().is_some_and(|c| c > after.0))
+        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
+        .collect()
+}
+
+/// The largest commit ts in the truth log.
+pub fn max_commit_ts(lines: &[String]) -> u64 {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?["commit_ts"].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Polls until `cond` holds or `WAIT` passes.
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the app's durable checkpoint reaches `ts`.
+pub async fn wait_checkpoint(app: &App, ts: u64) {
+    let mut rx = app.checkpoint();
+    tokio::time::timeout(WAIT, rx.wait_for(|c| c.0 >= ts))
+        .await
+        .expect("checkpoint reaches the last commit in time")
+        .expect("checkpoint watch open");
+}
+
+/// Waits until the workload finished and everything it committed is in the binlog; returns the
+/// truth transactions the binlog holds (those after the run's start ts).
+pub async fn finish_workload(run: &Run, app: &App) -> Vec<Json> {
+    tokio::time::timeout(WAIT, run.sim.workload_done())
+        .await
+        .expect("workload finishes");
+    let lines = run.truth.lines();
+    wait_checkpoint(app, max_commit_ts(&lines)).await;
+    truth_after(&lines, run.start_ts)
+}
+
+/// Connection options for `user` (empty password) at `addr`.
+pub fn opts(addr: SocketAddr, user: &str) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname(addr.ip().to_string())
+        .tcp_port(addr.port())
+        .user(Some(user))
+        .pass(Some(""))
+        .prefer_socket(false)
+        .into()
+}
+
+/// `Executed_Gtid_Set` of `SHOW MASTER STATUS`.
+pub async fn master_gtids(addr: SocketAddr) -> Result<String, mysql_async::Error> {
+    let mut conn = mysql_async::Conn::new(opts(addr, "root")).await?;
+    let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
+    let _ = conn.disconnect().await;
+    let row = row.expect("SHOW MASTER STATUS row");
+    let v: Option<String> = row
+        .get("Executed_Gtid_Set")
+        .expect("Executed_Gtid_Set column");
+    Ok(v.unwrap_or_default())
+}
+
+/// `uuid:1-n` as MySQL prints it (empty for 0, `uuid:1` for 1).
+pub fn dense_set(uuid: &str, n: usize) -> String {
+    match n {
+        0 => String::new(),
+        1 => format!("{uuid}:1"),
+        n => format!("{uuid}:1-{n}"),
+    }
+}
