@@ -21,3 +21,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   # policy-rc.d keeps the package from starting a system-wide server; tests start their own.
   $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
+
+# python-mysql-replication (a real replication client) in its own virtualenv; the tests find it
+# through the same script.
+bash "$(dirname "$0")/pyrepl-venv.sh" install

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests.
 
+pub mod app;
 pub mod mariadb;
+pub mod mysql_binlog;
 pub mod sim;
 pub mod truth;
