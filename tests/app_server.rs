@@ -6,7 +6,7 @@ mod common;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::app::{
     dense_set, finish_workload, master_gtids, opts, start_app, start_sim, truth_after, wait_until,
