@@ -270,7 +270,11 @@ mod tests {
         );
         // Exactly halfway between two 17-digit decimals: the even one, as MySQL prints it.
         assert_eq!(
-            render(&Value::Double(-1043330439.09765625), &ft(TYPE_DOUBLE, -1)).unwrap(),
+            render(
+                &Value::Double(-1_068_370_369_636.0 / 1024.0),
+                &ft(TYPE_DOUBLE, -1)
+            )
+            .unwrap(),
             "-1043330439.0976562"
         );
         assert_eq!(

@@ -510,7 +510,7 @@ pub fn assert_seen_equals_truth(who: &str, seen: &[SeenTxn], want: &[(u64, &Json
 }
 
 /// `(gno, truth)` pairs for GNOs `gnos` (GNO g is `want[g - 1]`).
-pub fn expected<'a>(want: &'a [Json], gnos: impl IntoIterator<Item = u64>) -> Vec<(u64, &'a Json)> {
+pub fn expected(want: &[Json], gnos: impl IntoIterator<Item = u64>) -> Vec<(u64, &Json)> {
     gnos.into_iter()
         .map(|g| (g, &want[g as usize - 1]))
         .collect()
