@@ -56,3 +56,7 @@ if n == 0:
 PY
   touch "$jars_dir/.complete"
 fi
+
+# python-mysql-replication (a real replication client) in its own virtualenv; the tests find it
+# through the same script.
+bash "$(dirname "$0")/pyrepl-venv.sh" install

@@ -9,330 +9,18 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::app::{
-    dense_set, master_gtids, max_commit_ts, opts, start_app, start_sim, truth_after,
-    wait_checkpoint, wait_until, Run, WAIT,
+    dense_set, finish_workload, master_gtids, opts, start_app, start_sim, truth_after, wait_until,
+    Run, WAIT,
 };
-use futures_util::StreamExt;
-use mysql_async::binlog::events::{EventData, OptionalMetadataField, RowsEventData};
-use mysql_async::binlog::value::BinlogValue;
-use mysql_async::consts::ColumnType;
+use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
-use serde_json::Value as Json;
 use tibinlog::app::App;
 use tibinlog::model::Ts;
 use tokio::io::AsyncBufReadExt;
 
-/// How a column is compared with the truth log's text.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Kind {
-    /// Integer of this many bytes (the binlog value may be the signed form of an unsigned).
-    Int(u32),
-    Str,
-    /// Only presence is compared.
-    Other,
-}
-
-fn kind(t: ColumnType) -> Kind {
-    match t {
-        ColumnType::MYSQL_TYPE_TINY => Kind::Int(1),
-        ColumnType::MYSQL_TYPE_SHORT => Kind::Int(2),
-        ColumnType::MYSQL_TYPE_INT24 => Kind::Int(3),
-        ColumnType::MYSQL_TYPE_LONG => Kind::Int(4),
-        ColumnType::MYSQL_TYPE_LONGLONG => Kind::Int(8),
-        ColumnType::MYSQL_TYPE_VARCHAR | ColumnType::MYSQL_TYPE_VAR_STRING => Kind::Str,
-        _ => Kind::Other,
-    }
-}
-
-#[derive(Debug, Clone)]
-struct Cell {
-    name: String,
-    kind: Kind,
-    /// `None` for NULL.
-    value: Option<BinlogValue<'static>>,
-}
-
-#[derive(Debug, Clone)]
-struct BinRow {
-    db: String,
-    table: String,
-    op: &'static str,
-    before: Option<Vec<Cell>>,
-    after: Option<Vec<Cell>>,
-}
-
-#[derive(Debug, Default)]
-struct BinTxn {
-    gno: u64,
-    xid: Option<u64>,
-    ddl: Option<String>,
-    rows: Vec<BinRow>,
-    /// A rows event of it could not be decoded by the client library.
-    undecodable: bool,
-}
-
-#[derive(Debug, Default)]
-struct Dump {
-    txns: Vec<BinTxn>,
-    uuid: String,
-    rotations: usize,
-    undecodable: usize,
-}
-
-fn cells(
-    row: Option<mysql_async::binlog::row::BinlogRow>,
-    names: &[String],
-    kinds: &[Kind],
-) -> Option<Vec<Cell>> {
-    let row = row?;
-    let mut out = Vec::with_capacity(row.len());
-    for i in 0..row.len() {
-        let value = match row.as_ref(i) {
-            None | Some(BinlogValue::Value(mysql_async::Value::NULL)) => None,
-            Some(v) => Some(v.clone().into_owned()),
-        };
-        out.push(Cell {
-            name: names.get(i).cloned().unwrap_or_default(),
-            kind: kinds.get(i).copied().unwrap_or(Kind::Other),
-            value,
-        });
-    }
-    Some(out)
-}
-
-/// Reads the whole binlog from `binlog.000001` with a non-blocking dump.
-async fn read_binlog(addr: SocketAddr) -> Dump {
-    let conn = mysql_async::Conn::new(opts(addr, "root"))
-        .await
-        .expect("connect");
-    let mut stream = conn
-        .get_binlog_stream(
-            BinlogStreamRequest::new(0)
-                .with_filename(b"binlog.000001")
-                .with_pos(4),
-        )
-        .await
-        .expect("binlog stream");
-    let mut dump = Dump::default();
-    let mut open: Option<BinTxn> = None;
-    loop {
-        let next = tokio::time::timeout(WAIT, stream.next())
-            .await
-            .expect("dump makes progress");
-        let Some(ev) = next else { break };
-        let ev = ev.expect("event");
-        let data = ev.read_data().expect("event decodes");
-        match data {
-            Some(EventData::RotateEvent(r)) if ev.header().log_pos() != 0 => {
-                assert!(open.is_none(), "ROTATE inside a transaction");
-                let _ = r;
-                dump.rotations += 1;
-            }
-            Some(EventData::GtidEvent(g)) => {
-                assert!(open.is_none(), "GTID inside a transaction");
-                let uuid = uuid_text(&g.sid());
-                if dump.uuid.is_empty() {
-                    dump.uuid = uuid;
-                } else {
-                    assert_eq!(dump.uuid, uuid, "one GTID source");
-                }
-                open = Some(BinTxn {
-                    gno: g.gno(),
-                    ..BinTxn::default()
-                });
-            }
-            Some(EventData::QueryEvent(q)) => {
-                let t = open.as_mut().expect("QUERY outside a transaction");
-                let text = q.query().into_owned();
-                if text != "BEGIN" {
-                    t.ddl = Some(text);
-                    dump.txns.push(open.take().expect("open"));
-                }
-            }
-            Some(EventData::XidEvent(x)) => {
-                let mut t = open.take().expect("XID outside a transaction");
-                t.xid = Some(x.xid);
-                dump.txns.push(t);
-            }
-            Some(EventData::RowsEvent(r)) => {
-                let t = open.as_mut().expect("rows outside a transaction");
-                let tme = stream.get_tme(r.table_id()).expect("TABLE_MAP before rows");
-                let mut names = Vec::new();
-                for f in tme.iter_optional_meta() {
-                    if let Ok(OptionalMetadataField::ColumnName(n)) = f {
-                        for name in n.iter_names() {
-                            names.push(name.expect("column name").name().into_owned());
-                        }
-                    }
-                }
-                let kinds: Vec<Kind> = (0..tme.columns_count() as usize)
-                    .map(|i| match tme.get_column_type(i) {
-                        Ok(Some(t)) => kind(t),
-                        _ => Kind::Other,
-                    })
-                    .collect();
-                let op = match &r {
-                    RowsEventData::WriteRowsEvent(_) | RowsEventData::WriteRowsEventV1(_) => {
-                        "insert"
-                    }
-                    RowsEventData::DeleteRowsEvent(_) | RowsEventData::DeleteRowsEventV1(_) => {
-                        "delete"
-                    }
-                    _ => "update",
-                };
-                // mysql_common's TIME(1|2) decoder overflows on negative values (a client bug,
-                // a panic in debug builds): such events are counted, not compared.
-                let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    r.rows(tme).collect::<Result<Vec<_>, _>>()
-                }));
-                let Ok(rows) = decoded else {
-                    t.undecodable = true;
-                    dump.undecodable += 1;
-                    continue;
-                };
-                for (before, after) in rows.expect("rows decode") {
-                    t.rows.push(BinRow {
-                        db: tme.database_name().into_owned(),
-                        table: tme.table_name().into_owned(),
-                        op,
-                        before: cells(before, &names, &kinds),
-                        after: cells(after, &names, &kinds),
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    assert!(open.is_none(), "the dump ended inside a transaction");
-    dump
-}
-
-fn uuid_text(sid: &[u8; 16]) -> String {
-    let h = hex::encode(sid);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
-/// Whether a binlog cell equals the truth text; `compared` counts value comparisons.
-fn cell_matches(c: &Cell, truth: &Json, compared: &mut u64) -> bool {
-    let Some(v) = &c.value else {
-        return truth.is_null();
-    };
-    if truth.is_null() {
-        return false;
-    }
-    let Some(text) = truth.as_str() else {
-        return false;
-    };
-    match c.kind {
-        Kind::Int(bytes) => {
-            let Ok(want) = text.parse::<i128>() else {
-                // Not an integer in the truth log (e.g. a BOOLEAN rendered otherwise).
-                return true;
-            };
-            let got = match v {
-                BinlogValue::Value(mysql_async::Value::Int(i)) => i128::from(*i),
-                BinlogValue::Value(mysql_async::Value::UInt(u)) => i128::from(*u),
-                _ => return false,
-            };
-            *compared += 1;
-            (want - got).rem_euclid(1i128 << (8 * bytes)) == 0
-        }
-        Kind::Str => match v {
-            BinlogValue::Value(mysql_async::Value::Bytes(b)) => match std::str::from_utf8(b) {
-                Ok(s) => {
-                    *compared += 1;
-                    s == text
-                }
-                Err(_) => true,
-            },
-            _ => false,
-        },
-        Kind::Other => true,
-    }
-}
-
-fn image_matches(cells: &Option<Vec<Cell>>, truth: &Json, compared: &mut u64) -> bool {
-    match cells {
-        None => truth.is_null(),
-        Some(cells) => {
-            let Some(obj) = truth.as_object() else {
-                return false;
-            };
-            cells.len() == obj.len()
-                && cells.iter().all(|c| {
-                    obj.get(&c.name)
-                        .is_some_and(|t| cell_matches(c, t, compared))
-                })
-        }
-    }
-}
-
-/// Every truth transaction once, in order, GNOs dense 1..n, same rows and DDL.
-fn assert_binlog_equals_truth(dump: &Dump, want: &[Json], uuid: &str) -> u64 {
-    assert_eq!(dump.uuid, uuid, "GTID source is the app's server_uuid");
-    let gnos: Vec<u64> = dump.txns.iter().map(|t| t.gno).collect();
-    let dense: Vec<u64> = (1..=want.len() as u64).collect();
-    if gnos != dense {
-        let first_bad = gnos.iter().zip(&dense).position(|(a, b)| a != b);
-        panic!(
-            "GNOs not dense 1..{}: {} transactions, first difference at {first_bad:?}",
-            want.len(),
-            gnos.len()
-        );
-    }
-    let mut compared = 0u64;
-    for (i, (got, want)) in dump.txns.iter().zip(want).enumerate() {
-        let ctx = format!("transaction {i} (gno {}, truth {want})", got.gno);
-        match want["ddl"].as_str() {
-            Some(q) => {
-                assert_eq!(got.ddl.as_deref(), Some(q), "{ctx}: DDL");
-                assert!(got.rows.is_empty(), "{ctx}");
-            }
-            None => {
-                assert_eq!(got.ddl, None, "{ctx}: expected rows");
-                assert_eq!(got.xid, want["start_ts"].as_u64(), "{ctx}: XID = start_ts");
-                let mut truth_rows: Vec<Json> =
-                    want["rows"].as_array().cloned().unwrap_or_default();
-                if got.undecodable {
-                    continue;
-                }
-                assert_eq!(got.rows.len(), truth_rows.len(), "{ctx}: row count");
-                for r in &got.rows {
-                    let at = truth_rows.iter().position(|t| {
-                        t["db"] == r.db
-                            && t["table"] == r.table
-                            && t["op"] == r.op
-                            && image_matches(&r.before, &t["before"], &mut 0)
-                            && image_matches(&r.after, &t["after"], &mut 0)
-                    });
-                    let Some(at) = at else {
-                        panic!("{ctx}: binlog row {r:?} not in the truth transaction");
-                    };
-                    let t = truth_rows.remove(at);
-                    image_matches(&r.before, &t["before"], &mut compared);
-                    image_matches(&r.after, &t["after"], &mut compared);
-                }
-            }
-        }
-    }
-    compared
-}
-
 async fn finish_and_check(run: &Run, app: &App, seed: u64) -> Dump {
-    tokio::time::timeout(WAIT, run.sim.workload_done())
-        .await
-        .expect("workload finishes");
-    let lines = run.truth.lines();
-    wait_checkpoint(app, max_commit_ts(&lines)).await;
-    let want = truth_after(&lines, run.start_ts);
+    let want = finish_workload(run, app).await;
     let uuid = app.server_uuid().to_string();
     assert_eq!(
         master_gtids(app.local_addr())
@@ -341,8 +29,20 @@ async fn finish_and_check(run: &Run, app: &App, seed: u64) -> Dump {
         dense_set(&uuid, want.len()),
         "seed {seed}: SHOW MASTER STATUS covers every transaction"
     );
-    let dump = read_binlog(app.local_addr()).await;
-    let compared = assert_binlog_equals_truth(&dump, &want, &uuid);
+    let dump = read_binlog(
+        app.local_addr(),
+        BinlogStreamRequest::new(0)
+            .with_filename(b"binlog.000001")
+            .with_pos(4),
+        None,
+    )
+    .await;
+    assert_eq!(dump.uuid, uuid, "GTID source is the app's server_uuid");
+    let compared = assert_seen_equals_truth(
+        &format!("seed {seed}"),
+        &dump.txns,
+        &expected(&want, 1..=want.len() as u64),
+    );
     assert!(
         dump.txns.iter().any(|t| t.ddl.is_some()),
         "seed {seed}: DDL query events present"
@@ -388,7 +88,7 @@ async fn binlog_served_equals_truth_log() {
         .txns
         .iter()
         .flat_map(|t| t.rows.iter())
-        .map(|r| r.db.clone())
+        .filter_map(|r| r["db"].as_str().map(str::to_owned))
         .find(|d| dbs.contains(d))
         .expect("a database of the binlog rows is listed");
     let tables: Vec<String> = conn

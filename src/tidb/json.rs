@@ -479,10 +479,11 @@ fn write_double(out: &mut String, f: f64) {
         return;
     }
     let abs = f.abs();
+    let exp = super::text::shortest_exp(f, false);
     if abs != 0.0 && !(1e-15..1e15).contains(&abs) {
-        out.push_str(&format!("{f:e}"));
+        out.push_str(&exp);
     } else {
-        let s = f.to_string();
+        let s = super::text::exp_to_plain(&exp);
         let integral = !s.contains('.');
         out.push_str(&s);
         if integral {
@@ -592,6 +593,11 @@ mod tests {
         assert_eq!(
             to_text(&j),
             r#"{"a": 1, "c": 1.0, "d": 1e20, "e": 0.5, "s": "q\"\n\u0001", "bb": [true, null]}"#
+        );
+        // Halfway between two 17-digit decimals: the even one, as MySQL prints it.
+        assert_eq!(
+            to_text(&Json::Double(-1_068_370_369_636.0 / 1024.0)),
+            "-1043330439.0976562"
         );
         let t = Json::Array(vec![
             Json::Date(Date {

@@ -104,19 +104,104 @@ fn float_text(f: f64, ft: &FieldType, is_float: bool) -> String {
         return format!("{:.*}", ft.decimal as usize, f);
     }
     let abs = f.abs();
-    let exp_form = abs != 0.0 && !(1e-4..1e15).contains(&abs);
-    match (is_float, exp_form) {
-        (true, false) => (f as f32).to_string(),
-        (true, true) => format!("{:e}", f as f32),
-        (false, false) => f.to_string(),
-        (false, true) => format!("{f:e}"),
+    let exp = shortest_exp(f, is_float);
+    if abs != 0.0 && !(1e-4..1e15).contains(&abs) {
+        exp
+    } else {
+        exp_to_plain(&exp)
     }
+}
+
+/// `f` as `d[.ddd]e<exp>` (Rust's `{:e}` form) with the fewest significant digits that read back
+/// as the same value (as an `f32` when `single`).
+///
+/// When two decimals of that length are equally near `f` (the value lies exactly halfway),
+/// MySQL's dtoa, like Python's `repr`, takes the one with the even last digit; Rust's shortest
+/// `{:e}` takes the upper one (`-1043330439.09765625` prints `...0976563`, MySQL `...0976562`).
+/// Rust's fixed-precision formatting is exact and rounds ties to even, so the shortest length
+/// is taken from `{:e}` and the digits from `{:.N$e}` when those read back as `f`.
+pub(crate) fn shortest_exp(f: f64, single: bool) -> String {
+    let (shortest, reads_back) = if single {
+        let v = f as f32;
+        let s = format!("{v:e}");
+        let digits = significant_digits(&s);
+        let exact = format!("{:.*e}", digits.saturating_sub(1), v);
+        (
+            s,
+            exact.parse::<f32>().is_ok_and(|r| r == v).then_some(exact),
+        )
+    } else {
+        let s = format!("{f:e}");
+        let digits = significant_digits(&s);
+        let exact = format!("{:.*e}", digits.saturating_sub(1), f);
+        (
+            s,
+            exact.parse::<f64>().is_ok_and(|r| r == f).then_some(exact),
+        )
+    };
+    reads_back.unwrap_or(shortest)
+}
+
+fn significant_digits(exp_form: &str) -> usize {
+    let mantissa = exp_form.split('e').next().unwrap_or("");
+    mantissa.bytes().filter(u8::is_ascii_digit).count()
+}
+
+/// `d[.ddd]e<exp>` in plain decimal notation, as Rust's `Display` prints floats (`1.5e2` →
+/// `150`, `-2.5e-3` → `-0.0025`, `-0e0` → `-0`).
+pub(crate) fn exp_to_plain(s: &str) -> String {
+    let (mantissa, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::from(sign);
+    // The decimal point goes after `exp + 1` digits.
+    let point = exp + 1;
+    if point <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-point) as usize));
+        out.push_str(&digits);
+    } else if point as usize >= digits.len() {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', point as usize - digits.len()));
+    } else {
+        out.push_str(&digits[..point as usize]);
+        out.push('.');
+        out.push_str(&digits[point as usize..]);
+    }
+    out
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The digits read back as the value, and are never longer than Rust's shortest.
+        #[test]
+        fn shortest_reads_back(bits in any::<u64>(), single in any::<bool>()) {
+            let f = f64::from_bits(bits);
+            prop_assume!(f.is_finite());
+            let f = if single { f64::from(f as f32) } else { f };
+            prop_assume!(f.is_finite());
+            let s = shortest_exp(f, single);
+            let plain = exp_to_plain(&s);
+            if single {
+                prop_assert_eq!(s.parse::<f32>().unwrap(), f as f32);
+                prop_assert_eq!(plain.parse::<f32>().unwrap(), f as f32);
+                prop_assert_eq!(significant_digits(&s), significant_digits(&format!("{:e}", f as f32)));
+            } else {
+                prop_assert_eq!(s.parse::<f64>().unwrap(), f);
+                prop_assert_eq!(plain.parse::<f64>().unwrap(), f);
+                prop_assert_eq!(significant_digits(&s), significant_digits(&format!("{f:e}")));
+            }
+        }
+    }
     use tibinlog_protocol::value::{Date, DateTime, Json, Time};
 
     fn ft(tp: u8, decimal: i32) -> FieldType {
@@ -182,6 +267,35 @@ mod tests {
         assert_eq!(
             render(&Value::Double(0.1), &ft(TYPE_DOUBLE, -1)).unwrap(),
             "0.1"
+        );
+        // Exactly halfway between two 17-digit decimals: the even one, as MySQL prints it.
+        assert_eq!(
+            render(
+                &Value::Double(-1_068_370_369_636.0 / 1024.0),
+                &ft(TYPE_DOUBLE, -1)
+            )
+            .unwrap(),
+            "-1043330439.0976562"
+        );
+        assert_eq!(
+            render(&Value::Double(1e14), &ft(TYPE_DOUBLE, -1)).unwrap(),
+            "100000000000000"
+        );
+        assert_eq!(
+            render(&Value::Double(-1.5e-7), &ft(TYPE_DOUBLE, -1)).unwrap(),
+            "-1.5e-7"
+        );
+        assert_eq!(
+            render(&Value::Double(0.00012), &ft(TYPE_DOUBLE, -1)).unwrap(),
+            "0.00012"
+        );
+        assert_eq!(
+            render(&Value::Double(-0.0), &ft(TYPE_DOUBLE, -1)).unwrap(),
+            "-0"
+        );
+        assert_eq!(
+            render(&Value::Float(-12345.625), &ft(TYPE_FLOAT, -1)).unwrap(),
+            "-12345.625"
         );
         assert_eq!(
             render(&Value::UInt(u64::MAX), &ft(TYPE_LONGLONG, 0)).unwrap(),
