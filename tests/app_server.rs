@@ -2,6 +2,8 @@
 //! faults) → changefeed → binlog store → MySQL server, read back by a real replication client
 //! (`mysql_async`'s binlog stream) and compared with the simulator's truth log.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -12,14 +14,14 @@ use mysql_async::binlog::value::BinlogValue;
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 use tibinlog::app::{App, AppConfig};
 use tibinlog::model::Ts;
-use tibinlog::mounter::ddl_sql::normalize_ddl;
-use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle};
+use tibinlog::sim::cli::{SimArgs, SimHandle};
 use tibinlog::sim::tidb::TruthCollector;
 use tokio::io::AsyncBufReadExt;
-use tokio_util::sync::CancellationToken;
+
+use common::pipeline::{dense_set, master_status, max_commit_ts, sql_opts as opts, truth_after};
 
 /// Upper bound of any wait on the pipeline.
 const WAIT: Duration = Duration::from_secs(240);
@@ -31,7 +33,6 @@ struct Run {
 }
 
 async fn start_sim(seed: u64, txns: u64) -> Run {
-    let truth = TruthCollector::new();
     let args = SimArgs {
         stores: 3,
         regions_per_table: 2,
@@ -43,11 +44,7 @@ async fn start_sim(seed: u64, txns: u64) -> Run {
         progress_interval: Duration::from_secs(3600),
         ..SimArgs::default()
     };
-    let sim = SimBuilder::new(args)
-        .truth_sink(Box::new(truth.clone()))
-        .start(CancellationToken::new())
-        .await
-        .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
+    let common::pipeline::Sim { handle: sim, truth } = common::pipeline::start_sim(args).await;
     let start_ts = Ts(sim.cluster().tso().0);
     Run {
         sim,
@@ -71,38 +68,7 @@ fn app_config(run: &Run, dir: &Path) -> AppConfig {
 }
 
 async fn start_app(run: &Run, dir: &Path) -> App {
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        App::start(app_config(run, dir), CancellationToken::new()),
-    )
-    .await
-    .expect("app start timed out")
-    .expect("app start")
-}
-
-/// Truth-log transactions after `after` that reach the binlog (rows or DDL), DDL text
-/// normalised as the binlog carries it.
-fn truth_after(lines: &[String], after: Ts) -> Vec<Json> {
-    lines
-        .iter()
-        .map(|l| {
-            let mut v: Json = serde_json::from_str(l).expect("truth json");
-            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
-                v["ddl"] = json!(normalize_ddl(q));
-            }
-            v
-        })
-        .filter(|v| v["commit_ts"].as_u64().is_some_and(|c| c > after.0))
-        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
-        .collect()
-}
-
-fn max_commit_ts(lines: &[String]) -> u64 {
-    lines
-        .iter()
-        .filter_map(|l| serde_json::from_str::<Json>(l).ok()?["commit_ts"].as_u64())
-        .max()
-        .unwrap_or(0)
+    common::pipeline::start_app(app_config(run, dir)).await
 }
 
 /// Polls until `cond` holds or `WAIT` passes.
@@ -115,41 +81,12 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 async fn wait_checkpoint(app: &App, ts: u64) {
-    let mut rx = app.checkpoint();
-    tokio::time::timeout(WAIT, rx.wait_for(|c| c.0 >= ts))
-        .await
-        .expect("checkpoint reaches the last commit in time")
-        .expect("checkpoint watch open");
-}
-
-fn opts(addr: SocketAddr, user: &str) -> mysql_async::Opts {
-    mysql_async::OptsBuilder::default()
-        .ip_or_hostname(addr.ip().to_string())
-        .tcp_port(addr.port())
-        .user(Some(user))
-        .pass(Some(""))
-        .prefer_socket(false)
-        .into()
+    common::pipeline::wait_checkpoint(app, ts, WAIT).await;
 }
 
 /// `Executed_Gtid_Set` of `SHOW MASTER STATUS`.
 async fn master_gtids(addr: SocketAddr) -> Result<String, mysql_async::Error> {
-    let mut conn = mysql_async::Conn::new(opts(addr, "root")).await?;
-    let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
-    let _ = conn.disconnect().await;
-    let row = row.expect("SHOW MASTER STATUS row");
-    let v: Option<String> = row
-        .get("Executed_Gtid_Set")
-        .expect("Executed_Gtid_Set column");
-    Ok(v.unwrap_or_default())
-}
-
-fn dense_set(uuid: &str, n: usize) -> String {
-    match n {
-        0 => String::new(),
-        1 => format!("{uuid}:1"),
-        n => format!("{uuid}:1-{n}"),
-    }
+    Ok(master_status(addr).await?.gtids)
 }
 
 /// How a column is compared with the truth log's text.
