@@ -6,7 +6,11 @@
 //!
 //! JSON is left out: `mariadb-binlog` does not decode MySQL's binary JSON.
 
+mod common;
+
 use std::process::Command;
+
+use common::mariadb_binlog::row_values;
 
 use tibinlog_protocol::binlog::{
     ChecksumAlg, ColumnDef, ColumnKind, EventWriter, FormatDescription, GtidEvent, GtidSet,
@@ -251,19 +255,6 @@ fn rows() -> Vec<(Vec<Value>, Vec<&'static str>)> {
     ]
 }
 
-/// The `@N=value` part of every `###   @N=value /* ... */` line.
-fn row_values(listing: &str) -> Vec<String> {
-    listing
-        .lines()
-        .filter(|l| l.starts_with("###   @"))
-        .map(|l| {
-            let body = &l["###   ".len()..];
-            let end = body.rfind(" /* ").unwrap_or(body.len());
-            body[..end].trim_end().to_string()
-        })
-        .collect()
-}
-
 fn write_file(path: &std::path::Path) {
     let table = table();
     let rows = rows();
@@ -315,21 +306,14 @@ fn write_file(path: &std::path::Path) {
 
 #[test]
 fn mariadb_binlog_decodes_our_events_to_the_expected_values() {
-    let Ok(out) = Command::new("mariadb-binlog").arg("--version").output() else {
-        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-        assert!(
-            !ci,
-            "mariadb-binlog is not installed; scripts/install-deps.sh installs it"
-        );
-        eprintln!("skipped: mariadb-binlog is not installed");
+    let Some(mariadb_binlog) = common::mariadb::require_tool("mariadb-binlog") else {
         return;
     };
-    assert!(out.status.success());
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("binlog.000001");
     write_file(&path);
 
-    let theirs = Command::new("mariadb-binlog")
+    let theirs = Command::new(&mariadb_binlog)
         .args(["--no-defaults", "-vv", "--base64-output=decode-rows"])
         .arg(&path)
         .output()

@@ -5,6 +5,9 @@
 //! (positions, ROTATE following, live tailing) are covered too.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/mariadb.rs"]
+mod mariadb;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -1036,23 +1039,13 @@ fn server_uuid_change_is_refused() {
 
 #[test]
 fn mariadb_binlog_lists_our_files() {
-    if Command::new("mariadb-binlog")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-        assert!(
-            !ci,
-            "mariadb-binlog is not installed; scripts/install-deps.sh installs it"
-        );
-        eprintln!("skipped: mariadb-binlog is not installed");
+    let Some(mariadb_binlog) = mariadb::require_tool("mariadb-binlog") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let (s, _) = rotated_store(dir.path(), 2000, 8, 3);
     drop(s);
-    let out = Command::new("mariadb-binlog")
+    let out = Command::new(&mariadb_binlog)
         .args(["--no-defaults", "-vv", "--base64-output=decode-rows"])
         .arg(bin(dir.path(), 1))
         .output()

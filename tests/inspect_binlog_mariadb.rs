@@ -11,19 +11,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::mariadb::MariaDb;
-
-/// The `@N=value` part of every `###   @N=value /* ... */` line, in order.
-fn row_values(listing: &str) -> Vec<String> {
-    listing
-        .lines()
-        .filter(|l| l.starts_with("###   @"))
-        .map(|l| {
-            let body = &l["###   ".len()..];
-            let end = body.rfind(" /* ").unwrap_or(body.len());
-            body[..end].trim_end().to_string()
-        })
-        .collect()
-}
+use common::mariadb_binlog::row_values;
 
 fn ours(file: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_tibinlog"))

@@ -1,6 +1,8 @@
 //! The MySQL-protocol server against real clients: mysql_async as SQL client and as a replica
 //! (binlog stream), a raw packet client for protocol edges, and `mariadb-binlog` when installed.
 
+#[path = "common/mariadb.rs"]
+mod mariadb;
 #[path = "common/repl.rs"]
 mod repl;
 
@@ -681,13 +683,7 @@ async fn same_replica_id_replaces_older_dump_and_kill_works() {
 /// tools are not installed, except under CI.
 #[tokio::test]
 async fn mariadb_binlog_reads_remote_file() {
-    let Some(bin) = repl::find_tool("mariadb-binlog") else {
-        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
-        assert!(
-            !ci,
-            "mariadb-binlog is not installed; scripts/install-deps.sh installs it"
-        );
-        eprintln!("skipped: mariadb-binlog is not installed");
+    let Some(bin) = mariadb::require_tool("mariadb-binlog") else {
         return;
     };
     let f = Fixture::start(true, AuthMethod::NativePassword).await;
@@ -728,7 +724,7 @@ async fn mariadb_binlog_reads_remote_file() {
 /// (caching_sha2 fast path) and queries run inside the tunnel.
 #[tokio::test]
 async fn tls_upgrade_then_login() {
-    let Some(openssl) = repl::find_tool("openssl") else {
+    let Some(openssl) = mariadb::find_tool("openssl") else {
         let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
         assert!(!ci, "openssl is needed to make a test certificate");
         eprintln!("skipped: openssl is not installed");
@@ -882,4 +878,73 @@ async fn dump_without_announced_checksum_strips_crcs() {
     }
     assert_eq!(at, file.len(), "the whole file was sent");
     f.stop().await;
+}
+
+/// The fake ROTATE of a file switch follows the stream's checksum (what the FORMAT_DESCRIPTION
+/// just sent says), as MySQL's sender does; only the first one, sent before any
+/// FORMAT_DESCRIPTION, follows `@master_binlog_checksum`. A client that announced NONE
+/// (mysqlbinlog, mariadb-binlog, go-mysql) strips four bytes from every event after a CRC32
+/// FORMAT_DESCRIPTION, fake ROTATEs included.
+#[tokio::test]
+async fn fake_rotate_at_a_file_switch_follows_the_stream_checksum() {
+    let name = "binlog.000002";
+    // (announced checksum, first fake ROTATE has a CRC, file-switch fake ROTATE has a CRC)
+    for (announced, first_crc, switch_crc) in [
+        (Some("NONE"), false, true),
+        (Some("CRC32"), true, true),
+        (None, false, false),
+    ] {
+        let f = Fixture::start(true, AuthMethod::NativePassword).await;
+        fill(&f);
+        let mut c = RawClient::connect(f.addr).await;
+        c.login_native().await;
+        if let Some(a) = announced {
+            let mut q = vec![0x03];
+            q.extend_from_slice(format!("SET @master_binlog_checksum='{a}'").as_bytes());
+            assert_eq!(c.command(&q).await[0], 0, "SET answered OK");
+        }
+        // COM_BINLOG_DUMP: pos 4, flags NON_BLOCK, server id 0, file name.
+        let mut cmd = vec![0x12];
+        cmd.extend_from_slice(&4u32.to_le_bytes());
+        cmd.extend_from_slice(&1u16.to_le_bytes());
+        cmd.extend_from_slice(&0u32.to_le_bytes());
+        cmd.extend_from_slice(b"binlog.000001");
+        let mut p = c.command(&cmd).await;
+        let mut fake_rotates = Vec::new();
+        while p[0] == 0 {
+            let ev = p[1..].to_vec();
+            let log_pos = u32::from_le_bytes([ev[13], ev[14], ev[15], ev[16]]);
+            if ev[4] == ROTATE && log_pos == 0 {
+                fake_rotates.push(ev);
+            }
+            p = c.read().await;
+        }
+        assert_eq!(p[0], 0xFE, "EOF ends a non-blocking dump");
+        assert_eq!(
+            fake_rotates.len(),
+            2,
+            "{announced:?}: start and file switch"
+        );
+        let first = &fake_rotates[0];
+        assert_eq!(
+            first.len(),
+            19 + 8 + "binlog.000001".len() + if first_crc { 4 } else { 0 },
+            "{announced:?}: first fake ROTATE"
+        );
+        let switch = &fake_rotates[1];
+        let crc = if switch_crc { 4 } else { 0 };
+        assert_eq!(
+            switch.len(),
+            19 + 8 + name.len() + crc,
+            "{announced:?}: file-switch fake ROTATE"
+        );
+        assert_eq!(&switch[27..switch.len() - crc], name.as_bytes());
+        if switch_crc {
+            assert!(
+                tibinlog_protocol::binlog::checksum::verify_event(switch).is_ok(),
+                "{announced:?}: its CRC"
+            );
+        }
+        f.stop().await;
+    }
 }

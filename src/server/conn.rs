@@ -218,7 +218,7 @@ pub struct ConnInfo {
     pub capabilities: CapabilityFlags,
     /// The schema named in the handshake (CLIENT_CONNECT_WITH_DB).
     pub database: Option<String>,
-    /// The client uses MariaDB's client library (connect attribute `_client_name`).
+    /// The client uses one of MariaDB's client libraries ([`is_mariadb_client`]).
     pub mariadb_client: bool,
 }
 
@@ -336,10 +336,7 @@ async fn handshake(
             }
         }
     }
-    let mariadb_client = hello
-        .connect_attrs
-        .iter()
-        .any(|(k, v)| k == "_client_name" && v.eq_ignore_ascii_case("libmariadb"));
+    let mariadb_client = is_mariadb_client(&hello.connect_attrs);
     debug!(conn = id, attrs = ?hello.connect_attrs, "client attributes");
     Ok(ConnInfo {
         id,
@@ -349,6 +346,26 @@ async fn handshake(
         capabilities: negotiate(ours, hello.capabilities),
         database: hello.database,
     })
+}
+
+/// True for MariaDB's client libraries, by their connect attributes: Connector/C (what
+/// `mariadb-binlog` and the `mariadb` client use) says `_client_name=libmariadb`; the client
+/// built into the MariaDB server (a replica's I/O thread) says `_client_name=libmysql` with
+/// the server's own `_client_version` (10.x, 11.x), where MySQL's libmysqlclient says 5.x–9.x.
+pub fn is_mariadb_client(attrs: &[(String, String)]) -> bool {
+    let attr = |name: &str| {
+        attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    match attr("_client_name") {
+        Some(n) if n.eq_ignore_ascii_case("libmariadb") => true,
+        Some(n) if n.eq_ignore_ascii_case("libmysql") => attr("_client_version")
+            .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+            .is_some_and(|major| major >= 10),
+        _ => false,
+    }
 }
 
 async fn command_loop(
@@ -497,4 +514,45 @@ async fn send_replies(
     }
     io.flush().await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_mariadb_client;
+
+    fn attrs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn mariadb_client_libraries_are_recognised_by_their_attributes() {
+        // mariadb-binlog, the mariadb CLI (Connector/C)
+        assert!(is_mariadb_client(&attrs(&[
+            ("_client_name", "libmariadb"),
+            ("_client_version", "3.3.14")
+        ])));
+        // a MariaDB 10.11 replica's I/O thread (as captured from mariadbd 10.11.19)
+        assert!(is_mariadb_client(&attrs(&[
+            ("_client_name", "libmysql"),
+            ("_client_version", "10.11.19"),
+            ("_os", "debian-linux-gnu")
+        ])));
+        assert!(is_mariadb_client(&attrs(&[
+            ("_client_name", "libmysql"),
+            ("_client_version", "11.4.2")
+        ])));
+        // MySQL's libmysqlclient (mysqlbinlog, a MySQL replica), other drivers, no attributes
+        for not in [
+            attrs(&[("_client_name", "libmysql"), ("_client_version", "8.0.36")]),
+            attrs(&[("_client_name", "libmysql"), ("_client_version", "5.7.44")]),
+            attrs(&[("_client_name", "libmysql")]),
+            attrs(&[("_client_name", "pymysql"), ("_client_version", "1.1.1")]),
+            attrs(&[("_client_name", "mysql_async")]),
+            attrs(&[]),
+        ] {
+            assert!(!is_mariadb_client(&not), "{not:?}");
+        }
+    }
 }

@@ -10,10 +10,19 @@
 //! ```
 //!
 //! # Checksums (§3.3)
-//! Events go out as stored when the client announced `@master_binlog_checksum` (any value);
-//! the fake ROTATE carries a CRC32 only if it announced `CRC32`. A client that never announced
-//! it gets every CRC removed and a FORMAT_DESCRIPTION saying `NONE` (what pre-checksum
+//! Events go out as stored when the client announced `@master_binlog_checksum` (any value).
+//! The first fake ROTATE, sent before any FORMAT_DESCRIPTION, carries a CRC32 only if the
+//! client announced `CRC32`; the fake ROTATE of a file switch follows the stream's algorithm,
+//! as MySQL's `Binlog_sender` does: clients take the algorithm of every event after a
+//! FORMAT_DESCRIPTION from it (`mariadb-binlog`, go-mysql), so a fake ROTATE without the CRC
+//! they expect loses four bytes of the next file's name. A client that never announced the
+//! checksum gets every CRC removed and a FORMAT_DESCRIPTION saying `NONE` (what pre-checksum
 //! replicas can read); MySQL 8.0 would refuse such a client instead.
+//!
+//! # MariaDB peers
+//! A MariaDB replica or `mariadb-binlog` (MariaDB client library and `@mariadb_slave_capability`
+//! set) gets QUERY events with MariaDB collation ids; sizes and positions are unchanged
+//! ([`super::mariadb`]).
 //!
 //! # Isolation
 //! Files are read on the blocking pool in bounded batches; the session owns its socket, so a
@@ -83,10 +92,13 @@ const FLUSH_BYTES: usize = 64 * 1024;
 struct StreamMode {
     /// Remove every event's CRC (client never announced a checksum, files have CRC32).
     strip: bool,
-    /// The fake ROTATE carries a CRC32.
+    /// The first fake ROTATE (before any FORMAT_DESCRIPTION) carries a CRC32.
     fake_rotate_crc: bool,
-    /// Heartbeats carry a CRC32.
-    heartbeat_crc: bool,
+    /// Events go out with a CRC32 (the files have one and it is not stripped); heartbeats too.
+    events_crc: bool,
+    /// The client is a MariaDB replica or tool: QUERY events get MariaDB collation ids
+    /// ([`super::mariadb`]).
+    mariadb: bool,
 }
 
 /// Runs the dump until the client goes away, the end in non-blocking mode, or `cancel`.
@@ -230,7 +242,8 @@ impl DumpSession {
             fake_rotate_crc: announced
                 .as_deref()
                 .is_some_and(|a| a.eq_ignore_ascii_case("CRC32")),
-            heartbeat_crc: files_crc && !strip,
+            events_crc: files_crc && !strip,
+            mariadb: info.mariadb_client && session.mariadb_capability().is_some(),
         };
         let heartbeat = match session.heartbeat_period_ns() {
             Some(0) => None,
@@ -269,7 +282,7 @@ impl DumpSession {
     async fn stream(&mut self) -> Result<(), ConnError> {
         debug!(conn = self.conn_id, file = %self.file, pos = self.pos, "dump starts");
         let mut end_rx = self.shared.source.subscribe_end();
-        self.send_fake_rotate()?;
+        self.send_fake_rotate(self.mode.fake_rotate_crc)?;
         if self.pos > 4 {
             self.send_start_fde()?;
         }
@@ -410,7 +423,8 @@ impl DumpSession {
         self.file = next.to_string();
         self.pos = 4;
         self.skipping = false;
-        self.send_fake_rotate()
+        // A FORMAT_DESCRIPTION was sent: the client reads this one with the stream's algorithm.
+        self.send_fake_rotate(self.mode.events_crc)
     }
 
     fn on_event(&mut self, mut ev: Vec<u8>) -> Result<(), ConnError> {
@@ -438,13 +452,16 @@ impl DumpSession {
         } else if self.mode.strip {
             strip_crc(&mut ev);
         }
+        if self.mode.mariadb {
+            super::mariadb::patch_query_event(&mut ev, self.mode.events_crc);
+        }
         self.skipped_since_send = false;
         self.io.queue_parts(&[&[0u8], &ev]);
         Ok(())
     }
 
-    fn send_fake_rotate(&mut self) -> Result<(), ConnError> {
-        let mut w = EventWriter::new(self.server_id, self.mode.fake_rotate_crc);
+    fn send_fake_rotate(&mut self, crc: bool) -> Result<(), ConnError> {
+        let mut w = EventWriter::new(self.server_id, crc);
         let mut ev = Vec::with_capacity(64);
         w.write_with(
             &mut ev,
@@ -484,7 +501,7 @@ impl DumpSession {
     }
 
     fn send_heartbeat(&mut self) -> Result<(), ConnError> {
-        let mut w = EventWriter::new(self.server_id, self.mode.heartbeat_crc);
+        let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
         let mut ev = Vec::with_capacity(64);
         let pos = u32::try_from(self.pos).unwrap_or(u32::MAX);
         w.write_with(

@@ -17,6 +17,7 @@
 //!   does not parse.
 //! - [`vars`]: system variables and per-session state.
 //! - [`dump`]: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID sessions.
+//! - [`mariadb`]: the size-preserving rewrites a MariaDB replica or tool needs.
 //! - [`testing`]: an in-memory binlog for tests (not the product's store).
 //!
 //! # Shutdown
@@ -27,6 +28,7 @@ pub mod admin;
 mod binlog_events;
 pub mod conn;
 pub mod dump;
+pub mod mariadb;
 pub mod source;
 pub mod testing;
 pub mod vars;

@@ -150,6 +150,10 @@ pub struct SimArgs {
     /// How often a progress line is logged.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub progress_interval: Duration,
+    /// Create the workload tables without their JSON columns (for MariaDB replicas and
+    /// `mariadb-binlog`, which cannot read MySQL's binary JSON).
+    #[arg(long)]
+    pub no_json: bool,
 }
 
 impl Default for SimArgs {
@@ -168,6 +172,7 @@ impl Default for SimArgs {
             exit_when_done: false,
             epoch_ms: Epoch::Ms(DEFAULT_EPOCH_MS),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            no_json: false,
         }
     }
 }
@@ -558,6 +563,7 @@ async fn prepare(
         txns: args.txns.unwrap_or(u64::MAX),
         rate: None,
         tick_ms,
+        json_columns: !args.no_json,
         ..WorkloadConfig::default()
     };
     let db = cfg.db.clone();

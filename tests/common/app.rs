@@ -35,8 +35,7 @@ pub async fn start_sim(seed: u64, txns: u64) -> Run {
 
 /// Like [`start_sim`], at `rate` transactions per second (0 = unlimited).
 pub async fn start_sim_at_rate(seed: u64, txns: u64, rate: f64) -> Run {
-    let truth = TruthCollector::new();
-    let args = SimArgs {
+    let Sim { handle: sim, truth } = start_sim_with(SimArgs {
         stores: 3,
         regions_per_table: 2,
         rate,
@@ -46,18 +45,33 @@ pub async fn start_sim_at_rate(seed: u64, txns: u64, rate: f64) -> Run {
         chaos_interval: Some(Duration::from_millis(150)),
         progress_interval: Duration::from_secs(3600),
         ..SimArgs::default()
-    };
-    let sim = SimBuilder::new(args)
-        .truth_sink(Box::new(truth.clone()))
-        .start(CancellationToken::new())
-        .await
-        .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
+    })
+    .await;
     let start_ts = Ts(sim.cluster().tso().0);
     Run {
         sim,
         truth,
         start_ts,
     }
+}
+
+/// A running simulated cluster and its truth log.
+pub struct Sim {
+    pub handle: SimHandle,
+    pub truth: TruthCollector,
+}
+
+/// Starts a simulated cluster as `args` describe (tables created, workload running) with its
+/// truth log collected in memory.
+pub async fn start_sim_with(args: SimArgs) -> Sim {
+    let seed = args.seed;
+    let truth = TruthCollector::new();
+    let handle = SimBuilder::new(args)
+        .truth_sink(Box::new(truth.clone()))
+        .start(CancellationToken::new())
+        .await
+        .unwrap_or_else(|e| panic!("sim start (seed {seed:?}): {e:#}"));
+    Sim { handle, truth }
 }
 
 /// The app's configuration for `run`: small binlog files and sorter pieces, so that rotation
@@ -159,14 +173,33 @@ pub fn opts(addr: SocketAddr, user: &str) -> mysql_async::Opts {
 
 /// `Executed_Gtid_Set` of `SHOW MASTER STATUS`.
 pub async fn master_gtids(addr: SocketAddr) -> Result<String, mysql_async::Error> {
+    Ok(master_status(addr).await?.gtids)
+}
+
+/// `SHOW MASTER STATUS` of the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterStatus {
+    pub file: String,
+    pub position: u64,
+    pub gtids: String,
+}
+
+/// Asks the app for `SHOW MASTER STATUS` as root.
+pub async fn master_status(addr: SocketAddr) -> Result<MasterStatus, mysql_async::Error> {
     let mut conn = mysql_async::Conn::new(opts(addr, "root")).await?;
     let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
     let _ = conn.disconnect().await;
     let row = row.expect("SHOW MASTER STATUS row");
-    let v: Option<String> = row
+    let file: String = row.get("File").expect("File column");
+    let position: u64 = row.get("Position").expect("Position column");
+    let gtids: Option<String> = row
         .get("Executed_Gtid_Set")
         .expect("Executed_Gtid_Set column");
-    Ok(v.unwrap_or_default())
+    Ok(MasterStatus {
+        file,
+        position,
+        gtids: gtids.unwrap_or_default(),
+    })
 }
 
 /// `uuid:1-n` as MySQL prints it (empty for 0, `uuid:1` for 1).

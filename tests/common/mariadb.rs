@@ -1,7 +1,9 @@
 //! A throwaway MariaDB server for real-peer tests: its own data dir and socket under a temp dir,
-//! no TCP, binary log on. Dropped = killed and removed.
+//! no TCP. Dropped = killed and removed. It can be a replica of our server: a replica connects
+//! out to its master, so it needs no TCP port of its own.
 //!
-//! The server binaries come from Debian's `mariadb-server` (installed by `scripts/install-deps.sh`).
+//! The server binaries come from Debian's `mariadb-server`, the tools (`mariadb`,
+//! `mariadb-binlog`) from `mariadb-client` (both installed by `scripts/install-deps.sh`).
 //! Without them a test is skipped locally but fails under CI (`CI=true`), so CI can never pass by
 //! silently not testing.
 
@@ -16,7 +18,8 @@ pub struct MariaDb {
     dir: tempfile::TempDir,
 }
 
-fn find(name: &str) -> Option<PathBuf> {
+/// An executable on PATH (or in /usr/sbin, /usr/bin).
+pub fn find_tool(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
@@ -24,14 +27,34 @@ fn find(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+fn under_ci() -> bool {
+    std::env::var("CI").map(|v| v == "true").unwrap_or(false)
+}
+
+/// The executable `name`, or `None` after saying that the test is skipped; under CI a missing
+/// tool fails the test instead.
+pub fn require_tool(name: &str) -> Option<PathBuf> {
+    let found = find_tool(name);
+    if found.is_none() {
+        assert!(
+            !under_ci(),
+            "{name} is not installed; scripts/install-deps.sh installs it"
+        );
+        eprintln!("skipped: {name} is not installed (run scripts/install-deps.sh)");
+    }
+    found
+}
+
 impl MariaDb {
-    /// Starts a server with `extra` options added to its command line, or returns `None` (after
-    /// saying why) when MariaDB is not installed and we are not under CI.
+    /// Starts a server (`--server-id=7`) with `extra` options added to its command line (they
+    /// come last, so they override, e.g. another `--server-id`), or returns `None` (after saying
+    /// why) when MariaDB is not installed and we are not under CI.
     pub fn start(extra: &[&str]) -> Option<MariaDb> {
-        let (Some(server), Some(install)) = (find("mariadbd"), find("mariadb-install-db")) else {
-            let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+        let (Some(server), Some(install)) =
+            (find_tool("mariadbd"), find_tool("mariadb-install-db"))
+        else {
             assert!(
-                !ci,
+                !under_ci(),
                 "MariaDB is not installed; scripts/install-deps.sh installs it"
             );
             eprintln!("skipped: MariaDB is not installed (run scripts/install-deps.sh)");
@@ -105,7 +128,7 @@ impl MariaDb {
 
     /// A `mariadb` client command connected to this server as root.
     pub fn client(&self) -> Command {
-        let mut c = Command::new(find("mariadb").expect("mariadb client installed"));
+        let mut c = Command::new(find_tool("mariadb").expect("mariadb client installed"));
         c.arg("--no-defaults")
             .arg(format!(
                 "--socket={}",
@@ -129,6 +152,60 @@ impl MariaDb {
         );
     }
 
+    /// The server's Unix socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("sock")
+    }
+
+    /// A `mysql_async` connection as root over the Unix socket (text protocol answers keep
+    /// NULL and binary values apart, which the CLI's batch output does not).
+    pub async fn conn(&self) -> mysql_async::Conn {
+        let opts = mysql_async::OptsBuilder::default()
+            .socket(Some(self.socket().to_string_lossy().into_owned()))
+            .user(Some("root"));
+        mysql_async::Conn::new(opts)
+            .await
+            .expect("connect to MariaDB")
+    }
+
+    /// The server's error log (for failure messages).
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("err.log")).unwrap_or_default()
+    }
+
+    /// `SHOW SLAVE STATUS`, or `None` when no replication is configured.
+    pub async fn slave_status(&self) -> Option<SlaveStatus> {
+        use mysql_async::prelude::Queryable;
+        let mut conn = self.conn().await;
+        let row: Option<mysql_async::Row> = conn
+            .query_first("SHOW SLAVE STATUS")
+            .await
+            .expect("SHOW SLAVE STATUS");
+        let _ = conn.disconnect().await;
+        let row = row?;
+        let text = |name: &str| -> String {
+            row.get::<Option<String>, _>(name)
+                .unwrap_or_else(|| panic!("SHOW SLAVE STATUS has no {name}"))
+                .unwrap_or_default()
+        };
+        let number = |name: &str| -> u64 {
+            text(name)
+                .parse()
+                .unwrap_or_else(|_| panic!("{name} is not a number"))
+        };
+        Some(SlaveStatus {
+            io_running: text("Slave_IO_Running"),
+            sql_running: text("Slave_SQL_Running"),
+            master_log_file: text("Master_Log_File"),
+            read_master_log_pos: number("Read_Master_Log_Pos"),
+            relay_master_log_file: text("Relay_Master_Log_File"),
+            exec_master_log_pos: number("Exec_Master_Log_Pos"),
+            last_error: text("Last_Error"),
+            last_io_error: text("Last_IO_Error"),
+            last_sql_error: text("Last_SQL_Error"),
+        })
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
@@ -149,6 +226,22 @@ impl MariaDb {
             })
             .collect()
     }
+}
+
+/// The `SHOW SLAVE STATUS` columns the tests look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaveStatus {
+    pub io_running: String,
+    pub sql_running: String,
+    /// Where the I/O thread has read to, in the master's coordinates.
+    pub master_log_file: String,
+    pub read_master_log_pos: u64,
+    /// Where the SQL thread has executed to, in the master's coordinates.
+    pub relay_master_log_file: String,
+    pub exec_master_log_pos: u64,
+    pub last_error: String,
+    pub last_io_error: String,
+    pub last_sql_error: String,
 }
 
 impl Drop for MariaDb {

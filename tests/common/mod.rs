@@ -3,6 +3,7 @@
 pub mod app;
 pub mod java;
 pub mod mariadb;
+pub mod mariadb_binlog;
 pub mod mysql_binlog;
 pub mod peer;
 pub mod sim;

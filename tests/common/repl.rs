@@ -251,15 +251,3 @@ pub fn native(nonce: &[u8], password: &str) -> Vec<u8> {
 pub fn native_method() -> AuthMethod {
     AuthMethod::NativePassword
 }
-
-/// Finds an executable on PATH (or in /usr/bin, /usr/sbin).
-pub fn find_tool(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([
-            std::path::PathBuf::from("/usr/bin"),
-            std::path::PathBuf::from("/usr/sbin"),
-        ])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}

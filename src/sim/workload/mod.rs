@@ -72,6 +72,9 @@ pub struct WorkloadConfig {
     pub large_rows: usize,
     /// Manual clock advance per transaction (deterministic mode).
     pub tick_ms: u64,
+    /// Give the workload tables their JSON columns. Off for peers that cannot take MySQL's
+    /// binary JSON (a MariaDB replica or `mariadb-binlog` stop at the first JSON value).
+    pub json_columns: bool,
 }
 
 impl Default for WorkloadConfig {
@@ -84,6 +87,7 @@ impl Default for WorkloadConfig {
             db: "wl".into(),
             large_rows: 1000,
             tick_ms: 1,
+            json_columns: true,
         }
     }
 }
@@ -200,7 +204,11 @@ impl Workload {
             Ddl::CreateDatabase { name: db.clone() },
             &mut rep,
         )?;
-        for t in gen::initial_tables() {
+        for mut t in gen::initial_tables() {
+            if !self.cfg.json_columns {
+                t.columns
+                    .retain(|c| c.ft.tp != crate::tidb::schema::mysql::TYPE_JSON);
+            }
             self.tick();
             self.tables.push(WlTable {
                 name: t.name.clone(),

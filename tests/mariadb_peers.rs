@@ -1,0 +1,705 @@
+//! MariaDB as a real peer of the whole product: the simulated cluster's seeded workload (DDL
+//! included) → changefeed → binlog → server, read by `mariadb-binlog --read-from-remote-server`
+//! (decoded, and `--raw`) and replicated by a MariaDB 10.11 replica set up with `CHANGE MASTER TO
+//! … MASTER_LOG_FILE/POS`; both are compared with the simulator's truth log.
+//!
+//! The workload runs without its JSON columns: MariaDB reads MySQL's binary JSON neither in
+//! `mariadb-binlog` nor in a replica (MariaDB's JSON is LONGTEXT; its replica cannot convert
+//! binlog type 245). Everything else of the demo's workload is there: every other column type,
+//! partitioned tables, inserts, updates, primary-key changes, deletes, large transactions, and
+//! the DDL it runs (CREATE DATABASE / CREATE TABLE from the start, then the seeds pinned here
+//! give ADD/DROP/MODIFY COLUMN, TRUNCATE and CREATE TABLE). The binlog starts before the
+//! workload's first DDL, so a replica set up at `binlog.000001:4` gets every table from the
+//! stream.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use serde_json::Value as Json;
+use tibinlog::app::{App, AppConfig};
+use tibinlog::model::Ts;
+use tibinlog::sim::cli::SimArgs;
+use tibinlog_protocol::binlog::checksum::verify_event;
+use tibinlog_protocol::binlog::{EventType, HEADER_LEN};
+
+use common::app::{
+    dense_set, master_status, max_commit_ts, start_app_with as start_app,
+    start_sim_with as start_sim, truth_after, wait_checkpoint, MasterStatus, Sim,
+};
+use common::mariadb::{require_tool, MariaDb};
+use common::mariadb_binlog::{image_matches, parse_listing, Item};
+
+/// Upper bound of any wait on the pipeline or a peer.
+const WAIT: Duration = Duration::from_secs(120);
+/// Workload transactions per run.
+const TXNS: u64 = 400;
+/// Our server's `@@server_id` (AppConfig's default) and the replica's: they must differ.
+const MASTER_SERVER_ID: u32 = 1;
+const REPLICA_SERVER_ID: u32 = 2;
+
+/// A finished workload and the app serving its whole binlog.
+struct Demo {
+    sim: Sim,
+    app: App,
+    _dir: tempfile::TempDir,
+    /// Every truth-log transaction that reaches the binlog, in binlog order.
+    truth: Vec<Json>,
+    /// `SHOW MASTER STATUS` once everything is written.
+    end: MasterStatus,
+    seed: u64,
+}
+
+impl Demo {
+    fn addr(&self) -> SocketAddr {
+        self.app.local_addr()
+    }
+
+    async fn stop(self) {
+        self.app.stop().await.expect("app stops cleanly");
+        self.sim.handle.shutdown().await.expect("sim shutdown");
+    }
+}
+
+/// Starts the simulated cluster (workload without JSON columns) and the app, capturing from
+/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves (e.g.
+/// to start a replica while the workload is still running).
+async fn run_demo<F, Fut>(seed: u64, before_wait: F) -> Demo
+where
+    F: FnOnce(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let sim = start_sim(SimArgs {
+        stores: 2,
+        regions_per_table: 2,
+        rate: 0.0,
+        txns: Some(TXNS),
+        seed: Some(seed),
+        resolved_ts_interval: Duration::from_millis(50),
+        progress_interval: Duration::from_secs(3600),
+        no_json: true,
+        ..SimArgs::default()
+    })
+    .await;
+    // The tables exist when the sim has started: the first truth line is their CREATE DATABASE.
+    let lines = sim.truth.lines();
+    let first: Json = serde_json::from_str(lines.first().expect("setup DDL in the truth log"))
+        .expect("truth json");
+    assert_eq!(
+        first["ddl"].as_str(),
+        Some("CREATE DATABASE `wl`"),
+        "seed {seed}: the truth log starts with the workload's database"
+    );
+    let start_ts = Ts(first["start_ts"].as_u64().expect("start_ts") - 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = AppConfig::new(
+        vec![sim.handle.cluster().pd_url()],
+        "127.0.0.1:0".parse().expect("addr"),
+        dir.path(),
+    );
+    cfg.start_ts = Some(start_ts);
+    // Small files: the peers follow rotations.
+    cfg.max_binlog_size = 256 << 10;
+    cfg.progress_interval = Duration::from_secs(3600);
+    assert_eq!(cfg.server_id, MASTER_SERVER_ID);
+    let app = start_app(cfg).await;
+    before_wait(app.local_addr()).await;
+
+    tokio::time::timeout(WAIT, sim.handle.workload_done())
+        .await
+        .expect("workload finishes");
+    let lines = sim.truth.lines();
+    wait_checkpoint(&app, max_commit_ts(&lines)).await;
+    let truth = truth_after(&lines, start_ts);
+    let end = master_status(app.local_addr())
+        .await
+        .expect("SHOW MASTER STATUS");
+    assert_eq!(
+        end.gtids,
+        dense_set(&app.server_uuid().to_string(), truth.len()),
+        "seed {seed}: the binlog holds every truth transaction"
+    );
+    assert!(
+        app.files().list().len() > 1,
+        "seed {seed}: the binlog rotates"
+    );
+    Demo {
+        sim,
+        app,
+        _dir: dir,
+        truth,
+        end,
+        seed,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// mariadb-binlog
+
+fn run_tool(tool: &PathBuf, args: &[String]) -> Output {
+    let out = std::process::Command::new(tool)
+        .args(args)
+        .output()
+        .expect("run mariadb-binlog");
+    assert!(
+        out.status.success(),
+        "mariadb-binlog {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn remote_args(addr: SocketAddr) -> Vec<String> {
+    [
+        "--no-defaults",
+        "--read-from-remote-server",
+        "--host=127.0.0.1",
+        &format!("--port={}", addr.port()),
+        "--user=root",
+        "--to-last-log",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+const DECODE: [&str; 3] = [
+    "-vv",
+    "--base64-output=decode-rows",
+    "--print-table-metadata",
+];
+
+/// Every listed item equals the truth transaction at its place: DDL text, XID = start_ts, and
+/// the same rows value by value. Returns the number of values compared.
+fn assert_listing_equals_truth(listing: &[u8], truth: &[Json], what: &str) -> u64 {
+    let items = parse_listing(listing);
+    assert_eq!(
+        items.len(),
+        truth.len(),
+        "{what}: one listed statement or transaction per truth transaction"
+    );
+    let mut compared = 0u64;
+    for (i, (item, want)) in items.iter().zip(truth).enumerate() {
+        let ctx = format!("{what}: transaction {i} (truth {want})");
+        match (item, want["ddl"].as_str()) {
+            (Item::Statement(q), Some(ddl)) => assert_eq!(q, ddl, "{ctx}: DDL"),
+            (Item::Transaction { xid, rows }, None) => {
+                assert_eq!(
+                    Some(*xid),
+                    want["start_ts"].as_u64(),
+                    "{ctx}: XID = start_ts"
+                );
+                let mut truth_rows = want["rows"].as_array().cloned().unwrap_or_default();
+                assert_eq!(rows.len(), truth_rows.len(), "{ctx}: row count");
+                for r in rows {
+                    assert!(!r.columns.is_empty(), "{ctx}: column names listed");
+                    let at = truth_rows.iter().position(|t| {
+                        t["db"] == r.db.as_str()
+                            && t["table"] == r.table.as_str()
+                            && t["op"] == r.op
+                            && image_matches(&r.before, &r.columns, &t["before"], &mut 0)
+                            && image_matches(&r.after, &r.columns, &t["after"], &mut 0)
+                    });
+                    let Some(at) = at else {
+                        panic!("{ctx}: listed row {r:?} is not in the truth transaction");
+                    };
+                    let t = truth_rows.remove(at);
+                    image_matches(&r.before, &r.columns, &t["before"], &mut compared);
+                    image_matches(&r.after, &r.columns, &t["after"], &mut compared);
+                }
+            }
+            (item, _) => panic!("{ctx}: listed {item:?}"),
+        }
+    }
+    compared
+}
+
+/// The events of a binlog file (after the 4-byte magic).
+fn events(file: &[u8]) -> Vec<&[u8]> {
+    assert_eq!(&file[..4], b"\xfebin", "binlog magic");
+    let mut out = Vec::new();
+    let mut at = 4;
+    while at < file.len() {
+        let size = u32::from_le_bytes(file[at + 9..at + 13].try_into().expect("size")) as usize;
+        out.push(&file[at..at + size]);
+        at += size;
+    }
+    assert_eq!(at, file.len(), "events end at the end of the file");
+    out
+}
+
+/// A `--raw` copy equals our file event by event, except where a MariaDB peer is meant to see
+/// other bytes: the FORMAT_DESCRIPTION's BINLOG_IN_USE flag (cleared when sent) and the
+/// collation ids of QUERY events (`utf8mb4_bin` 46 instead of MySQL's 255), each with its CRC.
+/// Returns the number of QUERY events whose collations were rewritten.
+fn assert_raw_copy(name: &str, raw: &[u8], ours: &[u8]) -> usize {
+    assert_eq!(
+        raw.len(),
+        ours.len(),
+        "{name}: same size, so same positions"
+    );
+    let (raw_events, our_events) = (events(raw), events(ours));
+    assert_eq!(raw_events.len(), our_events.len(), "{name}: same events");
+    let mut rewritten = 0;
+    for (i, (r, o)) in raw_events.iter().zip(&our_events).enumerate() {
+        let ctx = format!("{name}: event {i}");
+        assert_eq!(r.len(), o.len(), "{ctx}: size");
+        assert!(verify_event(r).is_ok(), "{ctx}: CRC of the copy");
+        let body = r.len() - 4;
+        match EventType(o[4]) {
+            EventType::FORMAT_DESCRIPTION => {
+                assert_eq!(&r[..17], &o[..17], "{ctx}: FDE header");
+                assert_eq!(r[17] & !1, o[17] & !1, "{ctx}: FDE flags");
+                assert_eq!(
+                    &r[HEADER_LEN..body],
+                    &o[HEADER_LEN..body],
+                    "{ctx}: FDE body"
+                );
+            }
+            EventType::QUERY => {
+                let diff: Vec<usize> = (0..body).filter(|&k| r[k] != o[k]).collect();
+                if diff.is_empty() {
+                    continue;
+                }
+                // The differences lie in one Q_CHARSET value: code 4, then three ids 255 → 46
+                // (little-endian, so the first difference is the value's first byte).
+                let start = diff[0];
+                let window = (start..start + 6).collect::<Vec<_>>();
+                assert!(
+                    diff.iter().all(|k| window.contains(k)),
+                    "{ctx}: only the collation ids differ ({diff:?})"
+                );
+                assert_eq!(o[start - 1], 4, "{ctx}: Q_CHARSET code");
+                assert_eq!(&o[start..start + 6], &[255, 0, 255, 0, 255, 0], "{ctx}");
+                assert_eq!(&r[start..start + 6], &[46, 0, 46, 0, 46, 0], "{ctx}");
+                rewritten += 1;
+            }
+            _ => assert_eq!(r, o, "{ctx}: bytes"),
+        }
+    }
+    rewritten
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
+    let Some(tool) = require_tool("mariadb-binlog") else {
+        return;
+    };
+    let seed = 6;
+    let started = Instant::now();
+    let demo = run_demo(seed, |_| async {}).await;
+    let addr = demo.addr();
+
+    // Decoded while reading from the server.
+    let mut args = remote_args(addr);
+    args.extend(DECODE.iter().map(|s| s.to_string()));
+    args.push("binlog.000001".into());
+    let out = run_tool(&tool, &args);
+    let compared = assert_listing_equals_truth(&out.stdout, &demo.truth, "remote -vv");
+
+    // --raw: the files as a MariaDB peer receives them, then decoded from disk.
+    let raw_dir = tempfile::tempdir().expect("tempdir");
+    let mut args = remote_args(addr);
+    args.push("--raw".into());
+    args.push(format!("--result-file={}/", raw_dir.path().display()));
+    args.push("binlog.000001".into());
+    run_tool(&tool, &args);
+    let files = demo.app.files().list();
+    let mut rewritten = 0;
+    let mut local_args: Vec<String> = ["--no-defaults"]
+        .iter()
+        .chain(DECODE.iter())
+        .map(|s| s.to_string())
+        .collect();
+    for (name, size) in &files {
+        let raw_path = raw_dir.path().join(name);
+        let raw = std::fs::read(&raw_path).unwrap_or_else(|e| panic!("--raw wrote {name}: {e}"));
+        let ours = std::fs::read(demo.app.binlog_dir().join(name)).expect("our binlog file");
+        assert!(ours.len() as u64 >= *size);
+        rewritten += assert_raw_copy(name, &raw, &ours[..*size as usize]);
+        local_args.push(raw_path.to_string_lossy().into_owned());
+    }
+    let ddls = demo.truth.iter().filter(|t| t["ddl"].is_string()).count();
+    assert_eq!(
+        rewritten,
+        demo.truth.len(),
+        "every BEGIN and DDL carries MariaDB collation ids"
+    );
+    let out = run_tool(&tool, &local_args);
+    let compared_raw = assert_listing_equals_truth(&out.stdout, &demo.truth, "--raw, then -vv");
+    assert_eq!(compared_raw, compared);
+    assert!(
+        compared > 10_000,
+        "seed {seed}: only {compared} values compared"
+    );
+    eprintln!(
+        "seed {}: {} transactions ({ddls} DDL), {} files, {compared} values compared twice, {:?}",
+        demo.seed,
+        demo.truth.len(),
+        files.len(),
+        started.elapsed()
+    );
+    demo.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MariaDB replica
+
+/// One row: column → MySQL text (`None` for NULL).
+type RowText = BTreeMap<String, Option<String>>;
+/// A table's rows keyed by their JSON text.
+type TableRows = BTreeMap<String, RowText>;
+
+/// Table contents after the truth log, by (database, table).
+#[derive(Debug, Default)]
+struct Model {
+    tables: BTreeMap<(String, String), TableRows>,
+}
+
+/// The value of a `DEFAULT '…'` / `DEFAULT NULL` clause in a column definition.
+fn default_of(column_sql: &str) -> Option<String> {
+    let (_, rest) = column_sql.split_once(" DEFAULT ")?;
+    let rest = rest.strip_prefix('\'')?;
+    let mut out = String::new();
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            if chars.peek() == Some(&'\'') {
+                chars.next();
+                out.push('\'');
+            } else {
+                return Some(out);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    panic!("unterminated DEFAULT in {column_sql}")
+}
+
+/// "`db`.`t`" at the start of `s` → (db, t, rest).
+fn table_name(s: &str) -> (String, String, &str) {
+    let s = s.trim_start();
+    let parts: Vec<&str> = s.splitn(3, '`').collect();
+    let db = parts[1].to_owned();
+    let rest = parts[2].strip_prefix(".`").expect("qualified table name");
+    let (t, rest) = rest.split_once('`').expect("table name end");
+    (db, t.to_owned(), rest)
+}
+
+fn row_key(r: &RowText) -> String {
+    serde_json::to_string(r).expect("row json")
+}
+
+fn image(v: &Json) -> RowText {
+    v.as_object()
+        .expect("row image")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned)))
+        .collect()
+}
+
+impl Model {
+    fn apply(&mut self, txn: &Json) {
+        if let Some(ddl) = txn["ddl"].as_str() {
+            self.apply_ddl(ddl);
+            return;
+        }
+        for r in txn["rows"].as_array().expect("rows") {
+            let key = (
+                r["db"].as_str().expect("db").to_owned(),
+                r["table"].as_str().expect("table").to_owned(),
+            );
+            let rows = self
+                .tables
+                .get_mut(&key)
+                .unwrap_or_else(|| panic!("rows of unknown table {key:?}"));
+            if !r["before"].is_null() {
+                let before = image(&r["before"]);
+                assert!(
+                    rows.remove(&row_key(&before)).is_some(),
+                    "before image not in the model: {r}"
+                );
+            }
+            if !r["after"].is_null() {
+                let after = image(&r["after"]);
+                rows.insert(row_key(&after), after);
+            }
+        }
+    }
+
+    fn apply_ddl(&mut self, ddl: &str) {
+        if ddl.starts_with("CREATE DATABASE ") {
+            return;
+        }
+        if let Some(rest) = ddl.strip_prefix("CREATE TABLE ") {
+            let (db, t, _) = table_name(rest);
+            self.tables.insert((db, t), BTreeMap::new());
+            return;
+        }
+        if let Some(rest) = ddl.strip_prefix("TRUNCATE TABLE ") {
+            let (db, t, _) = table_name(rest);
+            self.tables.get_mut(&(db, t)).expect("table").clear();
+            return;
+        }
+        let rest = ddl
+            .strip_prefix("ALTER TABLE ")
+            .unwrap_or_else(|| panic!("DDL the model does not know: {ddl}"));
+        let (db, t, action) = table_name(rest);
+        let action = action.trim_start();
+        let rows = self.tables.get_mut(&(db, t)).expect("table");
+        let change = |rows: &mut TableRows, f: &dyn Fn(&mut RowText)| {
+            let old = std::mem::take(rows);
+            for (_, mut r) in old {
+                f(&mut r);
+                rows.insert(row_key(&r), r);
+            }
+        };
+        if let Some(col) = action.strip_prefix("ADD COLUMN ") {
+            // Rows written before the column existed read its default (TiDB's origin default).
+            let name = col.split('`').nth(1).expect("column name").to_owned();
+            let default = default_of(col);
+            change(rows, &|r| {
+                r.insert(name.clone(), default.clone());
+            });
+        } else if let Some(col) = action.strip_prefix("DROP COLUMN ") {
+            let name = col.split('`').nth(1).expect("column name").to_owned();
+            change(rows, &|r| {
+                r.remove(&name);
+            });
+        } else if !(action.starts_with("MODIFY COLUMN ")
+            || action.starts_with("ADD INDEX ")
+            || action.starts_with("ADD UNIQUE INDEX "))
+        {
+            panic!("DDL the model does not know: {ddl}");
+        }
+    }
+}
+
+/// A value compared by what it means where its text can differ: FLOAT and DOUBLE by their
+/// bits (MariaDB prints FLOAT with 6 digits, the truth log the shortest text), everything else
+/// by MySQL text; bytes that are not UTF-8 as `0x` + hex, as the truth log writes them.
+fn canonical(data_type: &str, text: Option<&str>) -> Option<String> {
+    let t = text?;
+    Some(match data_type {
+        "float" => {
+            let f: f32 = t.parse().unwrap_or_else(|_| panic!("FLOAT {t:?}"));
+            format!("f32:{:08x}", f.to_bits())
+        }
+        "double" => {
+            let f: f64 = t.parse().unwrap_or_else(|_| panic!("DOUBLE {t:?}"));
+            format!("f64:{:016x}", f.to_bits())
+        }
+        _ => t.to_owned(),
+    })
+}
+
+/// The replica's value as the truth log writes it (before [`canonical`]).
+fn replica_text(data_type: &str, v: &mysql_async::Value) -> Option<String> {
+    let b = match v {
+        mysql_async::Value::NULL => return None,
+        mysql_async::Value::Bytes(b) => b,
+        other => panic!("text protocol value {other:?}"),
+    };
+    if data_type == "bit" {
+        return Some(format!("0x{}", hex::encode_upper(b)));
+    }
+    Some(match std::str::from_utf8(b) {
+        Ok(s) => s.to_owned(),
+        Err(_) => format!("0x{}", hex::encode_upper(b)),
+    })
+}
+
+/// Compares every table of the model with the replica, value by value. Returns the number
+/// of values compared.
+async fn assert_replica_equals_model(db: &MariaDb, model: &Model) -> u64 {
+    let mut conn = db.conn().await;
+    conn.query_drop("SET time_zone = '+00:00'")
+        .await
+        .expect("set time zone");
+    let mut compared = 0u64;
+    let replica_tables: Vec<(String, String)> = conn
+        .query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = 'wl' ORDER BY TABLE_NAME",
+        )
+        .await
+        .expect("list tables");
+    let model_tables: Vec<(String, String)> = model.tables.keys().cloned().collect();
+    assert_eq!(replica_tables, model_tables, "the replica has the tables");
+    for ((schema, table), rows) in &model.tables {
+        let cols: Vec<(String, String)> = conn
+            .exec(
+                "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+                (schema, table),
+            )
+            .await
+            .expect("columns");
+        let types: BTreeMap<&str, &str> =
+            cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+        let select: Vec<String> = cols
+            .iter()
+            .map(|(n, t)| match t.as_str() {
+                // FLOAT as DOUBLE: the exact value instead of 6 printed digits.
+                "float" => format!("CAST(`{n}` AS DOUBLE)"),
+                _ => format!("`{n}`"),
+            })
+            .collect();
+        let got: Vec<mysql_async::Row> = conn
+            .query(format!(
+                "SELECT {} FROM `{schema}`.`{table}`",
+                select.join(", ")
+            ))
+            .await
+            .expect("select rows");
+        let mut got: Vec<RowText> = got
+            .iter()
+            .map(|row| {
+                cols.iter()
+                    .enumerate()
+                    .map(|(i, (n, t))| {
+                        let v = row.as_ref(i).expect("value");
+                        (n.clone(), canonical(t, replica_text(t, v).as_deref()))
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut want: Vec<RowText> = rows
+            .values()
+            .map(|r| {
+                r.iter()
+                    .map(|(n, v)| {
+                        let t = types.get(n.as_str()).copied().unwrap_or("");
+                        (n.clone(), canonical(t, v.as_deref()))
+                    })
+                    .collect()
+            })
+            .collect();
+        got.sort_by_key(row_key);
+        want.sort_by_key(row_key);
+        let ctx = format!("`{schema}`.`{table}`");
+        assert_eq!(got.len(), want.len(), "{ctx}: row count");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{ctx}: row");
+            compared += g.len() as u64;
+        }
+    }
+    let _ = conn.disconnect().await;
+    compared
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
+    let started = Instant::now();
+    let replica = tokio::task::spawn_blocking(|| {
+        MariaDb::start(&[&format!("--server-id={REPLICA_SERVER_ID}")])
+    });
+    let Some(db) = replica.await.expect("start MariaDB") else {
+        return;
+    };
+    assert_ne!(REPLICA_SERVER_ID, MASTER_SERVER_ID);
+    let seed = 13;
+    // The replica starts while the workload runs: it streams live, across rotations.
+    let demo = run_demo(seed, |addr| {
+        let sql = format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
+             MASTER_USE_GTID=no; START SLAVE",
+            addr.port()
+        );
+        let db = &db;
+        async move {
+            let mut conn = db.conn().await;
+            conn.query_drop(sql)
+                .await
+                .expect("CHANGE MASTER TO, START SLAVE");
+            let _ = conn.disconnect().await;
+        }
+    })
+    .await;
+
+    // Wait until the replica has executed everything we wrote.
+    let deadline = Instant::now() + WAIT;
+    let status = loop {
+        let s = db.slave_status().await.expect("replication configured");
+        assert!(
+            s.last_error.is_empty() && s.last_io_error.is_empty(),
+            "seed {seed}: replica error: {s:?}\n{}",
+            db.error_log()
+        );
+        assert_eq!(s.sql_running, "Yes", "seed {seed}: SQL thread: {s:?}");
+        if s.relay_master_log_file == demo.end.file && s.exec_master_log_pos == demo.end.position {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "seed {seed}: replica stuck at {s:?}, master at {:?}",
+            demo.end
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status.io_running, "Yes", "{status:?}");
+    assert_eq!(status.sql_running, "Yes", "{status:?}");
+    assert_eq!(status.last_error, "", "{status:?}");
+    assert_eq!(
+        (status.master_log_file.as_str(), status.read_master_log_pos),
+        (demo.end.file.as_str(), demo.end.position),
+        "the I/O thread read up to our end"
+    );
+
+    let mut model = Model::default();
+    for txn in &demo.truth {
+        model.apply(txn);
+    }
+    let compared = assert_replica_equals_model(&db, &model).await;
+    let rows: usize = model.tables.values().map(BTreeMap::len).sum();
+    let ddls: Vec<&str> = demo
+        .truth
+        .iter()
+        .filter_map(|t| t["ddl"].as_str())
+        .collect();
+    assert!(
+        ddls.iter().any(|d| d.starts_with("ALTER TABLE")),
+        "seed {seed}: the workload altered a table: {ddls:?}"
+    );
+    assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
+    // Still replicating, without errors, after the comparison.
+    let s = db.slave_status().await.expect("status");
+    assert_eq!(
+        (s.io_running.as_str(), s.sql_running.as_str()),
+        ("Yes", "Yes")
+    );
+    assert_eq!(s.last_error, "");
+    let workload_ddls: Vec<String> = ddls
+        .iter()
+        .filter(|d| !d.starts_with("CREATE DATABASE") && !d.contains("` (`"))
+        .map(|d| d.chars().take(60).collect())
+        .collect();
+    eprintln!(
+        "seed {seed}: {} transactions ({} DDL, after the setup: {workload_ddls:?}), {} tables, \
+         {rows} rows, {compared} values equal on the replica, {:?}",
+        demo.truth.len(),
+        ddls.len(),
+        model.tables.len(),
+        started.elapsed()
+    );
+    demo.stop().await;
+}
+
+#[test]
+fn format_g_prints_like_c_printf() {
+    use common::mariadb_binlog::format_g;
+    assert_eq!(format_g(1.5, 6), "1.5");
+    assert_eq!(format_g(12345.625, 6), "12345.6");
+    assert_eq!(format_g(-0.0000125, 6), "-1.25e-05");
+    assert_eq!(format_g(1e20, 6), "1e+20");
+    assert_eq!(format_g(123456.0, 6), "123456");
+    assert_eq!(format_g(1234567.0, 6), "1.23457e+06");
+    assert_eq!(format_g(0.0001, 6), "0.0001");
+}
