@@ -81,8 +81,10 @@ pub const MSG_MORE_GTIDS: &str = "Slave has more GTIDs than the master has, usin
 pub const MSG_MARIADB_GTID: &str = "tibinlog serves a MySQL-flavoured binlog: MariaDB GTID \
      replication (@slave_connect_state) is not supported; use a file/position start";
 
-/// Events read from the source per blocking batch, and the byte cap of one batch.
-const BATCH_EVENTS: usize = 512;
+/// Events read from the source per blocking batch, and the byte cap of one batch. Small row
+/// events are ~100 bytes: the event cap lets a batch reach the byte cap, so a session that
+/// streams a backlog pays the blocking-pool round trip once per ~1 MiB, not per 50 KiB.
+const BATCH_EVENTS: usize = 8192;
 const BATCH_BYTES: usize = 1 << 20;
 /// Flush the socket buffer when it holds this much.
 const FLUSH_BYTES: usize = 64 * 1024;
