@@ -15,7 +15,8 @@
 //!   `(commit_ts, start_ts)`);
 //! * memory is bounded: the write quota ([`Config::memory_quota_bytes`]), memtables
 //!   ([`Config::write_buffer_bytes`] x 3), the block cache ([`Config::block_cache_bytes`]) and
-//!   `read_ahead_chunks + 2` chunks of about [`Config::max_chunk_bytes`] on the read side,
+//!   `read_ahead_chunks + 2` batches of chunks of about [`Config::max_chunk_bytes`] on the
+//!   read side (many small transactions travel as one batch),
 //!   and twice [`Config::memory_run_bytes`] for the memory tier;
 //! * the RocksDB is a cache: wiped at open, WAL off, never read across restarts.
 //!
@@ -101,7 +102,8 @@ pub struct Config {
     pub write_buffer_bytes: usize,
     /// Encoded bytes after which a transaction is cut into another chunk.
     pub max_chunk_bytes: usize,
-    /// Chunks the reader thread may have ready before the consumer takes them.
+    /// Batches of chunks (about `max_chunk_bytes` each) the reader thread may have ready before
+    /// the consumer takes them.
     pub read_ahead_chunks: usize,
 }
 
@@ -174,6 +176,7 @@ impl Sorter {
             SorterWriter { tx, db: db.clone() },
             SorterReader {
                 rx: out_rx,
+                pending: Default::default(),
                 ctl,
                 db,
             },

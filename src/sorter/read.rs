@@ -516,7 +516,9 @@ impl ReaderCtl {
 /// The async receiving half of the sorter. Dropping it stops the reader thread.
 #[derive(Debug)]
 pub struct SorterReader {
-    pub(crate) rx: mpsc::Receiver<Result<SorterOutput>>,
+    pub(crate) rx: mpsc::Receiver<Vec<Result<SorterOutput>>>,
+    /// The rest of the last batch received.
+    pub(crate) pending: std::collections::VecDeque<Result<SorterOutput>>,
     pub(crate) ctl: Arc<ReaderCtl>,
     pub(crate) db: SortDb,
 }
@@ -525,7 +527,12 @@ impl SorterReader {
     /// The next chunk or resolved marker. `None` once the writer is dropped and everything up
     /// to its last resolved ts has been yielded. After an `Err` the sorter is stopped.
     pub async fn next(&mut self) -> Option<Result<SorterOutput>> {
-        self.rx.recv().await
+        loop {
+            if let Some(out) = self.pending.pop_front() {
+                return Some(out);
+            }
+            self.pending = self.rx.recv().await?.into();
+        }
     }
 
     /// Acknowledges that everything before `pos` has been durably used: GC may delete it.
@@ -617,27 +624,72 @@ impl Collector {
     }
 }
 
+/// The reader's outputs on their way to the consumer, sent in batches: one channel message per
+/// about `limit` bytes of rows or per resolved step, so a stream of small transactions does not
+/// cost two thread wake-ups per transaction. A batch never holds more than `limit` bytes of
+/// rows unless a single chunk does.
+struct Outbox {
+    out: mpsc::Sender<Vec<Result<SorterOutput>>>,
+    batch: Vec<Result<SorterOutput>>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl Outbox {
+    /// Queues a chunk; `false` once the consumer is gone.
+    fn chunk(&mut self, chunk: TxnChunk) -> bool {
+        let bytes: usize = chunk.rows.iter().map(encoded_len).sum();
+        if !self.batch.is_empty() && self.bytes + bytes > self.limit && !self.flush() {
+            return false;
+        }
+        self.bytes += bytes;
+        self.batch.push(Ok(SorterOutput::Chunk(chunk)));
+        self.bytes < self.limit || self.flush()
+    }
+
+    /// Queues a resolved marker or an error and sends the batch.
+    fn last(&mut self, item: Result<SorterOutput>) -> bool {
+        self.batch.push(item);
+        self.flush()
+    }
+
+    fn flush(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        self.bytes = 0;
+        self.out
+            .blocking_send(std::mem::take(&mut self.batch))
+            .is_ok()
+    }
+}
+
 pub(crate) fn run_reader(
     db: SortDb,
     ctl: Arc<ReaderCtl>,
-    out: mpsc::Sender<Result<SorterOutput>>,
+    out: mpsc::Sender<Vec<Result<SorterOutput>>>,
     max_chunk_bytes: usize,
 ) {
     let mut pos = ReadPosition::start();
     let mut emitted = Ts::ZERO;
     let mut gc = Collector::new(db.clone());
-    let send = |item| out.blocking_send(item).is_ok();
+    let mut outbox = Outbox {
+        out,
+        batch: Vec::new(),
+        bytes: 0,
+        limit: max_chunk_bytes,
+    };
     loop {
         let wake = ctl.wait(emitted);
         if wake.reader_gone {
             break;
         }
         if let Some(e) = wake.error {
-            send(Err(e));
+            outbox.last(Err(e));
             break;
         }
         if let Err(e) = gc.collect(wake.ack, false) {
-            send(Err(e));
+            outbox.last(Err(e));
             break;
         }
         if wake.resolved > emitted {
@@ -654,24 +706,24 @@ pub(crate) fn run_reader(
                 let chunk = match chunk {
                     Ok(c) => c,
                     Err(e) => {
-                        send(Err(e));
+                        outbox.last(Err(e));
                         return;
                     }
                 };
                 pos = chunk.end.clone();
                 gc.emitted_to(&pos);
-                if !send(Ok(SorterOutput::Chunk(chunk))) {
+                if !outbox.chunk(chunk) {
                     return;
                 }
                 if let Err(e) = gc.collect(ctl.take_ack(), false) {
-                    send(Err(e));
+                    outbox.last(Err(e));
                     return;
                 }
             }
             ctl.runs_done(run_bytes);
             emitted = wake.resolved;
             pos = pos.max(ReadPosition::after_commit_ts(emitted));
-            if !send(Ok(SorterOutput::Resolved(ResolvedTs(emitted)))) {
+            if !outbox.last(Ok(SorterOutput::Resolved(ResolvedTs(emitted)))) {
                 return;
             }
         } else if wake.writer_done {
@@ -679,7 +731,7 @@ pub(crate) fn run_reader(
         }
     }
     if let Err(e) = gc.collect(ctl.take_ack(), true) {
-        send(Err(e));
+        outbox.last(Err(e));
     }
     debug!(emitted_ts = emitted.0, "sorter reader stopped");
 }
