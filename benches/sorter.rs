@@ -1,7 +1,10 @@
-//! Sorter throughput: write + ordered read + delete of narrow rows, through the sync core.
+//! Sorter throughput: write + ordered read + delete of narrow rows.
 //!
 //! `cargo bench --bench sorter` reports rows/s for the whole cycle (criterion
-//! `Throughput::Elements`), plus key encoding alone.
+//! `Throughput::Elements`): `sorter/write_read_gc_narrow_rows` through the RocksDB core alone,
+//! `sorter_facade/*` through the threaded sorter as capture uses it (send rows, send the
+//! resolved ts, read every chunk, acknowledge), with the memory tier at its default and off
+//! (every row through RocksDB); plus key encoding alone.
 //!
 //! Big-transaction mode: with `SORTER_BIG_TXN_MB=<n>` set, the binary instead streams one
 //! transaction of `n` MiB through the async facade (writer task -> RocksDB -> chunked reader ->
@@ -182,7 +185,63 @@ fn big_txn(mb: u64) {
     });
 }
 
-criterion_group!(benches, bench_cycle);
+/// The threaded sorter, one cycle per iteration: every batch sent, then the resolved ts that
+/// covers them, then every chunk read and the position acknowledged.
+fn bench_facade(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("sorter_facade");
+    g.throughput(Throughput::Elements(ROWS));
+    g.sample_size(20);
+    for (name, mem) in [
+        (
+            "memory_tier_default",
+            tibinlog::sorter::DEFAULT_MEMORY_RUN_BYTES,
+        ),
+        ("memory_tier_off", 0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = Config::new(dir.path().join("sorter"));
+        cfg.memory_run_bytes = mem;
+        let (w, mut r) = rt.block_on(async { Sorter::open(cfg) }).unwrap();
+        let base = Cell::new(1u64 << 40);
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let ts = base.get();
+                    base.set(ts + ROWS * 2 + 10);
+                    (ts, cycle_rows(ts))
+                },
+                |(ts, batches)| {
+                    rt.block_on(async {
+                        for batch in batches {
+                            w.send_rows(batch).await.unwrap();
+                        }
+                        let resolved = Ts(ts + ROWS * 2);
+                        w.send_resolved(ResolvedTs(resolved)).await.unwrap();
+                        let mut n = 0;
+                        loop {
+                            match r.next().await.unwrap().unwrap() {
+                                SorterOutput::Chunk(c) => n += c.rows.len(),
+                                out @ SorterOutput::Resolved(_) => {
+                                    r.ack(out.position());
+                                    break;
+                                }
+                            }
+                        }
+                        assert_eq!(n as u64, ROWS);
+                    })
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_cycle, bench_facade);
 
 fn main() {
     if let Some(mb) = std::env::var("SORTER_BIG_TXN_MB")

@@ -6,19 +6,22 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub const WRITE_ROWS_TOTAL: &str = "sorter_write_rows_total";
 /// Encoded bytes (key + value) written into RocksDB.
 pub const WRITE_BYTES_TOTAL: &str = "sorter_write_bytes_total";
-/// Write batches (one per input batch).
+/// Write batches into RocksDB (one per input batch, or one per spill of the memory tier).
 pub const WRITE_BATCHES_TOTAL: &str = "sorter_write_batches_total";
 /// Rows dropped because their commit_ts was already covered by a resolved ts.
 pub const LATE_ROWS_TOTAL: &str = "sorter_late_rows_total";
 /// Bytes accepted by the writer and not yet in RocksDB (the memory quota in use).
 pub const IN_FLIGHT_BYTES: &str = "sorter_in_flight_bytes";
+/// Rows handed from the memory tier to the reader without passing through RocksDB.
+pub const MEM_ROWS_TOTAL: &str = "sorter_mem_rows_total";
 /// Rows read out in order.
 pub const READ_ROWS_TOTAL: &str = "sorter_read_rows_total";
 /// Chunks read out.
 pub const READ_CHUNKS_TOTAL: &str = "sorter_read_chunks_total";
 /// DeleteRange calls issued by GC.
 pub const GC_RANGES_TOTAL: &str = "sorter_gc_ranges_total";
-/// The resolved ts the writer has applied (everything up to it is in RocksDB).
+/// The resolved ts the writer has applied (everything up to it is in RocksDB or handed to the
+/// reader).
 pub const RESOLVED_TS: &str = "sorter_resolved_ts";
 
 /// Live counters, shared by the writer and reader threads.
@@ -29,6 +32,7 @@ pub struct SorterMetrics {
     pub(crate) write_batches: AtomicU64,
     pub(crate) late_rows: AtomicU64,
     pub(crate) in_flight_bytes: AtomicU64,
+    pub(crate) mem_rows: AtomicU64,
     pub(crate) read_rows: AtomicU64,
     pub(crate) read_chunks: AtomicU64,
     pub(crate) gc_ranges: AtomicU64,
@@ -43,6 +47,7 @@ pub struct MetricsSnapshot {
     pub write_batches_total: u64,
     pub late_rows_total: u64,
     pub in_flight_bytes: u64,
+    pub mem_rows_total: u64,
     pub read_rows_total: u64,
     pub read_chunks_total: u64,
     pub gc_ranges_total: u64,
@@ -58,6 +63,7 @@ impl SorterMetrics {
             write_batches_total: self.write_batches.load(Relaxed),
             late_rows_total: self.late_rows.load(Relaxed),
             in_flight_bytes: self.in_flight_bytes.load(Relaxed),
+            mem_rows_total: self.mem_rows.load(Relaxed),
             read_rows_total: self.read_rows.load(Relaxed),
             read_chunks_total: self.read_chunks.load(Relaxed),
             gc_ranges_total: self.gc_ranges.load(Relaxed),
@@ -66,7 +72,7 @@ impl SorterMetrics {
     }
 
     /// `(name, value)` pairs under the metric names above, for an exporter.
-    pub fn pairs(&self) -> [(&'static str, u64); 9] {
+    pub fn pairs(&self) -> [(&'static str, u64); 10] {
         let s = self.snapshot();
         [
             (WRITE_ROWS_TOTAL, s.write_rows_total),
@@ -74,6 +80,7 @@ impl SorterMetrics {
             (WRITE_BATCHES_TOTAL, s.write_batches_total),
             (LATE_ROWS_TOTAL, s.late_rows_total),
             (IN_FLIGHT_BYTES, s.in_flight_bytes),
+            (MEM_ROWS_TOTAL, s.mem_rows_total),
             (READ_ROWS_TOTAL, s.read_rows_total),
             (READ_CHUNKS_TOTAL, s.read_chunks_total),
             (GC_RANGES_TOTAL, s.gc_ranges_total),

@@ -9,16 +9,28 @@
 //!
 //! Invariants:
 //! * nothing with `commit_ts > resolved ts` is emitted, and a transaction is emitted only
-//!   once every row sent before that resolved ts is in RocksDB;
+//!   once every row sent before that resolved ts is in RocksDB or in the memory tier's run
+//!   handed over with that resolved ts;
 //! * two transactions with the same commit_ts are never merged (key prefix
 //!   `(commit_ts, start_ts)`);
 //! * memory is bounded: the write quota ([`Config::memory_quota_bytes`]), memtables
 //!   ([`Config::write_buffer_bytes`] x 3), the block cache ([`Config::block_cache_bytes`]) and
-//!   `read_ahead_chunks + 2` chunks of about [`Config::max_chunk_bytes`] on the read side;
+//!   `read_ahead_chunks + 2` batches of chunks of about [`Config::max_chunk_bytes`] on the
+//!   read side (many small transactions travel as one batch),
+//!   and twice [`Config::memory_run_bytes`] for the memory tier;
 //! * the RocksDB is a cache: wiped at open, WAL off, never read across restarts.
 //!
 //! The role is TiCDC's event store / sorter (`logservice/eventstore` in ticdc,
 //! `cdc/processor/sourcemanager/sorter` in tiflow); the code and layout are this crate's own.
+//!
+//! # Memory tier
+//! Most rows are resolved within a second of arriving. The writer keeps arriving rows in memory
+//! (up to [`Config::memory_run_bytes`]); at each resolved ts it sorts the rows now resolved and
+//! hands them to the reader as a *run*, which the reader merges with the RocksDB scan. Only
+//! when the buffer outgrows the bound (a lagging resolved ts, a transaction larger than
+//! memory) or the reader has too much waiting (a slow consumer) do rows go to RocksDB. This is
+//! TiCDC's unified sorter idea (sort in memory, spill to disk under pressure); the output and
+//! its order are the same either way (`tests/sorter.rs` checks both settings).
 //!
 //! # Threads
 //! RocksDB calls block (STYLE §4), so [`Sorter::open`] starts two dedicated threads: a writer
@@ -30,7 +42,9 @@
 //! * `key.rs`: key and value byte layout (diagram), encode/decode.
 //! * `db.rs`: [`SortDb`], opening the cache.
 //! * `write.rs`: `WriteBatch` per input batch, [`SorterWriter`], the writer thread.
-//! * `read.rs`: ordered chunked scans, [`ReadPosition`], [`SorterReader`], the reader thread.
+//! * `read.rs`: ordered chunked scans (RocksDB merged with memory runs), [`ReadPosition`],
+//!   [`SorterReader`], the reader thread.
+//! * `mem.rs`: the memory tier's buffer and runs.
 //! * `gc.rs`: `DeleteRange` up to the acknowledged position.
 //! * `quota.rs`: the byte-bounded channel. `metrics.rs`: counters. `error.rs`: [`SorterError`].
 
@@ -38,6 +52,7 @@ mod db;
 pub mod error;
 mod gc;
 pub mod key;
+mod mem;
 pub mod metrics;
 pub mod quota;
 mod read;
@@ -63,6 +78,9 @@ pub const DEFAULT_BLOCK_CACHE_BYTES: usize = 64 << 20;
 pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 32 << 20;
 /// Default chunk bound: 8 MiB of encoded rows per [`TxnChunk`].
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 8 << 20;
+/// Default memory tier: up to 32 MiB of rows wait in memory for their resolved ts (and as much
+/// again of resolved rows may wait for the reader) before rows go to RocksDB.
+pub const DEFAULT_MEMORY_RUN_BYTES: usize = 32 << 20;
 /// Default chunks queued between the reader thread and the consumer.
 pub const DEFAULT_READ_AHEAD_CHUNKS: usize = 2;
 
@@ -74,13 +92,18 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Bytes of rows the writer accepts before `send_rows` waits (back-pressure).
     pub memory_quota_bytes: usize,
+    /// Memory tier: rows the writer keeps in memory instead of writing them to RocksDB, and
+    /// the bound of resolved rows handed to the reader from memory. 0 sends every row through
+    /// RocksDB.
+    pub memory_run_bytes: usize,
     /// RocksDB block cache.
     pub block_cache_bytes: usize,
     /// RocksDB memtable size.
     pub write_buffer_bytes: usize,
     /// Encoded bytes after which a transaction is cut into another chunk.
     pub max_chunk_bytes: usize,
-    /// Chunks the reader thread may have ready before the consumer takes them.
+    /// Batches of chunks (about `max_chunk_bytes` each) the reader thread may have ready before
+    /// the consumer takes them.
     pub read_ahead_chunks: usize,
 }
 
@@ -90,6 +113,7 @@ impl Config {
         Config {
             data_dir: data_dir.into(),
             memory_quota_bytes: DEFAULT_MEMORY_QUOTA_BYTES,
+            memory_run_bytes: DEFAULT_MEMORY_RUN_BYTES,
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
             write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
@@ -135,10 +159,10 @@ impl Sorter {
         let (out_tx, out_rx) = mpsc::channel(cfg.read_ahead_chunks);
         let spawn_err = |source| SorterError::Spawn { source };
         {
-            let (db, ctl) = (db.clone(), ctl.clone());
+            let (db, ctl, mem_limit) = (db.clone(), ctl.clone(), cfg.memory_run_bytes);
             std::thread::Builder::new()
                 .name("sorter-writer".into())
-                .spawn(move || write::run_writer(db, rx, ctl))
+                .spawn(move || write::run_writer(db, rx, ctl, mem_limit))
                 .map_err(spawn_err)?;
         }
         {
@@ -152,6 +176,7 @@ impl Sorter {
             SorterWriter { tx, db: db.clone() },
             SorterReader {
                 rx: out_rx,
+                pending: Default::default(),
                 ctl,
                 db,
             },

@@ -36,9 +36,10 @@ use tracing::debug;
 use super::db::SortDb;
 use super::error::{Result, SorterError};
 use super::key::{
-    decode_row, encode_key_into, encoded_len, successor, txn_prefix, upper_bound, KEY_HEADER_LEN,
-    TXN_PREFIX_LEN,
+    cmp_row_key, decode_row, encode_key_into, encoded_len, successor, txn_prefix, upper_bound,
+    KEY_HEADER_LEN, TXN_PREFIX_LEN,
 };
+use super::mem::Run;
 use super::metrics::MetricsSnapshot;
 use crate::model::{RawRow, ResolvedTs, Ts};
 
@@ -149,9 +150,14 @@ impl SorterOutput {
     }
 }
 
-/// An ordered scan of `[from, resolved + 1)` yielding [`TxnChunk`]s. Borrows the DB.
+/// An ordered scan of `[from, resolved + 1)` yielding [`TxnChunk`]s. Borrows the DB. Merges
+/// the RocksDB scan with the memory tier's rows handed over for the same range, if any.
 pub struct ChunkIter<'a> {
     it: DBRawIteratorWithThreadMode<'a, DB>,
+    /// Memory-tier rows, in key order (runs arrive in ts order, each sorted).
+    mem: std::iter::Peekable<std::vec::IntoIter<RawRow>>,
+    /// Reused buffer for a memory row's encoded key.
+    scratch: Vec<u8>,
     db: &'a SortDb,
     max_chunk_bytes: usize,
     /// Prefix of the transaction the previous chunk left open.
@@ -168,6 +174,19 @@ impl SortDb {
         from: &ReadPosition,
         max_chunk_bytes: usize,
     ) -> ChunkIter<'_> {
+        self.read_merged(resolved, from, max_chunk_bytes, Vec::new())
+    }
+
+    /// [`Self::read_up_to`] merged with `mem`: rows in key order, all with `commit_ts <=
+    /// resolved` and after `from`. A row in both (TiKV sent it twice, once spilled) comes out
+    /// once.
+    pub(crate) fn read_merged(
+        &self,
+        resolved: Ts,
+        from: &ReadPosition,
+        max_chunk_bytes: usize,
+        mem: Vec<RawRow>,
+    ) -> ChunkIter<'_> {
         let upper = upper_bound(resolved).map(|b| b.to_vec());
         let mut it = self.db.raw_iterator_opt(SortDb::scan_options(upper));
         it.seek(from.as_key());
@@ -178,6 +197,8 @@ impl SortDb {
             .and_then(|p| <[u8; TXN_PREFIX_LEN]>::try_from(p).ok());
         ChunkIter {
             it,
+            mem: mem.into_iter().peekable(),
+            scratch: Vec::with_capacity(64),
             db: self,
             max_chunk_bytes: max_chunk_bytes.max(1),
             open_txn,
@@ -204,6 +225,59 @@ impl ChunkIter<'_> {
     }
 }
 
+/// Which source holds the next row of a merged scan.
+enum Src {
+    Rocks,
+    Mem,
+    End,
+}
+
+impl ChunkIter<'_> {
+    /// The source of the smallest next row. Of a row present in both, skips the RocksDB copy.
+    fn pick(&mut self) -> Src {
+        loop {
+            let Some(row) = self.mem.peek() else {
+                return if self.it.valid() {
+                    Src::Rocks
+                } else {
+                    Src::End
+                };
+            };
+            let Some(k) = self.it.key() else {
+                return Src::Mem;
+            };
+            match cmp_row_key(row, k, &mut self.scratch) {
+                std::cmp::Ordering::Less => return Src::Mem,
+                std::cmp::Ordering::Greater => return Src::Rocks,
+                std::cmp::Ordering::Equal => self.it.next(),
+            }
+        }
+    }
+
+    /// The transaction prefix of the next row, if any (`Err` for a corrupt RocksDB key).
+    fn next_prefix(&mut self) -> Option<Result<[u8; TXN_PREFIX_LEN]>> {
+        match self.pick() {
+            Src::End => None,
+            Src::Mem => self
+                .mem
+                .peek()
+                .map(|r| Ok(txn_prefix(r.commit_ts, r.start_ts))),
+            Src::Rocks => {
+                let k = self.it.key()?;
+                Some(
+                    k.get(..TXN_PREFIX_LEN)
+                        .and_then(|p| p.try_into().ok())
+                        .ok_or(SorterError::Corrupt {
+                            what: "key",
+                            len: k.len(),
+                            detail: "shorter than the transaction prefix",
+                        }),
+                )
+            }
+        }
+    }
+}
+
 impl Iterator for ChunkIter<'_> {
     type Item = Result<TxnChunk>;
 
@@ -211,38 +285,49 @@ impl Iterator for ChunkIter<'_> {
         if self.done {
             return None;
         }
-        let prefix: [u8; TXN_PREFIX_LEN] = match self.it.key() {
+        let prefix: [u8; TXN_PREFIX_LEN] = match self.next_prefix() {
             None => {
                 self.done = true;
                 return self.status().err().map(Err);
             }
-            Some(k) => match k.get(..TXN_PREFIX_LEN).and_then(|p| p.try_into().ok()) {
-                Some(p) => p,
-                None => {
-                    let len = k.len();
-                    return self.fail(SorterError::Corrupt {
-                        what: "key",
-                        len,
-                        detail: "shorter than the transaction prefix",
-                    });
-                }
-            },
+            Some(Err(e)) => return self.fail(e),
+            Some(Ok(p)) => p,
         };
         let mut rows = Vec::new();
         let mut bytes = 0usize;
-        let mut closes_txn = false;
-        while let (Some(k), Some(v)) = (self.it.key(), self.it.value()) {
-            if !k.starts_with(&prefix) {
-                closes_txn = true;
-                break;
-            }
-            let row = match decode_row(k, v) {
-                Ok(r) => r,
-                Err(e) => return self.fail(e),
+        loop {
+            let row = match self.pick() {
+                Src::End => break,
+                Src::Mem => {
+                    if self
+                        .mem
+                        .peek()
+                        .is_none_or(|r| txn_prefix(r.commit_ts, r.start_ts) != prefix)
+                    {
+                        break;
+                    }
+                    match self.mem.next() {
+                        Some(r) => r,
+                        None => break,
+                    }
+                }
+                Src::Rocks => {
+                    let (Some(k), Some(v)) = (self.it.key(), self.it.value()) else {
+                        break;
+                    };
+                    if !k.starts_with(&prefix) {
+                        break;
+                    }
+                    let row = match decode_row(k, v) {
+                        Ok(r) => r,
+                        Err(e) => return self.fail(e),
+                    };
+                    self.it.next();
+                    row
+                }
             };
             bytes += encoded_len(&row);
             rows.push(row);
-            self.it.next();
             if bytes >= self.max_chunk_bytes {
                 break;
             }
@@ -251,10 +336,13 @@ impl Iterator for ChunkIter<'_> {
             if let Err(e) = self.status() {
                 return self.fail(e);
             }
-            closes_txn = true;
-        } else if !closes_txn {
-            closes_txn = self.it.key().is_some_and(|k| !k.starts_with(&prefix));
         }
+        let closes_txn = match self.next_prefix() {
+            None => true,
+            Some(Ok(p)) => p != prefix,
+            // The next call reports it.
+            Some(Err(_)) => true,
+        };
         let Some(last_row) = rows.last() else {
             // The loop always takes the row the prefix came from.
             debug_assert!(false, "empty chunk");
@@ -319,8 +407,12 @@ pub(crate) struct ReaderCtl {
 
 #[derive(Debug, Default)]
 struct CtlState {
-    /// Applied by the writer: everything with commit_ts <= resolved is in RocksDB.
+    /// Applied by the writer: everything with commit_ts <= resolved is in RocksDB or `runs`.
     resolved: Ts,
+    /// Memory-tier runs handed over with resolved ts, oldest first, not yet taken.
+    runs: Vec<Run>,
+    /// Bytes of runs handed over and not yet fully emitted (taken or not).
+    run_bytes: usize,
     /// The newest acknowledged position not yet collected.
     ack: Option<ReadPosition>,
     writer_done: bool,
@@ -331,6 +423,7 @@ struct CtlState {
 /// What woke the reader thread.
 struct Wake {
     resolved: Ts,
+    runs: Vec<Run>,
     ack: Option<ReadPosition>,
     writer_done: bool,
     reader_gone: bool,
@@ -350,6 +443,26 @@ impl ReaderCtl {
 
     pub(crate) fn advance_resolved(&self, ts: Ts) {
         self.update(|s| s.resolved = s.resolved.max(ts));
+    }
+
+    /// Advances to `run.upto` with the memory rows it covers.
+    pub(crate) fn advance_resolved_with(&self, run: Run) {
+        self.update(|s| {
+            s.resolved = s.resolved.max(run.upto);
+            s.run_bytes += run.bytes;
+            s.runs.push(run);
+        });
+    }
+
+    /// Bytes of memory runs the reader has not finished with.
+    pub(crate) fn waiting_run_bytes(&self) -> usize {
+        self.lock().run_bytes
+    }
+
+    /// The reader emitted runs of `bytes`.
+    fn runs_done(&self, bytes: usize) {
+        let mut s = self.lock();
+        s.run_bytes = s.run_bytes.saturating_sub(bytes);
     }
 
     pub(crate) fn fail(&self, e: SorterError) {
@@ -391,6 +504,7 @@ impl ReaderCtl {
         }
         Wake {
             resolved: s.resolved,
+            runs: std::mem::take(&mut s.runs),
             ack: s.ack.take(),
             writer_done: s.writer_done,
             reader_gone: s.reader_gone,
@@ -402,7 +516,9 @@ impl ReaderCtl {
 /// The async receiving half of the sorter. Dropping it stops the reader thread.
 #[derive(Debug)]
 pub struct SorterReader {
-    pub(crate) rx: mpsc::Receiver<Result<SorterOutput>>,
+    pub(crate) rx: mpsc::Receiver<Vec<Result<SorterOutput>>>,
+    /// The rest of the last batch received.
+    pub(crate) pending: std::collections::VecDeque<Result<SorterOutput>>,
     pub(crate) ctl: Arc<ReaderCtl>,
     pub(crate) db: SortDb,
 }
@@ -411,7 +527,12 @@ impl SorterReader {
     /// The next chunk or resolved marker. `None` once the writer is dropped and everything up
     /// to its last resolved ts has been yielded. After an `Err` the sorter is stopped.
     pub async fn next(&mut self) -> Option<Result<SorterOutput>> {
-        self.rx.recv().await
+        loop {
+            if let Some(out) = self.pending.pop_front() {
+                return Some(out);
+            }
+            self.pending = self.rx.recv().await?.into();
+        }
     }
 
     /// Acknowledges that everything before `pos` has been durably used: GC may delete it.
@@ -503,51 +624,106 @@ impl Collector {
     }
 }
 
+/// The reader's outputs on their way to the consumer, sent in batches: one channel message per
+/// about `limit` bytes of rows or per resolved step, so a stream of small transactions does not
+/// cost two thread wake-ups per transaction. A batch never holds more than `limit` bytes of
+/// rows unless a single chunk does.
+struct Outbox {
+    out: mpsc::Sender<Vec<Result<SorterOutput>>>,
+    batch: Vec<Result<SorterOutput>>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl Outbox {
+    /// Queues a chunk; `false` once the consumer is gone.
+    fn chunk(&mut self, chunk: TxnChunk) -> bool {
+        let bytes: usize = chunk.rows.iter().map(encoded_len).sum();
+        if !self.batch.is_empty() && self.bytes + bytes > self.limit && !self.flush() {
+            return false;
+        }
+        self.bytes += bytes;
+        self.batch.push(Ok(SorterOutput::Chunk(chunk)));
+        self.bytes < self.limit || self.flush()
+    }
+
+    /// Queues a resolved marker or an error and sends the batch.
+    fn last(&mut self, item: Result<SorterOutput>) -> bool {
+        self.batch.push(item);
+        self.flush()
+    }
+
+    fn flush(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        self.bytes = 0;
+        self.out
+            .blocking_send(std::mem::take(&mut self.batch))
+            .is_ok()
+    }
+}
+
 pub(crate) fn run_reader(
     db: SortDb,
     ctl: Arc<ReaderCtl>,
-    out: mpsc::Sender<Result<SorterOutput>>,
+    out: mpsc::Sender<Vec<Result<SorterOutput>>>,
     max_chunk_bytes: usize,
 ) {
     let mut pos = ReadPosition::start();
     let mut emitted = Ts::ZERO;
     let mut gc = Collector::new(db.clone());
-    let send = |item| out.blocking_send(item).is_ok();
+    let mut outbox = Outbox {
+        out,
+        batch: Vec::new(),
+        bytes: 0,
+        limit: max_chunk_bytes,
+    };
     loop {
         let wake = ctl.wait(emitted);
         if wake.reader_gone {
             break;
         }
         if let Some(e) = wake.error {
-            send(Err(e));
+            outbox.last(Err(e));
             break;
         }
         if let Err(e) = gc.collect(wake.ack, false) {
-            send(Err(e));
+            outbox.last(Err(e));
             break;
         }
         if wake.resolved > emitted {
-            for chunk in db.read_up_to(wake.resolved, &pos, max_chunk_bytes) {
+            let run_bytes: usize = wake.runs.iter().map(|r| r.bytes).sum();
+            let mut mem = Vec::new();
+            for run in wake.runs {
+                if mem.is_empty() {
+                    mem = run.rows;
+                } else {
+                    mem.extend(run.rows);
+                }
+            }
+            for chunk in db.read_merged(wake.resolved, &pos, max_chunk_bytes, mem) {
                 let chunk = match chunk {
                     Ok(c) => c,
                     Err(e) => {
-                        send(Err(e));
+                        outbox.last(Err(e));
                         return;
                     }
                 };
                 pos = chunk.end.clone();
                 gc.emitted_to(&pos);
-                if !send(Ok(SorterOutput::Chunk(chunk))) {
+                if !outbox.chunk(chunk) {
                     return;
                 }
                 if let Err(e) = gc.collect(ctl.take_ack(), false) {
-                    send(Err(e));
+                    outbox.last(Err(e));
                     return;
                 }
             }
+            ctl.runs_done(run_bytes);
             emitted = wake.resolved;
             pos = pos.max(ReadPosition::after_commit_ts(emitted));
-            if !send(Ok(SorterOutput::Resolved(ResolvedTs(emitted)))) {
+            if !outbox.last(Ok(SorterOutput::Resolved(ResolvedTs(emitted)))) {
                 return;
             }
         } else if wake.writer_done {
@@ -555,7 +731,7 @@ pub(crate) fn run_reader(
         }
     }
     if let Err(e) = gc.collect(ctl.take_ack(), true) {
-        send(Err(e));
+        outbox.last(Err(e));
     }
     debug!(emitted_ts = emitted.0, "sorter reader stopped");
 }

@@ -11,8 +11,9 @@
 //! * The WAL is off: the DB is a cache (ARCHITECTURE "Durability"), a crash loses nothing
 //!   that the restart from the checkpoint does not fetch again.
 //! * A resolved ts travels through the same channel as the rows, so when the writer thread
-//!   applies it every row sent before it is already in RocksDB; only then may the reader read
-//!   up to it. Invariant: the applied resolved ts never decreases.
+//!   applies it every row sent before it is already in RocksDB or in the memory run handed to
+//!   the reader with it (`mem.rs`); only then may the reader read up to it. Invariant: the
+//!   applied resolved ts never decreases.
 //! * A row whose commit_ts is not above the resolved ts already applied is dropped and counted
 //!   in `sorter_late_rows_total`: the reader may have passed its position. Capture filters
 //!   these (a region re-subscribed from the checkpoint resends rows already delivered), so a
@@ -27,6 +28,7 @@ use tracing::{debug, warn};
 use super::db::SortDb;
 use super::error::{Result, SorterError};
 use super::key::{encode_key_into, encode_value_into, KEY_HEADER_LEN, VALUE_HEADER_LEN};
+use super::mem::Buffer;
 use super::metrics::MetricsSnapshot;
 use super::quota::{QuotaReceiver, QuotaSender, TrySendError};
 use super::read::ReaderCtl;
@@ -164,10 +166,21 @@ impl SorterWriter {
 
 /// The writer thread's loop. Ends when every [`SorterWriter`] is dropped, or on the first
 /// RocksDB error, which it hands to the reader so the consumer sees it.
-pub(crate) fn run_writer(db: SortDb, mut rx: QuotaReceiver<WriterMsg>, ctl: Arc<ReaderCtl>) {
+///
+/// With a memory tier (`mem_limit > 0`) rows wait in a [`Buffer`]; a resolved ts hands the
+/// rows it covers to the reader as one sorted [`Run`](super::mem::Run), unless the reader
+/// already has `mem_limit` bytes of runs waiting, in which case they go to RocksDB first. A
+/// buffer that outgrows `mem_limit` is written to RocksDB whole.
+pub(crate) fn run_writer(
+    db: SortDb,
+    mut rx: QuotaReceiver<WriterMsg>,
+    ctl: Arc<ReaderCtl>,
+    mem_limit: usize,
+) {
     let mut resolved = Ts::ZERO;
+    let mut buf = Buffer::default();
     while let Some((msg, charge)) = rx.blocking_recv() {
-        match msg {
+        let step = match msg {
             WriterMsg::Rows(mut rows) => {
                 let before = rows.len();
                 rows.retain(|r| r.commit_ts > resolved);
@@ -180,21 +193,58 @@ pub(crate) fn run_writer(db: SortDb, mut rx: QuotaReceiver<WriterMsg>, ctl: Arc<
                         "sorter dropped rows at or below the resolved ts"
                     );
                 }
-                if let Err(e) = db.write_rows(&rows) {
-                    ctl.fail(e);
-                    return;
+                if mem_limit == 0 {
+                    db.write_rows(&rows).map(drop)
+                } else {
+                    buf.extend(rows);
+                    if buf.bytes() > mem_limit {
+                        db.write_rows(&buf.take_all()).map(drop)
+                    } else {
+                        Ok(())
+                    }
                 }
             }
-            WriterMsg::Resolved(ResolvedTs(ts)) => {
-                if ts > resolved {
-                    resolved = ts;
-                    db.metrics.resolved_ts.store(ts.0, Relaxed);
-                    ctl.advance_resolved(ts);
-                }
+            WriterMsg::Resolved(ResolvedTs(ts)) if ts > resolved => {
+                resolved = ts;
+                db.metrics.resolved_ts.store(ts.0, Relaxed);
+                hand_over(&db, &ctl, &mut buf, ts, mem_limit)
             }
+            WriterMsg::Resolved(_) => Ok(()),
+        };
+        if let Err(e) = step {
+            ctl.fail(e);
+            return;
         }
         drop(charge);
     }
     debug!(resolved_ts = resolved.0, "sorter writer stopped");
     ctl.writer_done();
+}
+
+/// Applies resolved ts `ts`: the buffered rows it covers go to the reader as a run, or to
+/// RocksDB when the reader has too much waiting; then the reader may read up to `ts`.
+fn hand_over(
+    db: &SortDb,
+    ctl: &ReaderCtl,
+    buf: &mut Buffer,
+    ts: Ts,
+    mem_limit: usize,
+) -> Result<()> {
+    if buf.is_empty() {
+        ctl.advance_resolved(ts);
+        return Ok(());
+    }
+    let run = buf.take_resolved(ts);
+    if run.rows.is_empty() {
+        ctl.advance_resolved(ts);
+    } else if ctl.waiting_run_bytes() + run.bytes > mem_limit {
+        db.write_rows(&run.rows)?;
+        ctl.advance_resolved(ts);
+    } else {
+        db.metrics
+            .mem_rows
+            .fetch_add(run.rows.len() as u64, Relaxed);
+        ctl.advance_resolved_with(run);
+    }
+    Ok(())
 }
