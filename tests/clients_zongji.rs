@@ -9,15 +9,15 @@
 //! * integers (TINYINT … BIGINT, signed and unsigned): zongji gives a Number (a string beyond
 //!   2^53), printed in decimal like MySQL;
 //! * DECIMAL: zongji's string;
-//! * CHAR, VARCHAR, TEXT, ENUM, SET, BINARY, VARBINARY, BLOB: strings (ENUM/SET member names
-//!   from the TABLE_MAP's optional metadata), or bytes shown as text when UTF-8 and as `0x` +
-//!   hex otherwise, as the truth log does.
+//! * CHAR, VARCHAR, TEXT, BINARY, VARBINARY, BLOB: strings, or bytes shown as text when UTF-8
+//!   and as `0x` + hex otherwise, as the truth log does.
 //!
 //! Skipped, because zongji turns them into JavaScript values that no longer carry MySQL's
 //! text: FLOAT and DOUBLE (JavaScript's shortest round-trip digits, not MySQL's), DATE,
 //! DATETIME and TIMESTAMP (JavaScript `Date` objects: milliseconds only, in the process time
 //! zone), TIME, YEAR (a Number: the zero year is not `0000`), JSON (re-serialised by
-//! JavaScript), BIT and GEOMETRY.
+//! JavaScript), BIT and GEOMETRY. ENUM and SET (which zongji reports under their real type
+//! codes 247/248, names from the TABLE_MAP metadata) are not compared yet.
 //!
 //! zongji is installed by `scripts/zongji-deps.sh install` (run by `scripts/install-deps.sh`);
 //! without it, or without node, the test is skipped, and fails under `CI=true`.
