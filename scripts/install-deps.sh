@@ -60,3 +60,7 @@ fi
 # python-mysql-replication (a real replication client) in its own virtualenv; the tests find it
 # through the same script.
 bash "$(dirname "$0")/pyrepl-venv.sh" install
+
+# @vlasky/zongji (a Node.js binlog client) in its own package directory; the tests find it
+# through the same script.
+bash "$(dirname "$0")/zongji-deps.sh" install

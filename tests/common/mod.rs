@@ -6,5 +6,7 @@ pub mod mariadb;
 pub mod mariadb_binlog;
 pub mod mysql_binlog;
 pub mod peer;
+pub mod raw_binlog;
+pub mod repl;
 pub mod sim;
 pub mod truth;

@@ -111,6 +111,101 @@ pub struct RawClient {
     pub seq: u8,
     pub nonce: Vec<u8>,
     pub plugin: String,
+    /// The capability flags of our last HandshakeResponse.
+    pub client_caps: u32,
+    /// The connection id from the greeting.
+    pub id: u32,
+}
+
+/// One result of a COM_QUERY as raw packets.
+#[derive(Debug, Clone)]
+pub struct QueryReply {
+    /// Column count (0 for OK / ERR).
+    pub columns: usize,
+    /// Every packet of the result, the first (OK, ERR or column count) included.
+    pub packets: Vec<Vec<u8>>,
+    /// Status flags of the terminating OK / EOF.
+    pub status: u16,
+}
+
+impl QueryReply {
+    /// The rows' values as text (`None` = NULL); panics for OK / ERR.
+    pub fn rows(&self) -> Vec<Vec<Option<String>>> {
+        assert!(self.columns > 0, "a result set, got {:?}", self.packets);
+        let body = &self.packets[1 + self.columns..self.packets.len() - 1];
+        body.iter()
+            .filter(|p| p[0] != 0xFE || p.len() >= 9)
+            .map(|p| {
+                let mut at = 0;
+                (0..self.columns)
+                    .map(|_| {
+                        if p[at] == 0xFB {
+                            at += 1;
+                            return None;
+                        }
+                        let (n, w) = lenenc(&p[at..]);
+                        let v = String::from_utf8_lossy(&p[at + w..at + w + n]).into_owned();
+                        at += w + n;
+                        Some(v)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The column labels.
+    pub fn labels(&self) -> Vec<String> {
+        self.packets[1..=self.columns]
+            .iter()
+            .map(|p| {
+                // catalog, schema, table, org_table, name
+                let mut at = 0;
+                for _ in 0..4 {
+                    let (n, w) = lenenc(&p[at..]);
+                    at += w + n;
+                }
+                let (n, w) = lenenc(&p[at..]);
+                String::from_utf8_lossy(&p[at + w..at + w + n]).into_owned()
+            })
+            .collect()
+    }
+}
+
+/// A length-encoded integer at the start of `b`: (value, bytes used).
+pub fn lenenc(b: &[u8]) -> (usize, usize) {
+    match b[0] {
+        0xFC => (usize::from(u16::from_le_bytes([b[1], b[2]])), 3),
+        0xFD => (
+            usize::from(b[1]) | usize::from(b[2]) << 8 | usize::from(b[3]) << 16,
+            4,
+        ),
+        0xFE => (
+            u64::from_le_bytes(b[1..9].try_into().expect("8 bytes")) as usize,
+            9,
+        ),
+        n => (usize::from(n), 1),
+    }
+}
+
+/// Status flags of an OK packet (after affected rows and last insert id).
+fn status_of_ok(p: &[u8]) -> u16 {
+    if p[0] == 0xFF {
+        return 0;
+    }
+    let (_, a) = lenenc(&p[1..]);
+    let (_, b) = lenenc(&p[1 + a..]);
+    let at = 1 + a + b;
+    u16::from_le_bytes([p[at], p[at + 1]])
+}
+
+/// A COM_BINLOG_DUMP payload.
+pub fn dump_command(file: &[u8], pos: u32, flags: u16, server_id: u32) -> Vec<u8> {
+    let mut cmd = vec![0x12];
+    cmd.extend_from_slice(&pos.to_le_bytes());
+    cmd.extend_from_slice(&flags.to_le_bytes());
+    cmd.extend_from_slice(&server_id.to_le_bytes());
+    cmd.extend_from_slice(file);
+    cmd
 }
 
 impl RawClient {
@@ -123,10 +218,13 @@ impl RawClient {
             seq: 0,
             nonce: Vec::new(),
             plugin: String::new(),
+            client_caps: 0,
+            id: 0,
         };
         let g = c.read().await;
         assert_eq!(g[0], 10, "protocol version");
         let nul = g[1..].iter().position(|b| *b == 0).expect("version NUL") + 1;
+        c.id = u32::from_le_bytes(g[nul + 1..nul + 5].try_into().expect("id"));
         let mut at = nul + 1 + 4;
         let mut nonce = g[at..at + 8].to_vec();
         let lo = u32::from(u16::from_le_bytes([g[at + 9], g[at + 10]]));
@@ -148,6 +246,7 @@ impl RawClient {
         if self.tls {
             caps |= 0x800;
         }
+        self.client_caps = caps;
         let mut p = Vec::new();
         p.extend_from_slice(&caps.to_le_bytes());
         p.extend_from_slice(&(16u32 << 20).to_le_bytes());
@@ -190,6 +289,132 @@ impl RawClient {
         let tls = connector.connect(name, plain).await.expect("TLS handshake");
         self.stream = Box::new(tls);
         self.tls = true;
+    }
+
+    /// Sends a HandshakeResponse41 with mysql_native_password for `user`/`password`, adding
+    /// `extra_caps` to the base capability set and `attrs` as connect attributes
+    /// (CLIENT_CONNECT_ATTRS when non-empty). Returns the server's reply, and keeps the
+    /// capability flags sent in `self.client_caps`.
+    pub async fn login_with(
+        &mut self,
+        user: &str,
+        password: &str,
+        extra_caps: u32,
+        attrs: &[(&str, &str)],
+    ) -> Vec<u8> {
+        // PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | LONG_PASSWORD | TRANSACTIONS
+        let mut caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000 | extra_caps;
+        if !attrs.is_empty() {
+            caps |= 0x10_0000;
+        }
+        self.client_caps = caps;
+        let auth = if password.is_empty() {
+            Vec::new()
+        } else {
+            scramble_native(&self.nonce, password.as_bytes())
+        };
+        let mut p = Vec::new();
+        p.extend_from_slice(&caps.to_le_bytes());
+        p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+        p.push(255);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(user.as_bytes());
+        p.push(0);
+        p.push(auth.len() as u8);
+        p.extend_from_slice(&auth);
+        p.extend_from_slice(b"mysql_native_password\0");
+        if !attrs.is_empty() {
+            let mut a = Vec::new();
+            for (k, v) in attrs {
+                for s in [k, v] {
+                    a.push(s.len() as u8);
+                    a.extend_from_slice(s.as_bytes());
+                }
+            }
+            p.push(a.len() as u8);
+            p.extend_from_slice(&a);
+        }
+        self.write(&p).await;
+        self.read().await
+    }
+
+    /// Sends COM_QUERY and reads the whole answer: one [`QueryReply`] per result (several for a
+    /// multi-statement), framed as the capabilities negotiated at login require.
+    pub async fn query(&mut self, sql: &str) -> Vec<QueryReply> {
+        let deprecate_eof = self.caps & self.client_caps & 0x100_0000 != 0;
+        let mut q = vec![0x03];
+        q.extend_from_slice(sql.as_bytes());
+        let mut first = self.command(&q).await;
+        let mut out = Vec::new();
+        loop {
+            let reply = match first[0] {
+                0x00 | 0xFF => QueryReply {
+                    columns: 0,
+                    packets: vec![first.clone()],
+                    status: status_of_ok(&first),
+                },
+                _ => {
+                    let columns = usize::from(first[0]);
+                    let mut packets = vec![first.clone()];
+                    // Column definitions, then EOF unless DEPRECATE_EOF.
+                    for _ in 0..columns {
+                        packets.push(self.read().await);
+                    }
+                    if !deprecate_eof {
+                        packets.push(self.read().await);
+                    }
+                    // Rows until EOF / the OK with a 0xFE header.
+                    let status = loop {
+                        let p = self.read().await;
+                        let end =
+                            p[0] == 0xFE && p.len() < 0xFF_FFFF && (p.len() < 9 || deprecate_eof);
+                        packets.push(p.clone());
+                        if end {
+                            break if deprecate_eof {
+                                status_of_ok(&p)
+                            } else {
+                                u16::from_le_bytes([p[3], p[4]])
+                            };
+                        }
+                        if p[0] == 0xFF {
+                            break 0;
+                        }
+                    };
+                    QueryReply {
+                        columns,
+                        packets,
+                        status,
+                    }
+                }
+            };
+            let more = reply.status & 0x0008 != 0;
+            out.push(reply);
+            if !more {
+                return out;
+            }
+            first = self.read().await;
+        }
+    }
+
+    /// Reads one packet, `None` when nothing came within `wait`, `Some(Err)` when the server
+    /// closed the connection.
+    pub async fn try_read(&mut self, wait: Duration) -> Option<std::io::Result<Vec<u8>>> {
+        let mut h = [0u8; 4];
+        match tokio::time::timeout(wait, self.stream.read_exact(&mut h)).await {
+            Err(_) => return None,
+            Ok(Err(e)) => return Some(Err(e)),
+            Ok(Ok(_)) => {}
+        }
+        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        self.seq = h[3].wrapping_add(1);
+        let mut p = vec![0u8; len];
+        Some(self.stream.read_exact(&mut p).await.map(|_| p))
+    }
+
+    /// Writes raw bytes, outside any packet framing.
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+        self.stream.flush().await.expect("flush");
     }
 
     /// Logs in as root with mysql_native_password; panics unless OK.
