@@ -3,9 +3,10 @@
 //! faults and an aggressive GC, and is restarted on the same data dir each time.
 //!
 //! The kill delays are seeded and printed: some kills land during start-up or recovery, most
-//! while transactions are being written. After some kills the test also leaves a torn tail, as
-//! a crash in the middle of the next group commit would: a cut-off copy of the last
-//! transaction appended to the last binlog file, and/or a partial record appended to the map.
+//! while transactions are being written. After some kills the test also leaves the files as a
+//! crash inside a group commit would: the last group commit's binlog bytes missing while its
+//! map records (fsynced first) are there, when no client had received it; a cut-off copy of
+//! the last transaction appended to the last binlog file; a partial record appended to the map.
 //!
 //! Afterwards:
 //! - the binlog read from `binlog.000001:4` equals the truth log exactly, GTIDs dense 1..n;
@@ -49,13 +50,15 @@ const KILLS: usize = 20;
 /// Workload size and pace: long enough that every kill lands while it runs.
 const TXNS: u64 = 8_000;
 const RATE: u64 = 200;
-/// Share of the kills aimed at start-up: at a delay in `[0, EARLY_MS)` after the process
-/// started (connecting to PD, recovering the store, bootstrapping the schema). The others land
-/// at a delay in `[0, SPAN_MS)` after the server, once serving, appended to its map (capture
-/// and group commit are running), so that they hit it while it writes.
-const EARLY_SHARE: f64 = 0.25;
+/// Every `EARLY_EVERY`th kill is aimed at start-up: at a delay in `[0, EARLY_MS)` after the
+/// process started (connecting to PD, recovering the store, bootstrapping the schema). The
+/// others land at a delay in `[0, SPAN_MS)` after the server, once serving, appended to its map
+/// (capture and group commit are running), so that they hit it while it writes.
+const EARLY_EVERY: usize = 4;
 const EARLY_MS: u64 = 400;
 const SPAN_MS: u64 = 1_500;
+/// Share of the kills while writing during which the client is stopped.
+const PAUSE_SHARE: f64 = 0.4;
 /// Interval of the polls of the store's size while waiting for the first write.
 const SIZE_POLL: Duration = Duration::from_millis(10);
 /// Binlog files rotate past this size, so kills also land around rotations.
@@ -313,6 +316,9 @@ impl Master {
 /// What the test did to the files after a kill.
 #[derive(Debug, Default, Clone, Copy)]
 struct Torn {
+    /// Transactions of the last group commit cut from the binlog, as if the process had died
+    /// after fsyncing their map records and before writing them (see [`unwrite_last_batch`]).
+    batch: Option<usize>,
     /// Bytes of a cut-off copy of the last transaction appended to the last binlog file.
     binlog: Option<usize>,
     /// Bytes of a partial record appended to the map.
@@ -379,9 +385,95 @@ fn append(path: &Path, bytes: &[u8]) {
     f.sync_all().expect("sync");
 }
 
+/// One record of the map (see `binlog_store::map`): kind, file sequence, GNO (Txn) and binlog
+/// offset (Txn: end of the transaction; Checkpoint: end it requires).
+#[derive(Debug, Clone, Copy)]
+struct MapRecord {
+    kind: u8,
+    file_seq: u32,
+    gno: u64,
+    offset: u64,
+}
+
+const MAP_TXN: u8 = 1;
+const MAP_CHECKPOINT: u8 = 2;
+const MAP_SYNCED: u8 = 3;
+
+/// The valid records of the map, up to the first torn or damaged one.
+fn map_records(path: &Path) -> Vec<MapRecord> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let len = MAP_RECORD_LEN as usize;
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    bytes
+        .chunks_exact(len)
+        .map_while(|b| {
+            let crc = u32::from_le_bytes(b[44..48].try_into().expect("4 bytes"));
+            (crc32fast::hash(&b[..44]) == crc).then(|| MapRecord {
+                kind: b[0],
+                file_seq: u32::from_le_bytes(b[4..8].try_into().expect("4 bytes")),
+                gno: u64_at(b, 24),
+                offset: u64_at(b, 32),
+            })
+        })
+        .collect()
+}
+
+/// The binlog sequence number of a file name `binlog.000042`.
+fn file_seq(path: &Path) -> Option<u32> {
+    path.extension()?.to_str()?.parse().ok()
+}
+
+/// Cuts the last group commit out of the binlog, leaving its map records: the state of a
+/// server that died after fsyncing the map records of a group commit (its Txn records and the
+/// Checkpoint that needs them) and before writing its binlog bytes. Done only when the batch is
+/// the last thing in the last file, follows the previous Checkpoint in the same file, and no
+/// client received any of its transactions (`client_max_gno`): nobody can tell it from a real
+/// crash. Returns the number of transactions cut.
+fn unwrite_last_batch(binlog_dir: &Path, client_max_gno: u64) -> Option<usize> {
+    let last = last_binlog_file(binlog_dir)?;
+    let seq = file_seq(&last)?;
+    let len = std::fs::metadata(&last).ok()?.len();
+    let recs = map_records(&binlog_dir.join("binlog.map"));
+    let checkpoints: Vec<usize> = recs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == MAP_CHECKPOINT)
+        .map(|(i, _)| i)
+        .collect();
+    let [.., prev, last_cp] = checkpoints[..] else {
+        return None;
+    };
+    let (p, l) = (recs[prev], recs[last_cp]);
+    let batch = &recs[prev + 1..last_cp];
+    let txns: Vec<&MapRecord> = batch.iter().filter(|r| r.kind == MAP_TXN).collect();
+    let fits = last_cp + 1 == recs.len()
+        && p.file_seq == seq
+        && l.file_seq == seq
+        && l.offset == len
+        && p.offset < l.offset
+        && !txns.is_empty()
+        && batch
+            .iter()
+            .all(|r| (r.kind == MAP_TXN || r.kind == MAP_SYNCED) && r.file_seq == seq)
+        && txns.iter().all(|t| t.gno > client_max_gno);
+    if !fits {
+        return None;
+    }
+    let f = OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .expect("open the last binlog file");
+    f.set_len(p.offset).expect("truncate");
+    f.sync_all().expect("sync");
+    Some(txns.len())
+}
+
 /// Leaves a torn tail, as a crash in the middle of the next group commit would.
-fn tear_tail(binlog_dir: &Path, rng: &mut SimRng) -> Torn {
+fn tear_tail(binlog_dir: &Path, rng: &mut SimRng, client_max_gno: u64) -> Torn {
     let mut torn = Torn::default();
+    if rng.chance(0.5) {
+        torn.batch = unwrite_last_batch(binlog_dir, client_max_gno);
+    }
     let (tear_binlog, tear_map) = (rng.chance(0.4), rng.chance(0.25));
     let cut = rng.next_u64();
     if tear_binlog {
@@ -419,6 +511,10 @@ struct Follow {
     /// served a transaction it then lost).
     server_errors: Vec<String>,
     last_error: Option<String>,
+    /// Connection attempts begun and finished (failed, or streamed and ended): equal once
+    /// every session with a killed server has ended and its transactions are in `txns`.
+    attempts_begun: usize,
+    attempts_ended: usize,
 }
 
 impl Follow {
@@ -453,17 +549,27 @@ fn received_set(sid: [u8; 16], txns: &[SeenTxn]) -> Option<MySid<'static>> {
 }
 
 /// A replica following the master by GTID across its restarts.
+/// While `paused` is true it stays disconnected, as a replica that is stopped.
 async fn follow(
     mut addr: watch::Receiver<Option<SocketAddr>>,
+    mut paused: watch::Receiver<bool>,
     sid: [u8; 16],
     seen: Arc<Mutex<Follow>>,
     stop: CancellationToken,
 ) {
     while !stop.is_cancelled() {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = paused.wait_for(|p| !*p) => r.map(|_| ()).expect("pause watch open"),
+        }
         let Some(a) = *addr.borrow_and_update() else {
             break;
         };
-        let set = received_set(sid, &lock(&seen).txns);
+        let set = {
+            let mut f = lock(&seen);
+            f.attempts_begun += 1;
+            received_set(sid, &f.txns)
+        };
         let open = async {
             let conn = mysql_async::Conn::new(opts(a, "root")).await?;
             let mut req = BinlogStreamRequest::new(CLIENT_SERVER_ID).with_gtid();
@@ -482,6 +588,7 @@ async fn follow(
                 {
                     let mut f = lock(&seen);
                     f.failed_connects += 1;
+                    f.attempts_ended += 1;
                     match other {
                         Ok(Err(e)) => f.on_error(&e),
                         _ => f.last_error = Some("connect timed out".to_owned()),
@@ -501,6 +608,7 @@ async fn follow(
         loop {
             let ev = tokio::select! {
                 _ = stop.cancelled() => return,
+                _ = paused.wait_for(|p| *p) => None,
                 ev = stream.next() => ev,
             };
             match ev {
@@ -516,9 +624,30 @@ async fn follow(
                 None => break,
             }
         }
+        let mut f = lock(&seen);
         if asm.in_txn() {
-            lock(&seen).partial_dropped += 1;
+            f.partial_dropped += 1;
         }
+        f.attempts_ended += 1;
+    }
+}
+
+/// Waits until every session the client had with the killed server has ended; returns the
+/// highest GNO it received.
+async fn client_settled(seen: &Mutex<Follow>) -> u64 {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        {
+            let f = lock(seen);
+            if f.attempts_begun == f.attempts_ended {
+                return f.txns.iter().map(|t| t.gno).max().unwrap_or(0);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the client's session with the killed server never ended"
+        );
+        tokio::time::sleep(SIZE_POLL).await;
     }
 }
 
@@ -549,6 +678,8 @@ struct Round {
     wrote: bool,
     /// The workload had not finished when the server was killed.
     workload_running: bool,
+    /// The client was stopped while the server wrote and until it restarted.
+    client_paused: bool,
     torn: Torn,
 }
 
@@ -640,15 +771,25 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
 
     let seen = Arc::new(Mutex::new(Follow::default()));
     let stop_client = CancellationToken::new();
-    let client = tokio::spawn(follow(addr_rx, sid, seen.clone(), stop_client.clone()));
+    let (pause_tx, pause_rx) = watch::channel(false);
+    let client = tokio::spawn(follow(
+        addr_rx,
+        pause_rx,
+        sid,
+        seen.clone(),
+        stop_client.clone(),
+    ));
 
     let mut workload_done: Option<Json> = None;
     let mut rounds = Vec::new();
     let mut binlog_at_spawn = 0;
     for round in 0..KILLS {
         // The first process has served already (the test's own safe point is gone by then).
-        let early = round > 0 && rng.chance(EARLY_SHARE);
+        let early = round % EARLY_EVERY == EARLY_EVERY - 1;
         let delay = Duration::from_millis(rng.below(if early { EARLY_MS } else { SPAN_MS }));
+        // Sometimes the client is stopped while the server writes and until it restarts, so
+        // that the last group commit can be one nobody received.
+        let client_paused = !early && rng.chance(PAUSE_SHARE);
         let from = if early {
             master.proc().started
         } else {
@@ -663,6 +804,7 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
                 );
                 master.run(Some(Instant::now() + SIZE_POLL)).await;
             }
+            pause_tx.send_replace(client_paused);
             Instant::now()
         };
         master.run(Some(from + delay)).await;
@@ -673,17 +815,19 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         }
         master.proc().kill9().await;
         let wrote = store_size(&binlog_dir).1 > binlog_at_spawn;
-        let torn = tear_tail(&binlog_dir, &mut rng);
+        let client_max_gno = client_settled(&seen).await;
+        let torn = tear_tail(&binlog_dir, &mut rng, client_max_gno);
         let r = Round {
             early,
             delay,
             served: master.served,
             wrote,
             workload_running: workload_done.is_none(),
+            client_paused,
             torn,
         };
         eprintln!(
-            "kill {:2} at {:5.1} s: {} + {:4} ms, {}, {}, {}, torn {:?}, client has {} txns",
+            "kill {:2} at {:5.1} s: {} + {:4} ms, {}, {}, {}{}, torn {:?}, client has {} txns",
             round + 1,
             test_start.elapsed().as_secs_f64(),
             if r.early { "start" } else { "first write" },
@@ -695,12 +839,18 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
             } else {
                 "workload done"
             },
+            if r.client_paused {
+                ", client stopped"
+            } else {
+                ""
+            },
             r.torn,
             lock(&seen).txns.len(),
         );
         rounds.push(r);
         binlog_at_spawn = store_size(&binlog_dir).1;
         master.spawn();
+        pause_tx.send_replace(false);
     }
     master.run(None).await;
     let addr = (*master.addr.borrow()).expect("address");
@@ -795,13 +945,15 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
     let dropped = recs.iter().filter(|r| r.1 > 0).count();
     let torn_binlog = rounds.iter().filter(|r| r.torn.binlog.is_some()).count();
     let torn_map = rounds.iter().filter(|r| r.torn.map.is_some()).count();
+    let unwritten: Vec<usize> = rounds.iter().filter_map(|r| r.torn.batch).collect();
     let count = |f: fn(&Round) -> bool| rounds.iter().filter(|r| f(r)).count();
     let mid_workload = count(|r| r.wrote && r.workload_running);
     eprintln!(
         "crash loop seed {seed}: {} transactions ({compared} values compared), {} binlog files, \
          {:.1} s; {KILLS} kills: {} aimed at start-up, {} before the serving line, {} while \
-         writing ({mid_workload} of them with the workload running); torn tails added: binlog \
-         {torn_binlog}, map {torn_map}; store opens {}, that cut a binlog tail {truncated}, \
+         writing ({mid_workload} of them with the workload running); last group commit unwritten \
+         {} times ({} transactions); torn tails added: binlog {torn_binlog}, map {torn_map}; \
+         store opens {}, that cut a binlog tail {truncated}, \
          that dropped map records {dropped}; port changes {}; client: {} sessions, {} failed \
          connects, {} partial transactions dropped; GC safe point {} > start ts {}",
         want.len(),
@@ -810,6 +962,8 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         count(|r| r.early),
         count(|r| !r.served),
         count(|r| r.wrote),
+        unwritten.len(),
+        unwritten.iter().sum::<usize>(),
         recs.len(),
         master.port_changes,
         follow.sessions,
@@ -829,6 +983,12 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         "{served} killed processes and the last one served, but the log has {} store opens",
         recs.len()
     );
+    if !unwritten.is_empty() {
+        assert!(
+            dropped > 0,
+            "map records of an unwritten group commit were never dropped"
+        );
+    }
     if torn_binlog > 0 {
         assert!(truncated > 0, "a torn binlog tail was never cut");
     }
