@@ -10,9 +10,10 @@
 //!
 //! Afterwards:
 //! - the binlog read from `binlog.000001:4` equals the truth log exactly, GTIDs dense 1..n;
-//! - a client that streamed by GTID across every restart, reconnecting with the set of the
-//!   transactions it had received completely (GTID … XID, or GTID + DDL QUERY), received every
-//!   transaction exactly once, in order, with the same content;
+//! - a client that streamed by GTID across every restart (stopped during some of them),
+//!   reconnecting with the set of the transactions it had received completely (GTID … XID, or
+//!   GTID + DDL QUERY), received every transaction exactly once, in order, with the same
+//!   content, and was never refused;
 //! - PD's GC safe point passed the first start ts: the history each restart resumed from was
 //!   still there only because the server's service safe point kept it.
 //!
