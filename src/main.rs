@@ -87,6 +87,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let cfg = tibinlog::app::config::resolve(args, &tibinlog::app::config::process_env)?;
             run_until_signal(|shutdown| async move {
                 let app = tibinlog::app::App::start(cfg, shutdown).await?;
+                println!("{}", app.serving_line());
                 app.wait().await
             })
         }

@@ -21,6 +21,8 @@ struct Sim {
     child: Child,
     stdout: mpsc::Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// The `workload_done` line, once [`Sim::done`] has read it.
+    workload_done: Option<Json>,
 }
 
 impl Sim {
@@ -62,6 +64,7 @@ impl Sim {
             child,
             stdout: rx,
             stderr,
+            workload_done: None,
         }
     }
 
@@ -107,14 +110,18 @@ impl Sim {
         }
     }
 
-    /// Waits for a clean exit and returns the `done` line.
+    /// Waits for a clean exit and returns the `done` line (keeping a `workload_done` line
+    /// before it in `self.workload_done`).
     fn done(&mut self) -> Json {
         let st = self.wait();
         assert!(st.success(), "exit {st:?}; stderr:\n{}", self.stderr());
-        let line = self.line();
-        let done: Json = serde_json::from_str(&line).expect("done line is JSON");
-        assert_eq!(done["event"], "done", "{done}");
-        done
+        let mut line: Json = serde_json::from_str(&self.line()).expect("line is JSON");
+        if line["event"] == "workload_done" {
+            self.workload_done = Some(line);
+            line = serde_json::from_str(&self.line()).expect("done line is JSON");
+        }
+        assert_eq!(line["event"], "done", "{line}");
+        line
     }
 
     #[cfg(unix)]
@@ -248,6 +255,14 @@ fn truth_log_is_complete_and_ordered() {
     let lines = check_truth(&f);
     assert!(lines.len() >= 200, "{} lines", lines.len());
     assert_eq!(done["truth_lines"], lines.len() as u64, "{done}");
+    // Announced before the exit, with the truth log already complete.
+    let workload_done = sim.workload_done.take().expect("workload_done line");
+    assert_eq!(workload_done["txns"], 200, "{workload_done}");
+    assert_eq!(
+        workload_done["truth_lines"],
+        lines.len() as u64,
+        "{workload_done}"
+    );
     assert!(lines
         .iter()
         .any(|l| !l["rows"].as_array().expect("rows").is_empty()));
@@ -352,6 +367,7 @@ fn sigterm_stops_cleanly_with_a_complete_truth_log() {
     wait_for_lines(&sim, &f, 30);
     sim.sigterm();
     let done = sim.done();
+    assert!(sim.workload_done.is_none(), "unlimited workload never done");
     let lines = check_truth(&f);
     assert!(lines.len() >= 30);
     assert_eq!(done["truth_lines"], lines.len() as u64, "{done}");
@@ -420,4 +436,91 @@ fn non_loopback_pd_address_is_refused() {
     let st = sim.wait();
     assert!(!st.success());
     assert!(sim.stderr().contains("loopback"), "{}", sim.stderr());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn gc_advances_up_to_the_service_safe_points() {
+    use tibinlog::capture::pd::{PdClient, PdConfig};
+    use tokio_util::sync::CancellationToken;
+
+    let mut sim = Sim::spawn(&[
+        "--workload",
+        "none",
+        "--stores",
+        "1",
+        "--seed",
+        "4",
+        "--gc-interval",
+        "20ms",
+        "--gc-life-time",
+        "0s",
+    ]);
+    let (_, ready) = sim.ready();
+    let cancel = CancellationToken::new();
+    let _stop = cancel.clone().drop_guard();
+    let pd = PdClient::connect(
+        PdConfig::new(vec![ready["pd"].as_str().expect("pd").to_owned()]),
+        cancel.clone(),
+    )
+    .await
+    .expect("connect to PD");
+    let poll = |what: &'static str, want: Box<dyn Fn(u64) -> bool + Send>| {
+        let pd = &pd;
+        async move {
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let sp = pd.get_gc_safe_point().await.expect("GetGCSafePoint").0;
+                if want(sp) {
+                    return sp;
+                }
+                assert!(Instant::now() < deadline, "GC safe point {sp}: {what}");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    };
+    // No service: GC follows the clock.
+    poll("moves with no service", Box::new(|sp| sp > 0)).await;
+    // A service safe point caps it.
+    let held = pd.tso().await.expect("TSO");
+    let min = pd
+        .update_service_gc_safe_point("test", 3600, held)
+        .await
+        .expect("UpdateServiceGCSafePoint");
+    assert_eq!(min, held, "accepted");
+    let h = held.0;
+    poll(
+        "reaches the service safe point",
+        Box::new(move |sp| sp == h),
+    )
+    .await;
+    // The clock moves on; GC stays at the service safe point.
+    let later = loop {
+        let t = pd.tso().await.expect("TSO");
+        if t.physical_ms() > held.physical_ms() + 200 {
+            break t;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    assert_eq!(pd.get_gc_safe_point().await.expect("GetGCSafePoint"), held);
+    // A service may not go below the minimum (PD ≤ 8.5 semantics).
+    let refused = pd
+        .update_service_gc_safe_point("other", 3600, held.prev())
+        .await
+        .expect("UpdateServiceGCSafePoint");
+    assert_eq!(refused, held, "refused below the minimum");
+    // Released: GC moves on.
+    pd.update_service_gc_safe_point("test", 0, held)
+        .await
+        .expect("remove the service safe point");
+    let l = later.0;
+    poll(
+        "moves on once released",
+        Box::new(move |sp| sp >= l >> 18 << 18),
+    )
+    .await;
+    sim.sigterm();
+    tokio::task::spawn_blocking(move || sim.done())
+        .await
+        .expect("join");
 }

@@ -235,6 +235,7 @@ impl App {
             recovered_checkpoint = ?recovery.checkpoint.map(|t| t.0),
             next_gno = recovery.next_gno,
             truncated_bytes = recovery.truncated_bytes,
+            dropped_records = recovery.dropped_records,
             created = recovery.created,
             "binlog store open"
         );
@@ -356,6 +357,19 @@ impl App {
     /// The address the MySQL server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The line `tibinlog server` prints on stdout once it serves, so that a script or a test
+    /// that passed `--listen …:0` learns the bound port:
+    /// `{"event":"serving","listen":"127.0.0.1:41234","server_uuid":"…","start_ts":…}`.
+    pub fn serving_line(&self) -> String {
+        serde_json::json!({
+            "event": "serving",
+            "listen": self.local_addr.to_string(),
+            "server_uuid": self.server_uuid.to_string(),
+            "start_ts": self.start_ts.0,
+        })
+        .to_string()
     }
 
     /// The GTID source id.

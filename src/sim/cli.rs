@@ -4,22 +4,34 @@
 //! ```text
 //! tibinlog sim --pd-listen 127.0.0.1:2379 --stores 3 --regions-per-table 4 \
 //!              --workload oltp --rate 500 --txns 10000 --seed 7 --truth truth.jsonl \
-//!              --resolved-ts-interval 1s --chaos-interval 5s --exit-when-done
+//!              --resolved-ts-interval 1s --chaos-interval 5s --gc-interval 1s --exit-when-done
 //! ```
 //!
 //! # Output
 //!
-//! stdout carries three kinds of lines, in this order (logs go to stderr):
+//! stdout carries these lines, in this order (logs go to stderr):
 //!
 //! ```text
 //! seed=7
 //! {"event":"ready","seed":7,"cluster_id":…,"pd":"127.0.0.1:2379","pd_url":"http://127.0.0.1:2379",
 //!  "stores":[{"id":1,"addr":"127.0.0.1:41234"},…],"regions":23}
+//! {"event":"workload_done","seed":7,"cluster_id":…,"txns":10000,…,"truth_lines":…,…}
 //! {"event":"done","seed":7,"cluster_id":…,"txns":10000,"row_changes":…,"ddls":…,"faults":…,…}
 //! ```
 //!
 //! The `ready` line is printed once the TiDB layer is bootstrapped, the workload tables exist and
-//! are pre-split, and the workload is about to start: from then on PD answers at `pd`.
+//! are pre-split, and the workload is about to start: from then on PD answers at `pd`. The
+//! `workload_done` line (the totals so far) is printed when `--txns` transactions are done (at
+//! once for `--workload none`): the truth log is then complete, and the cluster keeps serving
+//! unless `--exit-when-done`. A run stopped or failed before that has no `workload_done` line.
+//!
+//! # GC
+//!
+//! With `--gc-interval`, PD's GC runs as TiDB's GC worker drives it: every interval the GC safe
+//! point moves to `now − --gc-life-time` on the virtual clock, capped by the service safe points
+//! clients hold in PD (`UpdateServiceGCSafePoint`), and MVCC versions below it are dropped;
+//! reads below it fail. A client that resumes from a timestamp its service safe point did not
+//! protect finds the history gone.
 //!
 //! # Determinism and the virtual clock
 //!
@@ -75,6 +87,8 @@ pub const DEFAULT_STORES: usize = 3;
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 /// Pre-split handle span when `--txns` is unlimited.
 pub const UNLIMITED_HANDLE_SPAN: i64 = 100_000;
+/// Default `--gc-life-time` (TiDB's `tidb_gc_life_time`).
+pub const DEFAULT_GC_LIFE_TIME: Duration = Duration::from_secs(10 * 60);
 /// How often the idle virtual clock catches up with the wall clock.
 const IDLE_CLOCK_TICK: Duration = Duration::from_millis(20);
 
@@ -141,6 +155,13 @@ pub struct SimArgs {
     /// Inject one random fault every interval (off when absent).
     #[arg(long, value_parser = parse_duration)]
     pub chaos_interval: Option<Duration>,
+    /// Run GC every interval (off when absent): the GC safe point moves to
+    /// `now − --gc-life-time`, capped by the PD service safe points.
+    #[arg(long, value_parser = parse_duration)]
+    pub gc_interval: Option<Duration>,
+    /// History GC keeps (TiDB's `tidb_gc_life_time`), on the virtual clock.
+    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    pub gc_life_time: Duration,
     /// Exit once `--txns` transactions are done (otherwise keep serving until a signal).
     #[arg(long)]
     pub exit_when_done: bool,
@@ -169,6 +190,8 @@ impl Default for SimArgs {
             truth: None,
             resolved_ts_interval: DEFAULT_RESOLVED_TS_INTERVAL,
             chaos_interval: None,
+            gc_interval: None,
+            gc_life_time: DEFAULT_GC_LIFE_TIME,
             exit_when_done: false,
             epoch_ms: Epoch::Ms(DEFAULT_EPOCH_MS),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
@@ -485,6 +508,15 @@ impl SimBuilder {
                 );
             }
             None => done.cancel(),
+        }
+        if let Some(interval) = args.gc_interval {
+            tracker.spawn(gc_worker(
+                cluster.clone(),
+                clock.clone(),
+                interval,
+                args.gc_life_time,
+                cancel.clone(),
+            ));
         }
         tracker.spawn(idle_clock(clock, active, cancel.clone()));
         tracker.spawn(progress(
@@ -864,6 +896,39 @@ async fn idle_clock(clock: ManualClock, active: Arc<AtomicBool>, cancel: Cancell
     }
 }
 
+/// PD's GC as TiDB's GC worker drives it: every `interval`, the GC safe point moves to
+/// `now − life_time` on the virtual clock (capped by the service safe points) and older MVCC
+/// versions are dropped.
+async fn gc_worker(
+    cluster: SimCluster,
+    clock: ManualClock,
+    interval: Duration,
+    life_time: Duration,
+    cancel: CancellationToken,
+) {
+    let interval = interval.max(Duration::from_millis(10));
+    let life_ms = u64::try_from(life_time.as_millis()).unwrap_or(u64::MAX);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    let mut last = crate::sim::ts::Ts::ZERO;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        let now_ms = crate::sim::ts::Clock::now_ms(&clock);
+        let target = crate::sim::ts::Ts::compose(now_ms.saturating_sub(life_ms), 0);
+        let sp = cluster.run_gc(target).await;
+        if sp > last {
+            tracing::debug!(
+                safe_point = sp.0,
+                target = target.0,
+                "GC safe point advanced"
+            );
+            last = sp;
+        }
+    }
+}
+
 /// Logs a progress line every `interval`.
 async fn progress(
     cluster: SimCluster,
@@ -907,10 +972,29 @@ pub async fn run(mut args: SimArgs, shutdown: CancellationToken) -> anyhow::Resu
         o.insert("event".into(), "ready".into());
     }
     println!("{ready}");
-    tokio::select! {
-        _ = shutdown.cancelled() => tracing::info!("shutdown requested"),
-        _ = handle.workload_done(), if exit_when_done => {}
-        _ = handle.workload_failed() => {}
+    let mut workload_running = true;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => {
+                tracing::info!("shutdown requested");
+                break;
+            }
+            _ = handle.workload_failed() => break,
+            _ = handle.workload_done(), if workload_running => {
+                workload_running = false;
+                if handle.failure().is_some() {
+                    break;
+                }
+                let mut line = serde_json::to_value(handle.summary())?;
+                if let Some(o) = line.as_object_mut() {
+                    o.insert("event".into(), "workload_done".into());
+                }
+                println!("{line}");
+                if exit_when_done {
+                    break;
+                }
+            }
+        }
     }
     let summary = handle.shutdown().await?;
     let mut done = serde_json::to_value(&summary)?;

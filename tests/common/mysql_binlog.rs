@@ -33,7 +33,7 @@ use futures_util::StreamExt;
 use mysql_async::binlog::events::{EventData, OptionalMetadataField, RowsEventData, TableMapEvent};
 use mysql_async::binlog::value::BinlogValue;
 use mysql_async::consts::ColumnType;
-use mysql_async::BinlogStreamRequest;
+use mysql_async::{BinlogStream, BinlogStreamRequest};
 use serde_json::{json, Value as Json};
 use tibinlog::tidb::schema::{mysql, FieldType};
 use tibinlog::tidb::{json as tjson, text, time};
@@ -318,79 +318,77 @@ pub fn uuid_text(sid: &[u8; 16]) -> String {
     )
 }
 
-/// Runs one non-blocking dump with `request` (its non-blocking flag is set here) until the
-/// server's EOF, or until `stop_after` transactions; then drops the connection without a
-/// goodbye, as a client that goes away mid-stream does.
-pub async fn read_binlog(
-    addr: SocketAddr,
-    request: BinlogStreamRequest<'_>,
-    stop_after: Option<usize>,
-) -> Dump {
-    let conn = mysql_async::Conn::new(opts(addr, "root"))
-        .await
-        .expect("connect");
-    let mut stream = conn
-        .get_binlog_stream(request.with_non_blocking())
-        .await
-        .expect("binlog stream");
-    let mut dump = Dump::default();
-    let mut open: Option<SeenTxn> = None;
-    let (mut file, mut pos) = (String::new(), 0u64);
-    dump.eof = true;
-    loop {
-        if stop_after.is_some_and(|k| dump.txns.len() >= k) {
-            dump.eof = false;
-            break;
-        }
-        let next = tokio::time::timeout(WAIT, stream.next())
-            .await
-            .expect("dump makes progress");
-        let Some(ev) = next else { break };
-        let ev = ev.expect("event");
+/// Builds transactions from the events of one dump session, in the truth log's shape. A
+/// transaction counts once its last event (XID, or the DDL's QUERY) arrived; a session that
+/// ends inside one leaves it open ([`Assembler::in_txn`]), and the next session starts with a
+/// new assembler, as a replica drops a partial transaction when its connection breaks.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    open: Option<SeenTxn>,
+    /// Binlog file and position the stream is at.
+    file: String,
+    pos: u64,
+    /// GTID source of the transactions seen (one source only).
+    pub uuid: String,
+    /// Real (non-artificial) ROTATE events seen.
+    pub rotations: usize,
+    /// Rows events the client could not decode.
+    pub undecodable: usize,
+}
+
+impl Assembler {
+    /// True between a GTID event and the end of its transaction.
+    pub fn in_txn(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Takes the next event of `stream`; returns the transaction it completes, if any.
+    pub fn on_event(
+        &mut self,
+        ev: &mysql_async::binlog::events::Event,
+        stream: &BinlogStream,
+    ) -> Option<SeenTxn> {
         if ev.header().log_pos() != 0 {
-            pos = u64::from(ev.header().log_pos());
+            self.pos = u64::from(ev.header().log_pos());
         }
         let data = ev.read_data().expect("event decodes");
         match data {
             Some(EventData::RotateEvent(r)) => {
-                assert!(open.is_none(), "ROTATE inside a transaction");
+                assert!(self.open.is_none(), "ROTATE inside a transaction");
                 if ev.header().log_pos() != 0 {
-                    dump.rotations += 1;
+                    self.rotations += 1;
                 }
-                file = r.name().into_owned();
-                pos = r.position();
+                self.file = r.name().into_owned();
+                self.pos = r.position();
             }
             Some(EventData::GtidEvent(g)) => {
-                assert!(open.is_none(), "GTID inside a transaction");
+                assert!(self.open.is_none(), "GTID inside a transaction");
                 let uuid = uuid_text(&g.sid());
-                if dump.uuid.is_empty() {
-                    dump.uuid = uuid;
+                if self.uuid.is_empty() {
+                    self.uuid = uuid;
                 } else {
-                    assert_eq!(dump.uuid, uuid, "one GTID source");
+                    assert_eq!(self.uuid, uuid, "one GTID source");
                 }
-                open = Some(SeenTxn {
+                self.open = Some(SeenTxn {
                     gno: g.gno(),
                     ..SeenTxn::default()
                 });
             }
             Some(EventData::QueryEvent(q)) => {
-                let t = open.as_mut().expect("QUERY outside a transaction");
+                let t = self.open.as_mut().expect("QUERY outside a transaction");
                 let text = q.query().into_owned();
                 if text != "BEGIN" {
                     t.ddl = Some(text);
-                    let mut t = open.take().expect("open");
-                    (t.file, t.pos) = (file.clone(), pos);
-                    dump.txns.push(t);
+                    return Some(self.close());
                 }
             }
             Some(EventData::XidEvent(x)) => {
-                let mut t = open.take().expect("XID outside a transaction");
+                let t = self.open.as_mut().expect("XID outside a transaction");
                 t.xid = Some(x.xid);
-                (t.file, t.pos) = (file.clone(), pos);
-                dump.txns.push(t);
+                return Some(self.close());
             }
             Some(EventData::RowsEvent(r)) => {
-                let t = open.as_mut().expect("rows outside a transaction");
+                let t = self.open.as_mut().expect("rows outside a transaction");
                 let tme = stream.get_tme(r.table_id()).expect("TABLE_MAP before rows");
                 let cols = columns(tme);
                 let op = match &r {
@@ -409,8 +407,8 @@ pub async fn read_binlog(
                 }));
                 let Ok(rows) = decoded else {
                     t.undecodable = true;
-                    dump.undecodable += 1;
-                    continue;
+                    self.undecodable += 1;
+                    return None;
                 };
                 for (before, after) in rows.expect("rows decode") {
                     let before = image(before, &cols).unwrap_or_else(|e| panic!("{e}"));
@@ -423,11 +421,54 @@ pub async fn read_binlog(
             }
             _ => {}
         }
+        None
+    }
+
+    /// The open transaction, ended at the current position.
+    fn close(&mut self) -> SeenTxn {
+        let mut t = self.open.take().expect("an open transaction");
+        (t.file, t.pos) = (self.file.clone(), self.pos);
+        t
+    }
+}
+
+/// Runs one non-blocking dump with `request` (its non-blocking flag is set here) until the
+/// server's EOF, or until `stop_after` transactions; then drops the connection without a
+/// goodbye, as a client that goes away mid-stream does.
+pub async fn read_binlog(
+    addr: SocketAddr,
+    request: BinlogStreamRequest<'_>,
+    stop_after: Option<usize>,
+) -> Dump {
+    let conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let mut stream = conn
+        .get_binlog_stream(request.with_non_blocking())
+        .await
+        .expect("binlog stream");
+    let mut dump = Dump::default();
+    let mut asm = Assembler::default();
+    dump.eof = true;
+    loop {
+        if stop_after.is_some_and(|k| dump.txns.len() >= k) {
+            dump.eof = false;
+            break;
+        }
+        let next = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("dump makes progress");
+        let Some(ev) = next else { break };
+        let ev = ev.expect("event");
+        dump.txns.extend(asm.on_event(&ev, &stream));
     }
     if dump.eof {
-        assert!(open.is_none(), "the dump ended inside a transaction");
+        assert!(!asm.in_txn(), "the dump ended inside a transaction");
     }
     drop(stream);
+    dump.uuid = asm.uuid;
+    dump.rotations = asm.rotations;
+    dump.undecodable = asm.undecodable;
     dump
 }
 

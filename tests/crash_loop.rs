@@ -1,0 +1,998 @@
+//! Crash safety end to end (ARCHITECTURE "Durability"): `tibinlog server` is killed with
+//! SIGKILL 20 times while `tibinlog sim` (its own process) runs a seeded OLTP workload with
+//! faults and an aggressive GC, and is restarted on the same data dir each time.
+//!
+//! The kill delays are seeded and printed: some kills land during start-up or recovery, most
+//! while transactions are being written. After some kills the test also leaves the files as a
+//! crash inside a group commit would: the last group commit's binlog bytes missing while its
+//! map records (fsynced first) are there, when no client had received it; a cut-off copy of
+//! the last transaction appended to the last binlog file; a partial record appended to the map.
+//!
+//! Afterwards:
+//! - the binlog read from `binlog.000001:4` equals the truth log exactly, GTIDs dense 1..n;
+//! - a client that streamed by GTID across every restart (stopped during some of them),
+//!   reconnecting with the set of the transactions it had received completely (GTID … XID, or
+//!   GTID + DDL QUERY), received every transaction exactly once, in order, with the same
+//!   content, and was never refused;
+//! - PD's GC safe point passed the first start ts: the history each restart resumed from was
+//!   still there only because the server's service safe point kept it.
+//!
+//! Replay the kill schedule and workload of a run with `TIBINLOG_CRASH_SEED=<seed>`;
+//! `TIBINLOG_BIN=<path>` runs another build of the binary (e.g. a release build).
+
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mysql_async::{BinlogStreamRequest, GnoInterval, Sid as MySid};
+use serde_json::Value as Json;
+use tibinlog::capture::pd::{PdClient, PdConfig};
+use tibinlog::model::Ts;
+use tibinlog::sim::ts::SimRng;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::app::{dense_set, master_gtids, opts, truth_after};
+use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Assembler, SeenTxn};
+
+/// Seed of the workload and of the kill schedule unless `TIBINLOG_CRASH_SEED` is set.
+const DEFAULT_SEED: u64 = 1_729;
+/// Kills of the server.
+const KILLS: usize = 20;
+/// Workload size and pace: long enough that every kill lands while it runs.
+const TXNS: u64 = 8_000;
+const RATE: u64 = 200;
+/// Every `EARLY_EVERY`th kill is aimed at start-up: at a delay in `[0, EARLY_MS)` after the
+/// process started (connecting to PD, recovering the store, bootstrapping the schema). The
+/// others land at a delay in `[0, SPAN_MS)` after the server, once serving, appended to its map
+/// (capture and group commit are running), so that they hit it while it writes.
+const EARLY_EVERY: usize = 4;
+const EARLY_MS: u64 = 400;
+const SPAN_MS: u64 = 1_500;
+/// Share of the kills while writing during which the client is stopped.
+const PAUSE_SHARE: f64 = 0.4;
+/// Interval of the polls of the store's size while waiting for the first write.
+const SIZE_POLL: Duration = Duration::from_millis(10);
+/// Binlog files rotate past this size, so kills also land around rotations.
+const MAX_BINLOG_SIZE: u64 = 64 << 10;
+/// Upper bound of any single wait.
+const WAIT: Duration = Duration::from_secs(180);
+/// Interval of polls and client reconnect attempts.
+const POLL: Duration = Duration::from_millis(50);
+/// `server_id` the streaming client registers with.
+const CLIENT_SERVER_ID: u32 = 1001;
+/// PD service id of the test's own safe point, held until the server holds its own.
+const TEST_SERVICE_ID: &str = "crash-loop-test";
+
+/// Binlog event type codes (MySQL `Log_event_type`).
+const QUERY_EVENT: u8 = 2;
+const XID_EVENT: u8 = 16;
+const GTID_EVENT: u8 = 33;
+/// Bytes of a binlog event header; its length field is at offset 9.
+const HEADER_LEN: usize = 19;
+/// Bytes of one record of the mapping file.
+const MAP_RECORD_LEN: u64 = 48;
+
+/// The `tibinlog` binary under test.
+fn binary() -> PathBuf {
+    std::env::var_os("TIBINLOG_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tibinlog")))
+}
+
+fn seed() -> u64 {
+    match std::env::var("TIBINLOG_CRASH_SEED") {
+        Ok(s) => s.trim().parse().expect("TIBINLOG_CRASH_SEED is a u64"),
+        Err(_) => DEFAULT_SEED,
+    }
+}
+
+/// The last `n` lines of a log file.
+fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A `tibinlog` subprocess: stdout lines on a channel, stderr appended to a log file, killed on
+/// drop.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    lines: mpsc::UnboundedReceiver<String>,
+    log: PathBuf,
+    started: Instant,
+}
+
+impl Proc {
+    fn spawn(name: &'static str, args: &[String], log: &Path) -> Proc {
+        let err = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("open log file");
+        let mut child = Command::new(binary())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(err))
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn tibinlog {name}: {e}"));
+        let out = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(out).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Proc {
+            name,
+            child,
+            lines: rx,
+            log: log.to_path_buf(),
+            started: Instant::now(),
+        }
+    }
+
+    fn tail(&self) -> String {
+        log_tail(&self.log, 60)
+    }
+
+    /// The next stdout line that is a JSON object with an `event`; `None` once stdout closed
+    /// (the process is exiting).
+    async fn next_event(&mut self, deadline: Instant) -> Option<Json> {
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.lines.recv())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "tibinlog {}: no output in time; log:\n{}",
+                        self.name,
+                        self.tail()
+                    )
+                })?;
+            if let Ok(j) = serde_json::from_str::<Json>(&line) {
+                if j.get("event").is_some() {
+                    return Some(j);
+                }
+            }
+        }
+    }
+
+    /// Waits for the `event` line.
+    async fn wait_event(&mut self, event: &str) -> Json {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match self.next_event(deadline).await {
+                Some(j) if j["event"] == event => return j,
+                Some(_) => {}
+                None => {
+                    let st = self.exit_status().await;
+                    panic!(
+                        "tibinlog {} exited ({st}) before `{event}`; log:\n{}",
+                        self.name,
+                        self.tail()
+                    );
+                }
+            }
+        }
+    }
+
+    async fn exit_status(&mut self) -> ExitStatus {
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("process exits in time")
+            .expect("wait for the process")
+    }
+
+    /// SIGKILL, then reap. Panics if the process had already exited by itself.
+    async fn kill9(&mut self) {
+        if let Some(st) = self.child.try_wait().expect("try_wait") {
+            panic!(
+                "tibinlog {} had exited by itself ({st}); log:\n{}",
+                self.name,
+                self.tail()
+            );
+        }
+        self.child.start_kill().expect("SIGKILL");
+        self.exit_status().await;
+    }
+}
+
+/// The server process across its restarts: same data dir, same port (unless another process
+/// took the port meanwhile; then a new one, published to the client).
+struct Master {
+    proc: Option<Proc>,
+    pd: String,
+    data_dir: PathBuf,
+    log: PathBuf,
+    start_ts: Ts,
+    port: u16,
+    /// The serving line of the current process arrived.
+    served: bool,
+    addr: watch::Sender<Option<SocketAddr>>,
+    uuid: Option<String>,
+    /// Restarts on a new port because the old one was taken.
+    port_changes: usize,
+}
+
+impl Master {
+    fn spawn(&mut self) {
+        let args: Vec<String> = [
+            "server",
+            "--pd",
+            &self.pd,
+            "--listen",
+            &format!("127.0.0.1:{}", self.port),
+            "--data-dir",
+            self.data_dir.to_str().expect("utf-8 path"),
+            "--start-ts",
+            &self.start_ts.0.to_string(),
+            "--max-binlog-size",
+            &MAX_BINLOG_SIZE.to_string(),
+        ]
+        .map(str::to_owned)
+        .into();
+        self.served = false;
+        self.proc = Some(Proc::spawn("server", &args, &self.log));
+    }
+
+    fn proc(&mut self) -> &mut Proc {
+        self.proc.as_mut().expect("a server process")
+    }
+
+    fn on_serving(&mut self, j: &Json) {
+        let addr: SocketAddr = j["listen"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("serving line without an address: {j}"));
+        let uuid = j["server_uuid"].as_str().expect("server_uuid").to_owned();
+        if let Some(u) = &self.uuid {
+            assert_eq!(*u, uuid, "server_uuid stays the same across restarts");
+        }
+        self.uuid = Some(uuid);
+        self.port = addr.port();
+        self.served = true;
+        self.addr.send_replace(Some(addr));
+    }
+
+    /// Runs the current process until `deadline` (`None`: until it serves), following its
+    /// output. A process that exits by itself fails the test, except for a taken port.
+    async fn run(&mut self, deadline: Option<Instant>) {
+        let wait_deadline = Instant::now() + WAIT;
+        loop {
+            if deadline.is_none() && self.served {
+                return;
+            }
+            let until = deadline.unwrap_or(wait_deadline);
+            let proc = self.proc.as_mut().expect("a server process");
+            let ev = tokio::select! {
+                _ = tokio::time::sleep_until(until) => None,
+                ev = proc.next_event(wait_deadline) => Some(ev),
+            };
+            let Some(ev) = ev else {
+                assert!(
+                    deadline.is_some(),
+                    "the server did not serve in time; log:\n{}",
+                    self.proc().tail()
+                );
+                return;
+            };
+            match ev {
+                Some(j) if j["event"] == "serving" => self.on_serving(&j),
+                Some(_) => {}
+                None => {
+                    let st = self.proc().exit_status().await;
+                    let tail = self.proc().tail();
+                    let last_start = tail.rfind("tibinlog").map_or("", |i| &tail[i..]);
+                    if self.port != 0 && last_start.contains("cannot listen") {
+                        eprintln!("port {} taken by another process; new port", self.port);
+                        self.port = 0;
+                        self.port_changes += 1;
+                        self.spawn();
+                        continue;
+                    }
+                    panic!("the server exited by itself ({st}); log:\n{tail}");
+                }
+            }
+        }
+    }
+}
+
+/// What the test did to the files after a kill.
+#[derive(Debug, Default, Clone, Copy)]
+struct Torn {
+    /// Transactions of the last group commit cut from the binlog, as if the process had died
+    /// after fsyncing their map records and before writing them (see [`unwrite_last_batch`]).
+    batch: Option<usize>,
+    /// Bytes of a cut-off copy of the last transaction appended to the last binlog file.
+    binlog: Option<usize>,
+    /// Bytes of a partial record appended to the map.
+    map: Option<u64>,
+}
+
+/// Bytes of the map and of all binlog files of the store in `dir` (zero when absent).
+fn store_size(dir: &Path) -> (u64, u64) {
+    let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let binlog = binlog_files(dir).iter().map(|p| len(p)).sum();
+    (len(&dir.join("binlog.map")), binlog)
+}
+
+/// The numbered binlog files, in order.
+fn binlog_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| e.len() == 6 && e.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The last binlog file (highest sequence number).
+fn last_binlog_file(dir: &Path) -> Option<PathBuf> {
+    binlog_files(dir).pop()
+}
+
+/// `[start, end)` of the file's last transaction, if the file ends exactly after one.
+fn last_transaction(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut at = 4;
+    let mut last_gtid = None;
+    let mut last_type = 0u8;
+    while at + HEADER_LEN <= bytes.len() {
+        let size = u32::from_le_bytes(bytes[at + 9..at + 13].try_into().ok()?) as usize;
+        if size < HEADER_LEN || at + size > bytes.len() {
+            return None;
+        }
+        last_type = bytes[at + 4];
+        if last_type == GTID_EVENT {
+            last_gtid = Some(at);
+        }
+        at += size;
+    }
+    let ends_a_txn = matches!(last_type, XID_EVENT | QUERY_EVENT);
+    (at == bytes.len() && ends_a_txn)
+        .then_some(last_gtid?)
+        .map(|s| (s, at))
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    f.write_all(bytes).expect("append");
+    f.sync_all().expect("sync");
+}
+
+/// One record of the map (see `binlog_store::map`): kind, file sequence, GNO (Txn) and binlog
+/// offset (Txn: end of the transaction; Checkpoint: end it requires).
+#[derive(Debug, Clone, Copy)]
+struct MapRecord {
+    kind: u8,
+    file_seq: u32,
+    gno: u64,
+    offset: u64,
+}
+
+const MAP_TXN: u8 = 1;
+const MAP_CHECKPOINT: u8 = 2;
+const MAP_SYNCED: u8 = 3;
+
+/// The valid records of the map, up to the first torn or damaged one.
+fn map_records(path: &Path) -> Vec<MapRecord> {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let len = MAP_RECORD_LEN as usize;
+    let u64_at = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    bytes
+        .chunks_exact(len)
+        .map_while(|b| {
+            let crc = u32::from_le_bytes(b[44..48].try_into().expect("4 bytes"));
+            (crc32fast::hash(&b[..44]) == crc).then(|| MapRecord {
+                kind: b[0],
+                file_seq: u32::from_le_bytes(b[4..8].try_into().expect("4 bytes")),
+                gno: u64_at(b, 24),
+                offset: u64_at(b, 32),
+            })
+        })
+        .collect()
+}
+
+/// The binlog sequence number of a file name `binlog.000042`.
+fn file_seq(path: &Path) -> Option<u32> {
+    path.extension()?.to_str()?.parse().ok()
+}
+
+/// Cuts the last group commit out of the binlog, leaving its map records: the state of a
+/// server that died after fsyncing the map records of a group commit (its Txn records and the
+/// Checkpoint that needs them) and before writing its binlog bytes. Done only when the batch is
+/// the last thing in the last file, follows the previous Checkpoint in the same file, and no
+/// client received any of its transactions (`client_max_gno`): nobody can tell it from a real
+/// crash. Returns the number of transactions cut.
+fn unwrite_last_batch(binlog_dir: &Path, client_max_gno: u64) -> Option<usize> {
+    let last = last_binlog_file(binlog_dir)?;
+    let seq = file_seq(&last)?;
+    let len = std::fs::metadata(&last).ok()?.len();
+    let recs = map_records(&binlog_dir.join("binlog.map"));
+    let checkpoints: Vec<usize> = recs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == MAP_CHECKPOINT)
+        .map(|(i, _)| i)
+        .collect();
+    let [.., prev, last_cp] = checkpoints[..] else {
+        return None;
+    };
+    let (p, l) = (recs[prev], recs[last_cp]);
+    let batch = &recs[prev + 1..last_cp];
+    let txns: Vec<&MapRecord> = batch.iter().filter(|r| r.kind == MAP_TXN).collect();
+    let fits = last_cp + 1 == recs.len()
+        && p.file_seq == seq
+        && l.file_seq == seq
+        && l.offset == len
+        && p.offset < l.offset
+        && !txns.is_empty()
+        && batch
+            .iter()
+            .all(|r| (r.kind == MAP_TXN || r.kind == MAP_SYNCED) && r.file_seq == seq)
+        && txns.iter().all(|t| t.gno > client_max_gno);
+    if !fits {
+        return None;
+    }
+    let f = OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .expect("open the last binlog file");
+    f.set_len(p.offset).expect("truncate");
+    f.sync_all().expect("sync");
+    Some(txns.len())
+}
+
+/// Leaves a torn tail, as a crash in the middle of the next group commit would.
+fn tear_tail(binlog_dir: &Path, rng: &mut SimRng, client_max_gno: u64) -> Torn {
+    let mut torn = Torn::default();
+    if rng.chance(0.5) {
+        torn.batch = unwrite_last_batch(binlog_dir, client_max_gno);
+    }
+    let (tear_binlog, tear_map) = (rng.chance(0.4), rng.chance(0.25));
+    let cut = rng.next_u64();
+    if tear_binlog {
+        if let Some(last) = last_binlog_file(binlog_dir) {
+            let bytes = std::fs::read(&last).expect("read the last binlog file");
+            if let Some((start, end)) = last_transaction(&bytes) {
+                // 1 ..= len-1 bytes: never a whole transaction.
+                let n = 1 + (cut % (end - start - 1) as u64) as usize;
+                append(&last, &bytes[start..start + n]);
+                torn.binlog = Some(n);
+            }
+        }
+    }
+    let map = binlog_dir.join("binlog.map");
+    if tear_map && map.exists() {
+        let n = 1 + cut % (MAP_RECORD_LEN - 1);
+        let junk: Vec<u8> = (0..n).map(|i| (cut >> (i % 8 * 8)) as u8 ^ 0x5a).collect();
+        append(&map, &junk);
+        torn.map = Some(n);
+    }
+    torn
+}
+
+/// What the streaming client saw.
+#[derive(Debug, Default)]
+struct Follow {
+    txns: Vec<SeenTxn>,
+    /// Dump sessions that streamed.
+    sessions: usize,
+    /// Connection or dump requests that failed (server down).
+    failed_connects: usize,
+    /// Sessions that ended inside a transaction (dropped; it comes again).
+    partial_dropped: usize,
+    /// MySQL errors the server answered (1236 "more GTIDs than the master" would mean it had
+    /// served a transaction it then lost).
+    server_errors: Vec<String>,
+    last_error: Option<String>,
+    /// Connection attempts begun and finished (failed, or streamed and ended): equal once
+    /// every session with a killed server has ended and its transactions are in `txns`.
+    attempts_begun: usize,
+    attempts_ended: usize,
+}
+
+impl Follow {
+    fn on_error(&mut self, e: &mysql_async::Error) {
+        if let mysql_async::Error::Server(s) = e {
+            self.server_errors.push(format!("{} {}", s.code, s.message));
+        }
+        self.last_error = Some(e.to_string());
+    }
+}
+
+fn lock(f: &Mutex<Follow>) -> MutexGuard<'_, Follow> {
+    f.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `uuid:1-n` for the transactions received, as the dump request carries it.
+fn received_set(sid: [u8; 16], txns: &[SeenTxn]) -> Option<MySid<'static>> {
+    let mut gnos: Vec<u64> = txns.iter().map(|t| t.gno).collect();
+    gnos.sort_unstable();
+    gnos.dedup();
+    let mut s = MySid::new(sid);
+    let mut i = 0;
+    while i < gnos.len() {
+        let mut j = i;
+        while j + 1 < gnos.len() && gnos[j + 1] == gnos[j] + 1 {
+            j += 1;
+        }
+        s = s.with_interval(GnoInterval::new(gnos[i], gnos[j] + 1));
+        i = j + 1;
+    }
+    (!gnos.is_empty()).then_some(s)
+}
+
+/// A replica following the master by GTID across its restarts.
+/// While `paused` is true it stays disconnected, as a replica that is stopped.
+async fn follow(
+    mut addr: watch::Receiver<Option<SocketAddr>>,
+    mut paused: watch::Receiver<bool>,
+    sid: [u8; 16],
+    seen: Arc<Mutex<Follow>>,
+    stop: CancellationToken,
+) {
+    while !stop.is_cancelled() {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = paused.wait_for(|p| !*p) => r.map(|_| ()).expect("pause watch open"),
+        }
+        let Some(a) = *addr.borrow_and_update() else {
+            break;
+        };
+        let set = {
+            let mut f = lock(&seen);
+            f.attempts_begun += 1;
+            received_set(sid, &f.txns)
+        };
+        let open = async {
+            let conn = mysql_async::Conn::new(opts(a, "root")).await?;
+            let mut req = BinlogStreamRequest::new(CLIENT_SERVER_ID).with_gtid();
+            if let Some(s) = set {
+                req = req.with_gtid_set(vec![s]);
+            }
+            conn.get_binlog_stream(req).await
+        };
+        let opened = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = tokio::time::timeout(WAIT, open) => r,
+        };
+        let mut stream = match opened {
+            Ok(Ok(s)) => s,
+            other => {
+                {
+                    let mut f = lock(&seen);
+                    f.failed_connects += 1;
+                    f.attempts_ended += 1;
+                    match other {
+                        Ok(Err(e)) => f.on_error(&e),
+                        _ => f.last_error = Some("connect timed out".to_owned()),
+                    }
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = addr.changed() => {}
+                    _ = tokio::time::sleep(POLL) => {}
+                }
+                continue;
+            }
+        };
+        lock(&seen).sessions += 1;
+        // A new session: a transaction the last one left open is dropped and comes again.
+        let mut asm = Assembler::default();
+        loop {
+            let ev = tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = paused.wait_for(|p| *p) => None,
+                ev = stream.next() => ev,
+            };
+            match ev {
+                Some(Ok(ev)) => {
+                    if let Some(t) = asm.on_event(&ev, &stream) {
+                        lock(&seen).txns.push(t);
+                    }
+                }
+                Some(Err(e)) => {
+                    lock(&seen).on_error(&e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        let mut f = lock(&seen);
+        if asm.in_txn() {
+            f.partial_dropped += 1;
+        }
+        f.attempts_ended += 1;
+    }
+}
+
+/// Waits until every session the client had with the killed server has ended; returns the
+/// highest GNO it received.
+async fn client_settled(seen: &Mutex<Follow>) -> u64 {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        {
+            let f = lock(seen);
+            if f.attempts_begun == f.attempts_ended {
+                return f.txns.iter().map(|t| t.gno).max().unwrap_or(0);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the client's session with the killed server never ended"
+        );
+        tokio::time::sleep(SIZE_POLL).await;
+    }
+}
+
+/// `(truncated_bytes > 0, dropped_records > 0)` of every store open in the server log.
+fn recoveries(log: &Path) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.contains("binlog store open"))
+        .map(|l| {
+            let field = |name: &str| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+                    .unwrap_or(0)
+            };
+            (field("truncated_bytes"), field("dropped_records"))
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct Round {
+    /// Aimed at start-up (else at writes).
+    early: bool,
+    delay: Duration,
+    /// The server had printed its serving line when killed.
+    served: bool,
+    /// The binlog grew during the process's life: it was killed while capturing and writing.
+    wrote: bool,
+    /// The workload had not finished when the server was killed.
+    workload_running: bool,
+    /// The client was stopped while the server wrote and until it restarted.
+    client_paused: bool,
+    torn: Torn,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_twenty_times_loses_and_doubles_nothing() {
+    let test_start = Instant::now();
+    let seed = seed();
+    eprintln!("crash loop: seed {seed} (replay with TIBINLOG_CRASH_SEED={seed})");
+    let mut rng = SimRng::new(seed ^ 0x6b69_6c6c);
+    let dir = tempfile::Builder::new()
+        .prefix("crash-loop")
+        .tempdir()
+        .expect("tempdir");
+    let truth_path = dir.path().join("truth.jsonl");
+    let data_dir = dir.path().join("data");
+    let binlog_dir = data_dir.join("binlog");
+
+    let sim_args: Vec<String> = [
+        "sim",
+        "--pd-listen",
+        "127.0.0.1:0",
+        "--stores",
+        "3",
+        "--regions-per-table",
+        "2",
+        "--workload",
+        "oltp",
+        "--rate",
+        &RATE.to_string(),
+        "--txns",
+        &TXNS.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--truth",
+        truth_path.to_str().expect("utf-8 path"),
+        "--resolved-ts-interval",
+        "100ms",
+        "--chaos-interval",
+        "400ms",
+        "--gc-interval",
+        "200ms",
+        "--gc-life-time",
+        "1s",
+    ]
+    .map(str::to_owned)
+    .into();
+    let mut sim = Proc::spawn("sim", &sim_args, &dir.path().join("sim.log"));
+    let ready = sim.wait_event("ready").await;
+    let pd = ready["pd"].as_str().expect("pd address").to_owned();
+
+    // The first start ts, protected by a service safe point of the test's own until the server
+    // holds one (PD's GC runs every 200 ms and keeps only 1 s of history).
+    let pd_cancel = CancellationToken::new();
+    let _pd_guard = pd_cancel.clone().drop_guard();
+    let pd_client = PdClient::connect(PdConfig::new(vec![pd.clone()]), pd_cancel.clone())
+        .await
+        .expect("connect to PD");
+    let start_ts = pd_client.tso().await.expect("TSO");
+    let min = pd_client
+        .update_service_gc_safe_point(TEST_SERVICE_ID, 3600, start_ts.prev())
+        .await
+        .expect("hold a service safe point");
+    assert!(min <= start_ts.prev(), "GC already past the start ts");
+
+    let (addr_tx, addr_rx) = watch::channel(None);
+    let mut master = Master {
+        proc: None,
+        pd,
+        data_dir: data_dir.clone(),
+        log: dir.path().join("server.log"),
+        start_ts,
+        port: 0,
+        served: false,
+        addr: addr_tx,
+        uuid: None,
+        port_changes: 0,
+    };
+    master.spawn();
+    master.run(None).await;
+    pd_client
+        .update_service_gc_safe_point(TEST_SERVICE_ID, 0, start_ts.prev())
+        .await
+        .expect("drop the test's service safe point");
+    let uuid = master.uuid.clone().expect("server_uuid");
+    let sid: [u8; 16] = hex::decode(uuid.replace('-', ""))
+        .expect("uuid hex")
+        .try_into()
+        .expect("16 bytes");
+
+    let seen = Arc::new(Mutex::new(Follow::default()));
+    let stop_client = CancellationToken::new();
+    let (pause_tx, pause_rx) = watch::channel(false);
+    let client = tokio::spawn(follow(
+        addr_rx,
+        pause_rx,
+        sid,
+        seen.clone(),
+        stop_client.clone(),
+    ));
+
+    let mut workload_done: Option<Json> = None;
+    let mut rounds = Vec::new();
+    let mut binlog_at_spawn = 0;
+    for round in 0..KILLS {
+        // The first process has served already (the test's own safe point is gone by then).
+        let early = round % EARLY_EVERY == EARLY_EVERY - 1;
+        let delay = Duration::from_millis(rng.below(if early { EARLY_MS } else { SPAN_MS }));
+        // Sometimes the client is stopped while the server writes and until it restarts, so
+        // that the last group commit can be one nobody received.
+        let client_paused = !early && rng.chance(PAUSE_SHARE);
+        let from = if early {
+            master.proc().started
+        } else {
+            master.run(None).await;
+            let (map0, _) = store_size(&binlog_dir);
+            let deadline = Instant::now() + WAIT;
+            while store_size(&binlog_dir).0 <= map0 {
+                assert!(
+                    Instant::now() < deadline,
+                    "the server never wrote; log:\n{}",
+                    master.proc().tail()
+                );
+                master.run(Some(Instant::now() + SIZE_POLL)).await;
+            }
+            pause_tx.send_replace(client_paused);
+            Instant::now()
+        };
+        master.run(Some(from + delay)).await;
+        while let Ok(line) = sim.lines.try_recv() {
+            if line.contains("\"workload_done\"") {
+                workload_done = serde_json::from_str(&line).ok();
+            }
+        }
+        master.proc().kill9().await;
+        let wrote = store_size(&binlog_dir).1 > binlog_at_spawn;
+        let client_max_gno = client_settled(&seen).await;
+        let torn = tear_tail(&binlog_dir, &mut rng, client_max_gno);
+        let r = Round {
+            early,
+            delay,
+            served: master.served,
+            wrote,
+            workload_running: workload_done.is_none(),
+            client_paused,
+            torn,
+        };
+        eprintln!(
+            "kill {:2} at {:5.1} s: {} + {:4} ms, {}, {}, {}{}, torn {:?}, client has {} txns",
+            round + 1,
+            test_start.elapsed().as_secs_f64(),
+            if r.early { "start" } else { "first write" },
+            r.delay.as_millis(),
+            if r.served { "serving" } else { "starting" },
+            if r.wrote { "wrote" } else { "no writes" },
+            if r.workload_running {
+                "workload running"
+            } else {
+                "workload done"
+            },
+            if r.client_paused {
+                ", client stopped"
+            } else {
+                ""
+            },
+            r.torn,
+            lock(&seen).txns.len(),
+        );
+        rounds.push(r);
+        binlog_at_spawn = store_size(&binlog_dir).1;
+        master.spawn();
+        pause_tx.send_replace(false);
+    }
+    master.run(None).await;
+    let addr = (*master.addr.borrow()).expect("address");
+
+    let workload_done = match workload_done {
+        Some(j) => j,
+        None => sim.wait_event("workload_done").await,
+    };
+    let text = std::fs::read_to_string(&truth_path).expect("truth log");
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    assert_eq!(
+        workload_done["truth_lines"],
+        lines.len() as u64,
+        "the truth log is complete: {workload_done}"
+    );
+    let want = truth_after(&lines, start_ts);
+
+    // The server catches up: every transaction of the truth log is executed.
+    let want_set = dense_set(&uuid, want.len());
+    let deadline = Instant::now() + WAIT;
+    let mut last = String::new();
+    while last != want_set {
+        assert!(
+            Instant::now() < deadline,
+            "Executed_Gtid_Set stuck at {last:?}, want {want_set:?}; log:\n{}",
+            master.proc().tail()
+        );
+        match master_gtids(addr).await {
+            Ok(s) => last = s,
+            Err(e) => last = format!("error: {e}"),
+        }
+        // More GNOs than transactions: something was written twice; no need to wait.
+        let top = last
+            .rsplit([':', '-'])
+            .next()
+            .and_then(|n| n.parse::<usize>().ok());
+        assert!(
+            top.is_none_or(|n| n <= want.len()),
+            "Executed_Gtid_Set {last:?} goes past the {} transactions of the truth log",
+            want.len()
+        );
+        if last != want_set {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    let from_start = BinlogStreamRequest::new(0)
+        .with_filename(b"binlog.000001")
+        .with_pos(4);
+    let dump = read_binlog(addr, from_start, None).await;
+    assert!(dump.eof, "the dump reached the end");
+    assert_eq!(dump.uuid, uuid, "GTID source is the server_uuid");
+    let all = expected(&want, 1..=want.len() as u64);
+    let compared = assert_seen_equals_truth("binlog", &dump.txns, &all);
+
+    // The client catches up too, then stops.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (got, last_error) = {
+            let f = lock(&seen);
+            (f.txns.len(), f.last_error.clone())
+        };
+        if got >= want.len() || client.is_finished() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the GTID client is stuck at {got} of {} transactions: {last_error:?}",
+            want.len(),
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    stop_client.cancel();
+    client.await.expect("the GTID client task");
+    let follow = std::mem::take(&mut *lock(&seen));
+    assert_seen_equals_truth("GTID client", &follow.txns, &all);
+    assert!(
+        follow.server_errors.is_empty(),
+        "the server refused the GTID client: {:?}",
+        follow.server_errors
+    );
+
+    // GC really ran past the start: the restarts resumed from history it had to keep.
+    let gc_safe_point = pd_client.get_gc_safe_point().await.expect("GC safe point");
+    assert!(
+        gc_safe_point > start_ts,
+        "GC safe point {gc_safe_point:?} never passed the start ts {start_ts:?}"
+    );
+
+    let recs = recoveries(&master.log);
+    let truncated = recs.iter().filter(|r| r.0 > 0).count();
+    let dropped = recs.iter().filter(|r| r.1 > 0).count();
+    let torn_binlog = rounds.iter().filter(|r| r.torn.binlog.is_some()).count();
+    let torn_map = rounds.iter().filter(|r| r.torn.map.is_some()).count();
+    let unwritten: Vec<usize> = rounds.iter().filter_map(|r| r.torn.batch).collect();
+    let count = |f: fn(&Round) -> bool| rounds.iter().filter(|r| f(r)).count();
+    let mid_workload = count(|r| r.wrote && r.workload_running);
+    eprintln!(
+        "crash loop seed {seed}: {} transactions ({compared} values compared), {} binlog files, \
+         {:.1} s; {KILLS} kills: {} aimed at start-up, {} before the serving line, {} while \
+         writing ({mid_workload} of them with the workload running); last group commit unwritten \
+         {} times ({} transactions); torn tails added: binlog {torn_binlog}, map {torn_map}; \
+         store opens {}, that cut a binlog tail {truncated}, \
+         that dropped map records {dropped}; port changes {}; client: {} sessions, {} failed \
+         connects, {} partial transactions dropped; GC safe point {} > start ts {}",
+        want.len(),
+        dump.rotations + 1,
+        test_start.elapsed().as_secs_f64(),
+        count(|r| r.early),
+        count(|r| !r.served),
+        count(|r| r.wrote),
+        unwritten.len(),
+        unwritten.iter().sum::<usize>(),
+        recs.len(),
+        master.port_changes,
+        follow.sessions,
+        follow.failed_connects,
+        follow.partial_dropped,
+        gc_safe_point.0,
+        start_ts.0,
+    );
+    assert!(
+        mid_workload >= KILLS / 2,
+        "only {mid_workload} kills landed while the server was writing the workload"
+    );
+    assert!(follow.sessions > 1, "the client streamed across restarts");
+    let served = rounds.iter().filter(|r| r.served).count();
+    assert!(
+        recs.len() > served,
+        "{served} killed processes and the last one served, but the log has {} store opens",
+        recs.len()
+    );
+    if !unwritten.is_empty() {
+        assert!(
+            dropped > 0,
+            "map records of an unwritten group commit were never dropped"
+        );
+    }
+    if torn_binlog > 0 {
+        assert!(truncated > 0, "a torn binlog tail was never cut");
+    }
+    master.proc().kill9().await;
+    drop(sim);
+}
