@@ -1,9 +1,10 @@
 //! `mysql_async`'s binlog stream against the whole product (simulated cluster with the seeded
 //! OLTP workload, DDL and faults → changefeed → binlog store → MySQL server), by GTID set
-//! (COM_BINLOG_DUMP_GTID) and resuming after a disconnect: the client drops its connection in
-//! the middle of the stream and comes back with the GTID set it had seen;
+//! (COM_BINLOG_DUMP_GTID) and by file/position (COM_BINLOG_DUMP), resuming after a disconnect:
+//! the client drops its connection in the middle of the stream and comes back with the GTID set
+//! it had seen, or with the file and position after the last transaction it received whole;
 //! the union must be the truth log exactly (every row and value, in order, nothing lost or
-//! doubled). Reading by file/pos from the start is covered by `app_server.rs`.
+//! doubled). Reading by file/pos from the start is also covered by `app_server.rs`.
 
 mod common;
 
@@ -100,6 +101,37 @@ async fn mysql_async_by_gtid_set_and_resume_after_disconnect() {
     }
     assert_seen_equals_truth("mysql_async GTID resumed", &seen, &expected(&want, 2..=n));
     assert_eq!(set_text(&uuid, &seen_gnos), dense_set(&uuid, n as usize));
+
+    // (c) File/position across disconnects: each leg starts where the previous one's last
+    // whole transaction ended (a leg that stops inside a rotation resumes in the new file).
+    let mut at = ("binlog.000001".to_string(), 4u64);
+    let mut seen: Vec<SeenTxn> = Vec::new();
+    for (leg, k) in [300, 1, 500]
+        .into_iter()
+        .map(Some)
+        .chain([None])
+        .enumerate()
+    {
+        let request = BinlogStreamRequest::new(REPLICA_ID)
+            .with_filename(at.0.as_bytes())
+            .with_pos(at.1);
+        let d = read_binlog(addr, request, k).await;
+        if let Some(k) = k {
+            assert_eq!(d.txns.len(), k, "file/pos leg {leg} stops after {k}");
+            assert!(!d.eof);
+        } else {
+            assert!(d.eof, "file/pos leg {leg} reads to the end");
+        }
+        if let Some(last) = d.txns.last() {
+            at = (last.file.clone(), last.pos);
+        }
+        seen.extend(d.txns);
+    }
+    assert_seen_equals_truth(
+        "mysql_async file/pos resumed",
+        &seen,
+        &expected(&want, 1..=n),
+    );
 
     eprintln!(
         "seed {seed}: {n} transactions, {compared} values compared in the GTID-set read, \

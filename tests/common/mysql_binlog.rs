@@ -305,6 +305,23 @@ fn quiet_time_decoder_panics() {
     });
 }
 
+/// The file name of a ROTATE as mysql_common hands it over. The artificial ROTATE that opens
+/// a dump comes before any FORMAT_DESCRIPTION, so mysql_common reads it with checksums off, and
+/// when the session negotiated CRC32 its name ends with the event's 4 CRC bytes — a MySQL 8
+/// master sends that event the same way. Names of this server are `<base>.NNNNNN`: the 4
+/// trailing bytes of an artificial ROTATE (log_pos 0) whose name is not of that form are cut.
+fn rotate_name(b: &[u8], log_pos: u32) -> String {
+    fn plausible(n: &[u8]) -> bool {
+        n.len() > 7 && n[n.len() - 7] == b'.' && n[n.len() - 6..].iter().all(u8::is_ascii_digit)
+    }
+    let b = if log_pos == 0 && !plausible(b) && b.len() > 4 && plausible(&b[..b.len() - 4]) {
+        &b[..b.len() - 4]
+    } else {
+        b
+    };
+    String::from_utf8_lossy(b).into_owned()
+}
+
 /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
 pub fn uuid_text(sid: &[u8; 16]) -> String {
     let h = hex::encode(sid);
@@ -358,7 +375,7 @@ impl Assembler {
                 if ev.header().log_pos() != 0 {
                     self.rotations += 1;
                 }
-                self.file = r.name().into_owned();
+                self.file = rotate_name(r.name_raw(), ev.header().log_pos());
                 self.pos = r.position();
             }
             Some(EventData::GtidEvent(g)) => {
