@@ -692,6 +692,228 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     demo.stop().await;
 }
 
+// ---------------------------------------------------------------------------------------------
+// MariaDB replica by GTID
+
+/// The MariaDB GTID of our last transaction: domain 0, our server id, the last GNO.
+fn mariadb_gtid(seq_no: usize) -> String {
+    format!("0-{MASTER_SERVER_ID}-{seq_no}")
+}
+
+/// The sequence number of domain 0 in a MariaDB GTID position (`0-1-57` → 57).
+fn domain0_seq(pos: &str) -> Option<u64> {
+    pos.split(',')
+        .filter_map(|g| g.trim().strip_prefix("0-"))
+        .find_map(|rest| rest.split('-').nth(1)?.parse().ok())
+}
+
+/// Runs SQL on the replica.
+async fn replica_sql(db: &MariaDb, sql: &str) {
+    let mut conn = db.conn().await;
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let _ = conn.disconnect().await;
+}
+
+/// Polls `SHOW SLAVE STATUS` until `done` holds; fails on a replication error or after
+/// [`WAIT`].
+async fn wait_status(
+    db: &MariaDb,
+    what: &str,
+    done: impl Fn(&common::mariadb::SlaveStatus) -> bool,
+) -> common::mariadb::SlaveStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = db.slave_status().await.expect("replication configured");
+        assert!(
+            s.last_error.is_empty() && s.last_io_error.is_empty(),
+            "{what}: replica error: {s:?}\n{}",
+            db.error_log()
+        );
+        if done(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{what}: replica stuck at {s:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the replica has read and executed everything and checks the coordinates it
+/// shows: the files' positions and our last GTID.
+async fn assert_caught_up(db: &MariaDb, demo: &Demo, what: &str) {
+    let last = mariadb_gtid(demo.truth.len());
+    let s = wait_status(db, what, |s| {
+        s.gtid_io_pos == last
+            && s.relay_master_log_file == demo.end.file
+            && s.exec_master_log_pos == demo.end.position
+    })
+    .await;
+    assert_eq!(
+        (s.io_running.as_str(), s.sql_running.as_str()),
+        ("Yes", "Yes"),
+        "{what}: {s:?}"
+    );
+    assert_eq!(
+        (s.master_log_file.as_str(), s.read_master_log_pos),
+        (demo.end.file.as_str(), demo.end.position),
+        "{what}: the I/O thread's position is the files' end"
+    );
+    let mut conn = db.conn().await;
+    let slave_pos: Option<String> = conn
+        .query_first("SELECT @@gtid_slave_pos")
+        .await
+        .expect("gtid_slave_pos");
+    let _ = conn.disconnect().await;
+    assert_eq!(
+        slave_pos.as_deref(),
+        Some(last.as_str()),
+        "{what}: gtid_slave_pos"
+    );
+}
+
+/// Points the stopped replica at `gtid` and starts it; returns the I/O error it stops with.
+async fn start_from_gtid_expecting_error(db: &MariaDb, gtid: &str) -> (u64, String) {
+    replica_sql(db, "STOP SLAVE").await;
+    replica_sql(db, &format!("SET GLOBAL gtid_slave_pos = '{gtid}'")).await;
+    replica_sql(db, "START SLAVE").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = db.slave_status().await.expect("status");
+        if s.last_io_errno != 0 {
+            assert_eq!(s.io_running, "No", "{s:?}");
+            return (s.last_io_errno, s.last_io_error);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no I/O error for start at {gtid}: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
+    let started = Instant::now();
+    let replica = tokio::task::spawn_blocking(|| {
+        MariaDb::start(&[&format!("--server-id={REPLICA_SERVER_ID}")])
+    });
+    let Some(db) = replica.await.expect("start MariaDB") else {
+        return;
+    };
+    let seed = 21;
+    let stopped_at = std::sync::Mutex::new(None::<u64>);
+    // The replica starts by GTID while the workload runs, is stopped once it has some
+    // transactions, and started again: it resumes from its own GTID position.
+    let demo = run_demo(seed, |addr| {
+        let db = &db;
+        let stopped_at = &stopped_at;
+        async move {
+            replica_sql(
+                db,
+                &format!(
+                    "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, \
+                     MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos",
+                    addr.port()
+                ),
+            )
+            .await;
+            replica_sql(db, "START SLAVE").await;
+            let s = wait_status(db, "first transactions", |s| {
+                domain0_seq(&s.gtid_io_pos).is_some_and(|n| n >= 40)
+            })
+            .await;
+            assert_eq!(s.using_gtid, "Slave_Pos");
+            replica_sql(db, "STOP SLAVE").await;
+            let s = db.slave_status().await.expect("status");
+            assert_eq!(
+                (s.io_running.as_str(), s.sql_running.as_str()),
+                ("No", "No")
+            );
+            *stopped_at.lock().expect("lock") = domain0_seq(&s.gtid_io_pos);
+            replica_sql(db, "START SLAVE").await;
+        }
+    })
+    .await;
+    let stopped_at = stopped_at
+        .lock()
+        .expect("lock")
+        .expect("stopped with a GTID position");
+    assert!(
+        stopped_at < demo.truth.len() as u64,
+        "seed {seed}: the stop was mid-stream ({stopped_at} of {})",
+        demo.truth.len()
+    );
+    assert_caught_up(&db, &demo, "after STOP/START SLAVE").await;
+
+    let mut model = Model::default();
+    for txn in &demo.truth {
+        model.apply(txn);
+    }
+    let compared = assert_replica_equals_model(&db, &model).await;
+    let rows: usize = model.tables.values().map(BTreeMap::len).sum();
+    assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
+
+    // A restart at the very end (the start GTID is the last one), by current_pos.
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(&db, "CHANGE MASTER TO MASTER_USE_GTID=current_pos").await;
+    replica_sql(&db, "START SLAVE").await;
+    let s = wait_status(&db, "current_pos", |s| s.io_running == "Yes").await;
+    assert_eq!(s.using_gtid, "Current_Pos");
+    assert_caught_up(&db, &demo, "after a restart by current_pos").await;
+    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+
+    // Starts we cannot serve stop the I/O thread with 1236 and MariaDB's wording.
+    let beyond = mariadb_gtid(demo.truth.len() + 10);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &beyond).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "connecting slave requested to start from GTID {beyond}, which is not in the \
+             master's binlog"
+        )),
+        "{msg}"
+    );
+    let other_server = format!("0-{}-3", MASTER_SERVER_ID + 40);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &other_server).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains("probably means that the slave has diverged"),
+        "{msg}"
+    );
+    // Purge the first file: a start at GTID 1 needs transactions that are gone.
+    let files = demo.app.files().list();
+    let (first, second) = (&files[0].0, &files[1].0);
+    let mut conn = mysql_async::Conn::new(
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname(demo.addr().ip().to_string())
+            .tcp_port(demo.addr().port())
+            .user(Some("root")),
+    )
+    .await
+    .expect("connect to the app");
+    conn.query_drop(format!("PURGE BINARY LOGS TO '{second}'"))
+        .await
+        .expect("purge");
+    let _ = conn.disconnect().await;
+    assert_ne!(first, second);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &mariadb_gtid(1)).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains("required binlog files have been purged"),
+        "{msg}"
+    );
+
+    eprintln!(
+        "seed {seed}: {} transactions by GTID (stopped at 0-{MASTER_SERVER_ID}-{stopped_at}, \
+         resumed), {} tables, {rows} rows, {compared} values equal on the replica, {:?}",
+        demo.truth.len(),
+        model.tables.len(),
+        started.elapsed()
+    );
+    demo.stop().await;
+}
+
 #[test]
 fn format_g_prints_like_c_printf() {
     use common::mariadb_binlog::format_g;
