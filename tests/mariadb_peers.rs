@@ -1,7 +1,9 @@
 //! MariaDB as a real peer of the whole product: the simulated cluster's seeded workload (DDL
 //! included) → changefeed → binlog → server, read by `mariadb-binlog --read-from-remote-server`
 //! (decoded, and `--raw`) and replicated by a MariaDB 10.11 replica set up with `CHANGE MASTER TO
-//! … MASTER_LOG_FILE/POS`; both are compared with the simulator's truth log.
+//! … MASTER_LOG_FILE/POS`, and by one set up with `MASTER_USE_GTID=slave_pos` (through the
+//! MariaDB-flavoured listener, which greets as MariaDB 10.11) that is stopped and started
+//! again mid-stream; all are compared with the simulator's truth log.
 //!
 //! The workload runs without its JSON columns: MariaDB reads MySQL's binary JSON neither in
 //! `mariadb-binlog` nor in a replica (MariaDB's JSON is LONGTEXT; its replica cannot convert
@@ -67,11 +69,12 @@ impl Demo {
 }
 
 /// Starts the simulated cluster (workload without JSON columns) and the app, capturing from
-/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves (e.g.
-/// to start a replica while the workload is still running).
+/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves, with
+/// the MySQL and the MariaDB-flavoured listen addresses (e.g. to start a replica while the
+/// workload is still running).
 async fn run_demo<F, Fut>(seed: u64, before_wait: F) -> Demo
 where
-    F: FnOnce(SocketAddr) -> Fut,
+    F: FnOnce(SocketAddr, SocketAddr) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let sim = start_sim(SimArgs {
@@ -106,9 +109,12 @@ where
     // Small files: the peers follow rotations.
     cfg.max_binlog_size = 256 << 10;
     cfg.progress_interval = Duration::from_secs(3600);
+    // MariaDB replicas use GTIDs only with a master that greets as version 10 or more.
+    cfg.mariadb_listen = Some("127.0.0.1:0".parse().expect("addr"));
     assert_eq!(cfg.server_id, MASTER_SERVER_ID);
     let app = start_app(cfg).await;
-    before_wait(app.local_addr()).await;
+    let mariadb_addr = app.mariadb_addr().expect("MariaDB-flavoured listener");
+    before_wait(app.local_addr(), mariadb_addr).await;
 
     tokio::time::timeout(WAIT, sim.handle.workload_done())
         .await
@@ -292,7 +298,7 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
     };
     let seed = 6;
     let started = Instant::now();
-    let demo = run_demo(seed, |_| async {}).await;
+    let demo = run_demo(seed, |_, _| async {}).await;
     let addr = demo.addr();
 
     // Decoded while reading from the server.
@@ -606,7 +612,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     assert_ne!(REPLICA_SERVER_ID, MASTER_SERVER_ID);
     let seed = 13;
     // The replica starts while the workload runs: it streams live, across rotations.
-    let demo = run_demo(seed, |addr| {
+    let demo = run_demo(seed, |addr, _| {
         let sql = format!(
             "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
              MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
@@ -805,7 +811,7 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     let stopped_at = std::sync::Mutex::new(None::<u64>);
     // The replica starts by GTID while the workload runs, is stopped once it has some
     // transactions, and started again: it resumes from its own GTID position.
-    let demo = run_demo(seed, |addr| {
+    let demo = run_demo(seed, |_, addr| {
         let db = &db;
         let stopped_at = &stopped_at;
         async move {
@@ -884,14 +890,9 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     // Purge the first file: a start at GTID 1 needs transactions that are gone.
     let files = demo.app.files().list();
     let (first, second) = (&files[0].0, &files[1].0);
-    let mut conn = mysql_async::Conn::new(
-        mysql_async::OptsBuilder::default()
-            .ip_or_hostname(demo.addr().ip().to_string())
-            .tcp_port(demo.addr().port())
-            .user(Some("root")),
-    )
-    .await
-    .expect("connect to the app");
+    let mut conn = mysql_async::Conn::new(common::app::opts(demo.addr(), "root"))
+        .await
+        .expect("connect to the app");
     conn.query_drop(format!("PURGE BINARY LOGS TO '{second}'"))
         .await
         .expect("purge");

@@ -1025,7 +1025,8 @@ fn check_mariadb_stream(f: &Fixture, events: &[Vec<u8>]) -> (Vec<u64>, Vec<(u16,
             FDE => {
                 assert_eq!(log_pos, 0, "MariaDB FDE is not counted");
                 assert_eq!(ev.len(), 252);
-                assert!(String::from_utf8_lossy(&ev[21..71]).starts_with("10.11."));
+                assert!(String::from_utf8_lossy(&ev[21..71]).starts_with("8.0."));
+                assert_eq!(ev[76 + 161], 19, "post-header length of GTID (162)");
             }
             0xa3 if flags & 0x20 != 0 => {
                 assert!(log_pos >= at, "a fake GTID_LIST moves forward");

@@ -727,7 +727,9 @@ impl Ctx<'_> {
     ) -> Result<SqlValue, Reply> {
         let arg = |i: usize| args.get(i).cloned().flatten().unwrap_or_default();
         Ok(match name {
-            "VERSION" if self.info.mariadb_client => Some(mariadb_tool_version()),
+            "VERSION" if self.info.mariadb_client && !self.shared.identity.mariadb => {
+                Some(mariadb_tool_version())
+            }
             "VERSION" => Some(self.shared.identity.version.clone()),
             "UNIX_TIMESTAMP" => Some(
                 std::time::SystemTime::now()

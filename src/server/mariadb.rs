@@ -32,8 +32,8 @@
 //! coordinates. The GTID event (162) is zero-padded to the size of the events it replaces
 //! (MariaDB's parser accepts zero-padded trailing bytes after the extra-flags byte, and pads
 //! its own empty GTID_LIST the same way); the GTID_LIST (163) is padded to the size of the
-//! PREVIOUS_GTIDS it replaces. The MariaDB FORMAT_DESCRIPTION (type table up to 171 entries,
-//! 252 bytes) is larger than MySQL's, so it is sent the way a master sends the FDE of a start
+//! PREVIOUS_GTIDS it replaces. The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171
+//! entries, 252 bytes, with the files' MySQL server version) is larger than MySQL's, so it is sent the way a master sends the FDE of a start
 //! inside a file: log_pos 0, which a replica does not add to its position, after a fake ROTATE
 //! that names the offset where the file's own FDE ends.
 //!
@@ -113,14 +113,6 @@ pub const POST_HEADER_LENS: [u8; 171] = [
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 4, 19, 4, 0, 13, 8, 8, 8, 10, 10, 10,
 ];
-
-/// The server version a MariaDB-flavoured FORMAT_DESCRIPTION announces.
-pub fn fde_server_version() -> String {
-    format!(
-        "10.11.99-MariaDB-tibinlog-{}-log",
-        env!("CARGO_PKG_VERSION")
-    )
-}
 
 /// Bytes of a GTID event (162) body without the group-commit id: seq_no 8, domain 4, flags 1,
 /// 6 zero bytes.
@@ -249,17 +241,20 @@ pub fn gtid_list_event(head: EventHead, list: &[MariaGtid], size: usize, crc: bo
 }
 
 /// A MariaDB 10.11 FORMAT_DESCRIPTION built from a file's MySQL one (`file_fde`, as stored):
-/// binlog version 4, [`fde_server_version`], the file FDE's timestamp and server id, log_pos 0,
-/// create time 0, header length 19, [`POST_HEADER_LENS`], then the file FDE's checksum
-/// algorithm byte (`alg`) and a CRC32. Like a real FDE it always ends with the 4 CRC bytes.
+/// binlog version 4, the file FDE's server version, timestamp and server id, log_pos 0, create
+/// time 0, header length 19, [`POST_HEADER_LENS`], then the checksum algorithm byte (`alg`) and
+/// a CRC32. Like a real FDE it always ends with the 4 CRC bytes.
+///
+/// The server version stays MySQL's on purpose: from an FDE that names a MariaDB ≥ 10.5.2
+/// master, a MariaDB replica also applies `Q_FLAGS2` bits it does not read from MySQL masters
+/// (`OPTION_EXPLICIT_DEF_TIMESTAMP`, `OPTION_IF_EXISTS`); our QUERY events carry MySQL's flags,
+/// so a MariaDB version made a replica create `TIMESTAMP` columns as with
+/// `explicit_defaults_for_timestamp=OFF` and fail ("Invalid default value").
 pub fn format_description(file_fde: &[u8], alg: u8) -> Option<Vec<u8>> {
     let head = EventHead::of(file_fde)?;
     let mut body = Vec::with_capacity(57 + POST_HEADER_LENS.len() + 1);
     body.extend_from_slice(&4u16.to_le_bytes());
-    let mut version = [0u8; 50];
-    let v = fde_server_version();
-    version[..v.len()].copy_from_slice(v.as_bytes());
-    body.extend_from_slice(&version);
+    body.extend_from_slice(file_fde.get(HEADER_LEN + 2..HEADER_LEN + 52)?);
     body.extend_from_slice(&0u32.to_le_bytes());
     body.push(HEADER_LEN as u8);
     body.extend_from_slice(&POST_HEADER_LENS);
@@ -682,8 +677,7 @@ mod tests {
         assert_eq!(&ev[75..ev.len() - 5], &real[75..real.len() - 5]);
         assert_eq!(ev[ev.len() - 5], 1, "CRC32");
         assert!(verify_event(&ev).is_ok());
-        let version = String::from_utf8_lossy(&ev[21..71]);
-        assert!(version.starts_with("10.11.99-MariaDB"), "{version}");
+        assert_eq!(&ev[21..71], &mysql[21..71], "the files' server version");
         // The post-header lengths MariaDB will use for the events we forward equal the ones
         // the MySQL FDE of our files announces.
         let mysql_lens = &mysql[76..mysql.len() - 5];

@@ -12,8 +12,10 @@ use super::source::BinlogSource;
 /// The fixed part of the server's identity, shared by every session.
 #[derive(Debug, Clone)]
 pub struct ServerIdentity {
-    /// `@@version`, also the greeting's version.
+    /// `@@version`, also the greeting's version (behind `5.5.5-` when `mariadb`).
     pub version: String,
+    /// The listener greets as MariaDB ([`super::ServerConfig::mariadb`]).
+    pub mariadb: bool,
     pub server_id: u32,
     /// Canonical lower-case UUID text (the SID of our GTIDs).
     pub server_uuid: String,
