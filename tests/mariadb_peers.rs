@@ -869,6 +869,30 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     assert_caught_up(&db, &demo, "after a restart by current_pos").await;
     assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
 
+    // The coordinates it shows are the files': a file/position restart there is accepted and
+    // finds nothing more to do (and the replica's BINLOG_GTID_POS lookup gives our last GTID).
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(
+        &db,
+        &format!(
+            "CHANGE MASTER TO MASTER_LOG_FILE='{}', MASTER_LOG_POS={}, MASTER_USE_GTID=no",
+            demo.end.file, demo.end.position
+        ),
+    )
+    .await;
+    replica_sql(&db, "START SLAVE").await;
+    let s = wait_status(&db, "file/position restart", |s| {
+        s.io_running == "Yes" && s.using_gtid == "No"
+    })
+    .await;
+    assert_eq!(
+        (s.master_log_file.as_str(), s.read_master_log_pos),
+        (demo.end.file.as_str(), demo.end.position)
+    );
+    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(&db, "CHANGE MASTER TO MASTER_USE_GTID=slave_pos").await;
+
     // Starts we cannot serve stop the I/O thread with 1236 and MariaDB's wording.
     let beyond = mariadb_gtid(demo.truth.len() + 10);
     let (errno, msg) = start_from_gtid_expecting_error(&db, &beyond).await;
