@@ -196,6 +196,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         users: HashMap::from([("root".to_owned(), String::new())]),
         server_id: 1,
         server_uuid: Sid([7; 16]),
+        mariadb: false,
         tls: None,
         auth_plugin: AuthMethod::NativePassword,
         default_heartbeat: None,

@@ -1,7 +1,9 @@
 //! MariaDB as a real peer of the whole product: the simulated cluster's seeded workload (DDL
 //! included) → changefeed → binlog → server, read by `mariadb-binlog --read-from-remote-server`
 //! (decoded, and `--raw`) and replicated by a MariaDB 10.11 replica set up with `CHANGE MASTER TO
-//! … MASTER_LOG_FILE/POS`; both are compared with the simulator's truth log.
+//! … MASTER_LOG_FILE/POS`, and by one set up with `MASTER_USE_GTID=slave_pos` (through the
+//! MariaDB-flavoured listener, which greets as MariaDB 10.11) that is stopped and started
+//! again mid-stream; all are compared with the simulator's truth log.
 //!
 //! The workload runs without its JSON columns: MariaDB reads MySQL's binary JSON neither in
 //! `mariadb-binlog` nor in a replica (MariaDB's JSON is LONGTEXT; its replica cannot convert
@@ -67,11 +69,12 @@ impl Demo {
 }
 
 /// Starts the simulated cluster (workload without JSON columns) and the app, capturing from
-/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves (e.g.
-/// to start a replica while the workload is still running).
+/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves, with
+/// the MySQL and the MariaDB-flavoured listen addresses (e.g. to start a replica while the
+/// workload is still running).
 async fn run_demo<F, Fut>(seed: u64, before_wait: F) -> Demo
 where
-    F: FnOnce(SocketAddr) -> Fut,
+    F: FnOnce(SocketAddr, SocketAddr) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     let sim = start_sim(SimArgs {
@@ -106,9 +109,12 @@ where
     // Small files: the peers follow rotations.
     cfg.max_binlog_size = 256 << 10;
     cfg.progress_interval = Duration::from_secs(3600);
+    // MariaDB replicas use GTIDs only with a master that greets as version 10 or more.
+    cfg.mariadb_listen = Some("127.0.0.1:0".parse().expect("addr"));
     assert_eq!(cfg.server_id, MASTER_SERVER_ID);
     let app = start_app(cfg).await;
-    before_wait(app.local_addr()).await;
+    let mariadb_addr = app.mariadb_addr().expect("MariaDB-flavoured listener");
+    before_wait(app.local_addr(), mariadb_addr).await;
 
     tokio::time::timeout(WAIT, sim.handle.workload_done())
         .await
@@ -292,7 +298,7 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
     };
     let seed = 6;
     let started = Instant::now();
-    let demo = run_demo(seed, |_| async {}).await;
+    let demo = run_demo(seed, |_, _| async {}).await;
     let addr = demo.addr();
 
     // Decoded while reading from the server.
@@ -606,7 +612,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     assert_ne!(REPLICA_SERVER_ID, MASTER_SERVER_ID);
     let seed = 13;
     // The replica starts while the workload runs: it streams live, across rotations.
-    let demo = run_demo(seed, |addr| {
+    let demo = run_demo(seed, |addr, _| {
         let sql = format!(
             "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
              MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
@@ -686,6 +692,248 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
          {rows} rows, {compared} values equal on the replica, {:?}",
         demo.truth.len(),
         ddls.len(),
+        model.tables.len(),
+        started.elapsed()
+    );
+    demo.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MariaDB replica by GTID
+
+/// The MariaDB GTID of our last transaction: domain 0, our server id, the last GNO.
+fn mariadb_gtid(seq_no: usize) -> String {
+    format!("0-{MASTER_SERVER_ID}-{seq_no}")
+}
+
+/// The sequence number of domain 0 in a MariaDB GTID position (`0-1-57` → 57).
+fn domain0_seq(pos: &str) -> Option<u64> {
+    pos.split(',')
+        .filter_map(|g| g.trim().strip_prefix("0-"))
+        .find_map(|rest| rest.split('-').nth(1)?.parse().ok())
+}
+
+/// Runs SQL on the replica.
+async fn replica_sql(db: &MariaDb, sql: &str) {
+    let mut conn = db.conn().await;
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let _ = conn.disconnect().await;
+}
+
+/// Polls `SHOW SLAVE STATUS` until `done` holds; fails on a replication error or after
+/// [`WAIT`].
+async fn wait_status(
+    db: &MariaDb,
+    what: &str,
+    done: impl Fn(&common::mariadb::SlaveStatus) -> bool,
+) -> common::mariadb::SlaveStatus {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = db.slave_status().await.expect("replication configured");
+        assert!(
+            s.last_error.is_empty() && s.last_io_error.is_empty(),
+            "{what}: replica error: {s:?}\n{}",
+            db.error_log()
+        );
+        if done(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "{what}: replica stuck at {s:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the replica has read and executed everything and checks the coordinates it
+/// shows: the files' positions and our last GTID.
+async fn assert_caught_up(db: &MariaDb, demo: &Demo, what: &str) {
+    let last = mariadb_gtid(demo.truth.len());
+    let s = wait_status(db, what, |s| {
+        s.gtid_io_pos == last
+            && s.relay_master_log_file == demo.end.file
+            && s.exec_master_log_pos == demo.end.position
+    })
+    .await;
+    assert_eq!(
+        (s.io_running.as_str(), s.sql_running.as_str()),
+        ("Yes", "Yes"),
+        "{what}: {s:?}"
+    );
+    assert_eq!(
+        (s.master_log_file.as_str(), s.read_master_log_pos),
+        (demo.end.file.as_str(), demo.end.position),
+        "{what}: the I/O thread's position is the files' end"
+    );
+    let mut conn = db.conn().await;
+    let slave_pos: Option<String> = conn
+        .query_first("SELECT @@gtid_slave_pos")
+        .await
+        .expect("gtid_slave_pos");
+    let _ = conn.disconnect().await;
+    assert_eq!(
+        slave_pos.as_deref(),
+        Some(last.as_str()),
+        "{what}: gtid_slave_pos"
+    );
+}
+
+/// Points the stopped replica at `gtid` and starts it; returns the I/O error it stops with.
+async fn start_from_gtid_expecting_error(db: &MariaDb, gtid: &str) -> (u64, String) {
+    replica_sql(db, "STOP SLAVE").await;
+    replica_sql(db, &format!("SET GLOBAL gtid_slave_pos = '{gtid}'")).await;
+    replica_sql(db, "START SLAVE").await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = db.slave_status().await.expect("status");
+        if s.last_io_errno != 0 {
+            assert_eq!(s.io_running, "No", "{s:?}");
+            return (s.last_io_errno, s.last_io_error);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no I/O error for start at {gtid}: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
+    let started = Instant::now();
+    let replica = tokio::task::spawn_blocking(|| {
+        MariaDb::start(&[&format!("--server-id={REPLICA_SERVER_ID}")])
+    });
+    let Some(db) = replica.await.expect("start MariaDB") else {
+        return;
+    };
+    let seed = 21;
+    let stopped_at = std::sync::Mutex::new(None::<u64>);
+    // The replica starts by GTID while the workload runs, is stopped once it has some
+    // transactions, and started again: it resumes from its own GTID position.
+    let demo = run_demo(seed, |_, addr| {
+        let db = &db;
+        let stopped_at = &stopped_at;
+        async move {
+            replica_sql(
+                db,
+                &format!(
+                    "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, \
+                     MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos",
+                    addr.port()
+                ),
+            )
+            .await;
+            replica_sql(db, "START SLAVE").await;
+            let s = wait_status(db, "first transactions", |s| {
+                domain0_seq(&s.gtid_io_pos).is_some_and(|n| n >= 40)
+            })
+            .await;
+            assert_eq!(s.using_gtid, "Slave_Pos");
+            replica_sql(db, "STOP SLAVE").await;
+            let s = db.slave_status().await.expect("status");
+            assert_eq!(
+                (s.io_running.as_str(), s.sql_running.as_str()),
+                ("No", "No")
+            );
+            *stopped_at.lock().expect("lock") = domain0_seq(&s.gtid_io_pos);
+            replica_sql(db, "START SLAVE").await;
+        }
+    })
+    .await;
+    let stopped_at = stopped_at
+        .lock()
+        .expect("lock")
+        .expect("stopped with a GTID position");
+    // The stop comes once the replica has 40 transactions, normally while the workload still
+    // writes (the replica follows the writer closely); whether the restart skips part of a
+    // file is timing, the dump tests in repl_server.rs cover every start point exactly.
+    assert!(stopped_at >= 40, "seed {seed}: stopped at {stopped_at}");
+    let mid_stream = stopped_at < demo.truth.len() as u64;
+    assert_caught_up(&db, &demo, "after STOP/START SLAVE").await;
+
+    let mut model = Model::default();
+    for txn in &demo.truth {
+        model.apply(txn);
+    }
+    let compared = assert_replica_equals_model(&db, &model).await;
+    let rows: usize = model.tables.values().map(BTreeMap::len).sum();
+    assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
+
+    // A restart at the very end (the start GTID is the last one), by current_pos.
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(&db, "CHANGE MASTER TO MASTER_USE_GTID=current_pos").await;
+    replica_sql(&db, "START SLAVE").await;
+    let s = wait_status(&db, "current_pos", |s| s.io_running == "Yes").await;
+    assert_eq!(s.using_gtid, "Current_Pos");
+    assert_caught_up(&db, &demo, "after a restart by current_pos").await;
+    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+
+    // The coordinates it shows are the files': a file/position restart there is accepted and
+    // finds nothing more to do (and the replica's BINLOG_GTID_POS lookup gives our last GTID).
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(
+        &db,
+        &format!(
+            "CHANGE MASTER TO MASTER_LOG_FILE='{}', MASTER_LOG_POS={}, MASTER_USE_GTID=no",
+            demo.end.file, demo.end.position
+        ),
+    )
+    .await;
+    replica_sql(&db, "START SLAVE").await;
+    let s = wait_status(&db, "file/position restart", |s| {
+        s.io_running == "Yes" && s.using_gtid == "No"
+    })
+    .await;
+    assert_eq!(
+        (s.master_log_file.as_str(), s.read_master_log_pos),
+        (demo.end.file.as_str(), demo.end.position)
+    );
+    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+    replica_sql(&db, "STOP SLAVE").await;
+    replica_sql(&db, "CHANGE MASTER TO MASTER_USE_GTID=slave_pos").await;
+
+    // Starts we cannot serve stop the I/O thread with 1236 and MariaDB's wording.
+    let beyond = mariadb_gtid(demo.truth.len() + 10);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &beyond).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "connecting slave requested to start from GTID {beyond}, which is not in the \
+             master's binlog"
+        )),
+        "{msg}"
+    );
+    let other_server = format!("0-{}-3", MASTER_SERVER_ID + 40);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &other_server).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains("probably means that the slave has diverged"),
+        "{msg}"
+    );
+    // Purge the first file: a start at GTID 1 needs transactions that are gone.
+    let files = demo.app.files().list();
+    let (first, second) = (&files[0].0, &files[1].0);
+    let mut conn = mysql_async::Conn::new(common::app::opts(demo.addr(), "root"))
+        .await
+        .expect("connect to the app");
+    conn.query_drop(format!("PURGE BINARY LOGS TO '{second}'"))
+        .await
+        .expect("purge");
+    let _ = conn.disconnect().await;
+    assert_ne!(first, second);
+    let (errno, msg) = start_from_gtid_expecting_error(&db, &mariadb_gtid(1)).await;
+    assert_eq!(errno, 1236, "{msg}");
+    assert!(
+        msg.contains("required binlog files have been purged"),
+        "{msg}"
+    );
+
+    eprintln!(
+        "seed {seed}: {} transactions by GTID (stopped at 0-{MASTER_SERVER_ID}-{stopped_at}, \
+         mid-stream: {mid_stream}, resumed), {} tables, {rows} rows, {compared} values equal \
+         on the replica, {:?}",
+        demo.truth.len(),
         model.tables.len(),
         started.elapsed()
     );

@@ -948,3 +948,273 @@ async fn fake_rotate_at_a_file_switch_follows_the_stream_checksum() {
         f.stop().await;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// MariaDB GTID flavour (`@slave_connect_state`)
+
+/// A MariaDB GTID dump over the raw protocol: the events it sends, or the ERR packet.
+async fn mariadb_gtid_dump(f: &Fixture, state: &str) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+    let mut c = RawClient::connect(f.addr).await;
+    c.login_native().await;
+    for sql in [
+        "SET @master_binlog_checksum='CRC32'".to_string(),
+        "SET @mariadb_slave_capability=4".to_string(),
+        format!("SET @slave_connect_state='{state}'"),
+        "SET @slave_gtid_strict_mode=1".to_string(),
+        "SET @slave_gtid_ignore_duplicates=0".to_string(),
+    ] {
+        let mut q = vec![0x03];
+        q.extend_from_slice(sql.as_bytes());
+        let ok = c.command(&q).await;
+        assert_eq!(ok[0], 0, "{sql}: {ok:?}");
+    }
+    // COM_BINLOG_DUMP: pos 4, flags NON_BLOCK, server id 5, no file name (GTID start).
+    let mut cmd = vec![0x12];
+    cmd.extend_from_slice(&4u32.to_le_bytes());
+    cmd.extend_from_slice(&1u16.to_le_bytes());
+    cmd.extend_from_slice(&5u32.to_le_bytes());
+    let mut p = c.command(&cmd).await;
+    if p[0] == 0xFF {
+        return Err(p);
+    }
+    let mut events = Vec::new();
+    while p[0] == 0 {
+        events.push(p[1..].to_vec());
+        p = c.read().await;
+    }
+    assert_eq!(p[0], 0xFE, "EOF ends a non-blocking dump");
+    Ok(events)
+}
+
+fn u32_at(ev: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([ev[at], ev[at + 1], ev[at + 2], ev[at + 3]])
+}
+
+/// Checks the position rule of the MariaDB flavour on a dump (every event's log_pos is the
+/// running position from the last ROTATE; the FDE and fake events do not count, a fake
+/// GTID_LIST moves the position to its log_pos) and returns the sequence numbers of the GTID
+/// events and the GTID lists (flags, seq numbers) in order.
+fn check_mariadb_stream(f: &Fixture, events: &[Vec<u8>]) -> (Vec<u64>, Vec<(u16, Vec<u64>)>) {
+    let mut at = 0u64;
+    let mut file = String::new();
+    let mut gtids = Vec::new();
+    let mut lists = Vec::new();
+    for ev in events {
+        assert!(tibinlog_protocol::binlog::checksum::verify_event(ev).is_ok());
+        assert_eq!(u32_at(ev, 9) as usize, ev.len(), "event_size");
+        let ty = ev[4];
+        let log_pos = u64::from(u32_at(ev, 13));
+        let flags = u16::from_le_bytes([ev[17], ev[18]]);
+        assert!(
+            !matches!(ty, 33..=35),
+            "no MySQL GTID / ANONYMOUS_GTID / PREVIOUS_GTIDS: {ty}"
+        );
+        match ty {
+            ROTATE => {
+                if log_pos != 0 {
+                    assert_eq!(log_pos, at + ev.len() as u64, "real ROTATE");
+                }
+                at = u64::from_le_bytes(ev[19..27].try_into().expect("pos"));
+                file = String::from_utf8(ev[27..ev.len() - 4].to_vec()).expect("name");
+                if log_pos == 0 {
+                    // The fake ROTATE names the offset after the file's own FDE.
+                    let bytes = f.source.file_bytes(&file).expect("file");
+                    assert_eq!(at, 4 + u64::from(u32_at(&bytes, 4 + 9)), "{file}");
+                }
+            }
+            FDE => {
+                assert_eq!(log_pos, 0, "MariaDB FDE is not counted");
+                assert_eq!(ev.len(), 252);
+                assert!(String::from_utf8_lossy(&ev[21..71]).starts_with("8.0."));
+                assert_eq!(ev[76 + 161], 19, "post-header length of GTID (162)");
+            }
+            0xa3 if flags & 0x20 != 0 => {
+                assert!(log_pos >= at, "a fake GTID_LIST moves forward");
+                at = log_pos;
+                lists.push((flags, gtid_list_seqs(ev)));
+            }
+            _ => {
+                at += ev.len() as u64;
+                assert_eq!(
+                    log_pos, at,
+                    "type {ty} in {file}: log_pos is the file offset"
+                );
+                if ty == 0xa2 {
+                    assert_eq!(u32_at(ev, 5), SERVER_ID);
+                    assert_eq!(u32_at(ev, 19 + 8), 0, "domain 0");
+                    assert_eq!(ev[19 + 12], 0x0c, "TRANSACTIONAL | ALLOW_PARALLEL");
+                    gtids.push(u64::from_le_bytes(ev[19..27].try_into().expect("seq")));
+                }
+                if ty == 0xa3 {
+                    lists.push((flags, gtid_list_seqs(ev)));
+                }
+                if ty == 2 {
+                    let q = String::from_utf8_lossy(&ev[19..ev.len() - 4]);
+                    assert!(!q.ends_with("BEGIN"), "no BEGIN");
+                }
+            }
+        }
+    }
+    (gtids, lists)
+}
+
+/// The `seq_no`s of a GTID_LIST event (all domain 0, our server id).
+fn gtid_list_seqs(ev: &[u8]) -> Vec<u64> {
+    let n = u32_at(ev, 19) & 0x0fff_ffff;
+    (0..n as usize)
+        .map(|i| {
+            let at = 23 + 16 * i;
+            assert_eq!(u32_at(ev, at), 0, "domain 0");
+            assert_eq!(u32_at(ev, at + 4), SERVER_ID);
+            u64::from_le_bytes(ev[at + 8..at + 16].try_into().expect("seq"))
+        })
+        .collect()
+}
+
+/// `@slave_connect_state` starts a MariaDB-flavoured dump after the requested GTID, with the
+/// files' positions; starts we cannot serve get 1236 with MariaDB's wording.
+#[tokio::test]
+async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    for i in 0..3 {
+        f.source.append_insert(&[(i, "a")]);
+    }
+    f.source.rotate();
+    f.source.append_insert(&[(3, "b")]);
+    f.source.append_insert(&[(4, "c")]);
+
+    // After 0-<id>-2: skips 1 and 2, says so with a fake GTID_LIST, then 3; file 2 starts with
+    // its GTID_LIST (state 3), then 4 and 5.
+    let events = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-2"))
+        .await
+        .expect("dump");
+    let (gtids, lists) = check_mariadb_stream(&f, &events);
+    assert_eq!(gtids, vec![3, 4, 5]);
+    assert_eq!(
+        lists,
+        vec![(0, vec![]), (0x20, vec![2]), (0, vec![3])],
+        "file GTID_LIST, fake GTID_LIST after the skipped ones, next file's GTID_LIST"
+    );
+    // The empty state, and a state of another domain only: everything from the first file.
+    for state in ["", "7-99-1000"] {
+        let events = mariadb_gtid_dump(&f, state).await.expect("dump");
+        let (gtids, lists) = check_mariadb_stream(&f, &events);
+        assert_eq!(gtids, vec![1, 2, 3, 4, 5], "state '{state}'");
+        assert_eq!(lists, vec![(0, vec![]), (0, vec![3])], "state '{state}'");
+    }
+    // The last GTID of the first file: the dump starts at the second file, nothing skipped.
+    let events = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-3"))
+        .await
+        .expect("dump");
+    let (gtids, lists) = check_mariadb_stream(&f, &events);
+    assert_eq!(gtids, vec![4, 5]);
+    assert_eq!(lists, vec![(0, vec![3])]);
+    // Up to date: only the fake GTID_LIST after the skipped transactions.
+    let events = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-5"))
+        .await
+        .expect("dump");
+    let (gtids, lists) = check_mariadb_stream(&f, &events);
+    assert_eq!(gtids, Vec::<u64>::new());
+    assert_eq!(lists, vec![(0, vec![3]), (0x20, vec![5])]);
+
+    let msg = |p: &[u8]| String::from_utf8_lossy(&p[9..]).into_owned();
+    let e = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-9"))
+        .await
+        .expect_err("beyond our binlog");
+    assert_eq!(err_code(&e), Some(1236));
+    assert_eq!(
+        msg(&e),
+        format!(
+            "Error: connecting slave requested to start from GTID 0-{SERVER_ID}-9, which is \
+             not in the master's binlog"
+        )
+    );
+    let e = mariadb_gtid_dump(&f, "0-77-2")
+        .await
+        .expect_err("other server");
+    assert_eq!(err_code(&e), Some(1236));
+    assert!(
+        msg(&e).ends_with("the slave has diverged due to executing extra erroneous transactions")
+    );
+    let e = mariadb_gtid_dump(&f, "0-1").await.expect_err("malformed");
+    assert_eq!(err_code(&e), Some(1236));
+    assert!(msg(&e).contains("malformed slave request"), "{}", msg(&e));
+    f.source
+        .purge_to("binlog.000002")
+        .expect("purge the first file");
+    let e = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-1"))
+        .await
+        .expect_err("purged");
+    assert_eq!(err_code(&e), Some(1236));
+    assert!(
+        msg(&e).contains("required binlog files have been purged"),
+        "{}",
+        msg(&e)
+    );
+    // After the purge, a start at the first file's last GTID still works.
+    let events = mariadb_gtid_dump(&f, &format!("0-{SERVER_ID}-3"))
+        .await
+        .expect("dump");
+    assert_eq!(check_mariadb_stream(&f, &events).0, vec![4, 5]);
+    f.stop().await;
+}
+
+/// The SQL a MariaDB replica sends in GTID mode, and MariaDB's GTID variables.
+#[tokio::test]
+async fn mariadb_gtid_variables_and_binlog_gtid_pos() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    let mut conn = f.conn().await;
+    let empty: Option<String> = conn
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .expect("select");
+    assert_eq!(empty.as_deref(), Some(""));
+    let (_, end1) = f.source.append_insert(&[(1, "a")]);
+    let (_, end2) = f.source.append_insert(&[(2, "b")]);
+    let want = format!("0-{SERVER_ID}-2");
+    let row: Option<(String, String, u32)> = conn
+        .query_first("SELECT @@gtid_binlog_pos, @@GLOBAL.gtid_current_pos, @@GLOBAL.gtid_domain_id")
+        .await
+        .expect("select");
+    assert_eq!(row, Some((want.clone(), want.clone(), 0)));
+    let state: Option<(String, String)> = conn
+        .query_first("SHOW VARIABLES LIKE 'gtid_binlog_state'")
+        .await
+        .expect("show");
+    assert_eq!(state, Some(("gtid_binlog_state".into(), want.clone())));
+    for sql in [
+        format!("SET @slave_connect_state='{want}'"),
+        "SET @slave_gtid_strict_mode=1".into(),
+        "SET @slave_gtid_ignore_duplicates=0".into(),
+    ] {
+        conn.query_drop(&sql).await.expect("set");
+    }
+    let pos = |file: &str, p: u64| format!("SELECT binlog_gtid_pos('{file}', {p})");
+    let at: Option<Option<String>> = conn
+        .query_first(pos("binlog.000001", end1.pos))
+        .await
+        .expect("at 1");
+    assert_eq!(at, Some(Some(format!("0-{SERVER_ID}-1"))));
+    let at: Option<Option<String>> = conn
+        .query_first(pos("binlog.000001", end2.pos))
+        .await
+        .expect("at 2");
+    assert_eq!(at, Some(Some(want.clone())));
+    let at: Option<Option<String>> = conn
+        .query_first(pos("binlog.000001", 4))
+        .await
+        .expect("at 4");
+    assert_eq!(at, Some(Some(String::new())));
+    let at: Option<Option<String>> = conn
+        .query_first(pos("binlog.000001", end2.pos - 1))
+        .await
+        .expect("inside an event");
+    assert_eq!(at, Some(None), "not an event boundary: NULL");
+    let at: Option<Option<String>> = conn
+        .query_first(pos("binlog.000009", 4))
+        .await
+        .expect("unknown");
+    assert_eq!(at, Some(None), "unknown file: NULL");
+    let _ = conn.disconnect().await;
+    f.stop().await;
+}

@@ -4,6 +4,7 @@
 //! ```toml
 //! pd = ["10.0.0.1:2379", "10.0.0.2:2379"]
 //! listen = "0.0.0.0:3306"
+//! # mariadb_listen = "0.0.0.0:3307"  # greets as MariaDB 10.11, for MariaDB GTID replicas
 //! data_dir = "/var/lib/tibinlog"
 //! filter = ["shop.*", "!shop.tmp_*"]
 //! server_id = 1
@@ -44,6 +45,10 @@ pub struct ServerArgs {
     /// MySQL protocol listen address [default: 127.0.0.1:3306].
     #[arg(long)]
     pub listen: Option<String>,
+    /// A second listen address that greets as MariaDB 10.11: MariaDB replicas replicate by GTID
+    /// (`MASTER_USE_GTID`) only from a master that claims version 10 or more [default: none].
+    #[arg(long)]
+    pub mariadb_listen: Option<String>,
     /// Directory of the binlog files and the sorter cache.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -86,6 +91,7 @@ pub struct FileConfig {
     #[serde(default, deserialize_with = "one_or_many")]
     pub pd: Vec<String>,
     pub listen: Option<String>,
+    pub mariadb_listen: Option<String>,
     pub data_dir: Option<PathBuf>,
     #[serde(default, deserialize_with = "one_or_many")]
     pub filter: Vec<String>,
@@ -315,6 +321,7 @@ fn env_layer(env: Env<'_>) -> anyhow::Result<FileConfig> {
     Ok(FileConfig {
         pd: get("PD").map(|s| split_list(&s)).unwrap_or_default(),
         listen: get("LISTEN"),
+        mariadb_listen: get("MARIADB_LISTEN"),
         data_dir: get("DATA_DIR").map(PathBuf::from),
         filter: get("FILTER").map(|s| split_list(&s)).unwrap_or_default(),
         server_id: num("SERVER_ID", get("SERVER_ID"))?,
@@ -359,6 +366,7 @@ pub fn resolve(args: ServerArgs, env: Env<'_>) -> anyhow::Result<AppConfig> {
     let cli = FileConfig {
         pd: args.pd.iter().flat_map(|s| split_list(s)).collect(),
         listen: args.listen,
+        mariadb_listen: args.mariadb_listen,
         data_dir: args.data_dir,
         filter: args.filter,
         server_id: args.server_id,
@@ -395,6 +403,12 @@ pub fn resolve(args: ServerArgs, env: Env<'_>) -> anyhow::Result<AppConfig> {
         TableFilter::parse(&rules).context("table filter")?
     };
     let mut cfg = AppConfig::new(pd, listen, data_dir);
+    if let Some(text) = first([c.mariadb_listen, e.mariadb_listen, f.mariadb_listen]) {
+        let addr: SocketAddr = text
+            .parse()
+            .with_context(|| format!("MariaDB listen address {text:?} is not HOST:PORT"))?;
+        cfg.mariadb_listen = Some(addr);
+    }
     cfg.filter = filter;
     if let Some(id) = first([c.server_id, e.server_id, f.server_id]) {
         if id == 0 {
@@ -461,6 +475,7 @@ mod tests {
         let env = |k: &str| match k {
             "TIBINLOG_SERVER_ID" => Some("5".to_owned()),
             "TIBINLOG_DATA_DIR" => Some("/e".to_owned()),
+            "TIBINLOG_MARIADB_LISTEN" => Some("127.0.0.1:3307".to_owned()),
             _ => None,
         };
         let args = ServerArgs {
@@ -471,6 +486,7 @@ mod tests {
         let cfg = resolve(args, &env).expect("resolve");
         assert_eq!(cfg.pd_addrs, ["f1:2379", "f2:2379"]);
         assert_eq!(cfg.listen.port(), 4000);
+        assert_eq!(cfg.mariadb_listen.map(|a| a.port()), Some(3307));
         assert_eq!(cfg.data_dir, PathBuf::from("/c"));
         assert_eq!(cfg.server_id, 5);
         assert_eq!(cfg.max_binlog_size, 8192);
@@ -515,6 +531,11 @@ mod tests {
         };
         let err = |a: ServerArgs| format!("{:#}", resolve(a, &no_env).expect_err("must fail"));
         assert!(err(ServerArgs::default()).contains("PD"));
+        assert!(err(ServerArgs {
+            mariadb_listen: Some("nope".into()),
+            ..base()
+        })
+        .contains("MariaDB listen address"));
         assert!(err(ServerArgs {
             listen: Some("nope".into()),
             ..base()

@@ -19,6 +19,10 @@ pub struct DemoArgs {
     /// MySQL protocol listen address (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:3307")]
     pub listen: SocketAddr,
+    /// A second listen address that greets as MariaDB 10.11, for MariaDB replicas replicating
+    /// by GTID (`MASTER_USE_GTID=slave_pos`).
+    #[arg(long)]
+    pub mariadb_listen: Option<SocketAddr>,
     /// Directory of the binlog files; a fresh temporary directory (removed at exit) when
     /// absent. Must not hold a binlog already: the simulated cluster is new on every run.
     #[arg(long)]
@@ -104,6 +108,7 @@ async fn run_in(
     let start_ts = Ts(sim.cluster().tso().0);
     let mut cfg = AppConfig::new(vec![sim.cluster().pd_url()], args.listen, data_dir.clone());
     cfg.start_ts = Some(start_ts);
+    cfg.mariadb_listen = args.mariadb_listen;
     cfg.users = [(args.user.clone(), args.password.clone())].into();
     cfg.progress_interval = Duration::from_secs(5);
     let app = match App::start(cfg, shutdown.clone()).await {
@@ -121,6 +126,9 @@ async fn run_in(
         " -p".to_owned()
     };
     println!("tibinlog demo: MySQL protocol on {addr}");
+    if let Some(m) = app.mariadb_addr() {
+        println!("MariaDB-flavoured listener (GTID replicas) on {m}");
+    }
     println!(
         "seed={} start_ts={} server_uuid={}",
         sim.info().seed,

@@ -45,7 +45,7 @@ use crate::capture::pd::{PdClient, PdConfig};
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig, SchemaSnapshot};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
-use crate::server::{Server, ServerConfig, TlsFiles};
+use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, TlsFiles};
 
 use schema::SchemaView;
 use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
@@ -85,6 +85,9 @@ fn uuid5(ns: [u8; 16], name: &[u8]) -> [u8; 16] {
 pub struct AppConfig {
     pub pd_addrs: Vec<String>,
     pub listen: SocketAddr,
+    /// A second listener that greets as MariaDB 10.11, for MariaDB replicas replicating by
+    /// GTID (`MASTER_USE_GTID`); none by default.
+    pub mariadb_listen: Option<SocketAddr>,
     /// Binlog files go to `<data_dir>/binlog`, the sorter's cache to `<data_dir>/sorter`.
     pub data_dir: PathBuf,
     pub filter: TableFilter,
@@ -113,6 +116,7 @@ impl AppConfig {
         AppConfig {
             pd_addrs,
             listen,
+            mariadb_listen: None,
             data_dir: data_dir.into(),
             filter: TableFilter::all(),
             server_id: 1,
@@ -163,6 +167,7 @@ impl Failure {
 #[derive(Debug)]
 pub struct App {
     local_addr: SocketAddr,
+    mariadb_addr: Option<SocketAddr>,
     server_uuid: Sid,
     start_ts: Ts,
     binlog_dir: PathBuf,
@@ -177,6 +182,8 @@ pub struct App {
     writer: JoinHandle<()>,
     relay: JoinHandle<()>,
     server: JoinHandle<()>,
+    /// The MariaDB-flavoured listener's task, if one was configured.
+    mariadb_server: Option<JoinHandle<()>>,
     progress: JoinHandle<()>,
 }
 
@@ -283,9 +290,12 @@ impl App {
             })
         };
 
-        let source = StoreSource::new(files.clone(), checksum, msg_tx.clone());
-        let server_cfg = ServerConfig {
-            listen: cfg.listen,
+        let source: Arc<dyn BinlogSource> =
+            Arc::new(StoreSource::new(files.clone(), checksum, msg_tx.clone()));
+        let schema: Arc<dyn SchemaProvider> = Arc::new(SchemaView::new(schema_rx));
+        let server_cfg = |listen, mariadb| ServerConfig {
+            listen,
+            mariadb,
             users: cfg.users.clone(),
             server_id: cfg.server_id,
             server_uuid,
@@ -293,13 +303,22 @@ impl App {
             auth_plugin: AuthMethod::NativePassword,
             default_heartbeat: cfg.default_heartbeat,
         };
-        let server = match Server::bind(
-            server_cfg,
-            Arc::new(source),
-            Arc::new(SchemaView::new(schema_rx)),
-        )
-        .await
-        {
+        let bound = async {
+            let main = Server::bind(
+                server_cfg(cfg.listen, false),
+                source.clone(),
+                schema.clone(),
+            )
+            .await?;
+            let maria = match cfg.mariadb_listen {
+                Some(addr) => Some(
+                    Server::bind(server_cfg(addr, true), source.clone(), schema.clone()).await?,
+                ),
+                None => None,
+            };
+            Ok::<_, crate::server::ServerError>((main, maria))
+        };
+        let (server, maria) = match bound.await {
             Ok(s) => s,
             Err(e) => {
                 stop.cancel();
@@ -310,6 +329,16 @@ impl App {
             }
         };
         let local_addr = server.local_addr();
+        let mariadb_addr = maria.as_ref().map(Server::local_addr);
+        let mariadb_server = maria.map(|maria| {
+            let (failure, stop) = (failure.clone(), stop.clone());
+            tokio::spawn(async move {
+                if let Err(e) = maria.run(stop.clone()).await {
+                    failure.set(anyhow::Error::new(e).context("MariaDB-flavoured server"));
+                    stop.cancel();
+                }
+            })
+        });
         let server = {
             let (failure, stop) = (failure.clone(), stop.clone());
             tokio::spawn(async move {
@@ -336,8 +365,12 @@ impl App {
             stop.clone(),
         ));
         info!(addr = %local_addr, "tibinlog is serving");
+        if let Some(addr) = mariadb_addr {
+            info!(%addr, "serving MariaDB replicas (greeting as MariaDB 10.11)");
+        }
         Ok(App {
             local_addr,
+            mariadb_addr,
             server_uuid,
             start_ts,
             binlog_dir: cfg.binlog_dir(),
@@ -350,6 +383,7 @@ impl App {
             writer,
             relay,
             server,
+            mariadb_server,
             progress,
         })
     }
@@ -361,15 +395,22 @@ impl App {
 
     /// The line `tibinlog server` prints on stdout once it serves, so that a script or a test
     /// that passed `--listen …:0` learns the bound port:
-    /// `{"event":"serving","listen":"127.0.0.1:41234","server_uuid":"…","start_ts":…}`.
+    /// `{"event":"serving","listen":"127.0.0.1:41234","server_uuid":"…","start_ts":…,
+    /// "mariadb_listen":null}` (the MariaDB-flavoured listener's address when one is configured).
     pub fn serving_line(&self) -> String {
         serde_json::json!({
             "event": "serving",
             "listen": self.local_addr.to_string(),
             "server_uuid": self.server_uuid.to_string(),
             "start_ts": self.start_ts.0,
+            "mariadb_listen": self.mariadb_addr.map(|a| a.to_string()),
         })
         .to_string()
+    }
+
+    /// The address of the MariaDB-flavoured listener, if configured.
+    pub fn mariadb_addr(&self) -> Option<SocketAddr> {
+        self.mariadb_addr
     }
 
     /// The GTID source id.
@@ -431,6 +472,9 @@ impl App {
         let _ = self.relay.await;
         let _ = self.writer.await;
         let _ = self.server.await;
+        if let Some(m) = self.mariadb_server {
+            let _ = m.await;
+        }
         let _ = self.progress.await;
         info!(
             txns = self.stats.txns.load(Ordering::Relaxed),

@@ -25,7 +25,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
-use tibinlog_protocol::binlog::GtidSet;
+use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
     ErrorCode, ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
@@ -671,6 +671,54 @@ impl Ctx<'_> {
             .ok_or_else(|| unknown_variable(name))
     }
 
+    /// MariaDB's `BINLOG_GTID_POS(file, pos)`: the GTID position (`0-<server_id>-<gno>`, empty
+    /// before the first transaction) of a replica that has read up to `file:pos`, found by
+    /// reading the file from its start as MariaDB does. NULL when the file is unknown or `pos`
+    /// is not an event boundary of it.
+    fn binlog_gtid_pos(&self, file: &str, pos: u64) -> Option<String> {
+        let source = self.shared.source.as_ref();
+        let file = if file.is_empty() {
+            source.files().into_iter().next()?.name
+        } else {
+            file.to_owned()
+        };
+        let pos = pos.max(4);
+        let sid = Sid::parse(&self.shared.identity.server_uuid).unwrap_or(Sid::ZERO);
+        let mut reader = source.open(&file, 4).ok()?;
+        let mut last = 0u64;
+        let mut at = 4u64;
+        while at < pos {
+            let ev = reader.next_event().ok()??;
+            at += ev.len() as u64;
+            match ev.get(4).map(|t| EventType(*t)) {
+                Some(EventType::PREVIOUS_GTIDS) => {
+                    let crc = if source.checksum_alg() == ChecksumAlg::Crc32 {
+                        4
+                    } else {
+                        0
+                    };
+                    let body = ev.get(HEADER_LEN..ev.len().saturating_sub(crc))?;
+                    last = super::dump::last_gno(&GtidSet::decode(body).ok()?, &sid);
+                }
+                Some(EventType::GTID) => {
+                    let gno = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?;
+                    let sid_bytes = ev.get(HEADER_LEN + 1..HEADER_LEN + 17)?;
+                    if sid_bytes == sid.0 {
+                        last = u64::from_le_bytes(gno.try_into().ok()?);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if at != pos {
+            return None;
+        }
+        Some(match last {
+            0 => String::new(),
+            n => format!("0-{}-{n}", self.shared.identity.server_id),
+        })
+    }
+
     fn function(
         &self,
         session: &Session,
@@ -679,7 +727,9 @@ impl Ctx<'_> {
     ) -> Result<SqlValue, Reply> {
         let arg = |i: usize| args.get(i).cloned().flatten().unwrap_or_default();
         Ok(match name {
-            "VERSION" if self.info.mariadb_client => Some(mariadb_tool_version()),
+            "VERSION" if self.info.mariadb_client && !self.shared.identity.mariadb => {
+                Some(mariadb_tool_version())
+            }
             "VERSION" => Some(self.shared.identity.version.clone()),
             "UNIX_TIMESTAMP" => Some(
                 std::time::SystemTime::now()
@@ -694,6 +744,10 @@ impl Ctx<'_> {
             }
             "CONNECTION_ID" => Some(self.info.id.to_string()),
             "UUID" => Some(pseudo_uuid(self.info.id)),
+            "BINLOG_GTID_POS" => {
+                let pos = arg(1).trim().parse::<u64>().ok();
+                pos.and_then(|p| self.binlog_gtid_pos(&arg(0), p))
+            }
             "GTID_SUBTRACT" => {
                 let (Ok(a), Ok(b)) = (GtidSet::parse(&arg(0)), GtidSet::parse(&arg(1))) else {
                     return Err(Reply::err(
@@ -816,9 +870,9 @@ const SESSION_ONLY_VARS: &[&str] = &[
 /// What `SELECT VERSION()` answers to MariaDB's client library.
 ///
 /// MariaDB's `mariadb-binlog` accepts only a major version 5, 10 or 11 there ("Master reported
-/// unrecognized MariaDB version" otherwise), and a MariaDB replica switches to MariaDB GTID
-/// negotiation for 10 and above, which this MySQL-flavoured master cannot serve. A 5.7 version
-/// keeps both on their position-based path, which reads our MySQL-flavoured stream.
+/// unrecognized MariaDB version" otherwise). A 5.7 version keeps it on its position-based
+/// path, which reads our MySQL-flavoured stream. (A MariaDB replica takes the master's version
+/// from the greeting, not from here, and uses GTIDs only when `MASTER_USE_GTID` asks for them.)
 fn mariadb_tool_version() -> String {
     format!("5.7.99-tibinlog-{}", env!("CARGO_PKG_VERSION"))
 }

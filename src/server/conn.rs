@@ -250,7 +250,12 @@ async fn handshake(
     id: u32,
 ) -> Result<ConnInfo, ConnError> {
     let scramble = Scramble::generate();
-    let mut greeting = Greeting::new(shared.identity.version.clone(), id, scramble);
+    let version = if shared.identity.mariadb {
+        format!("5.5.5-{}", shared.identity.version)
+    } else {
+        shared.identity.version.clone()
+    };
+    let mut greeting = Greeting::new(version, id, scramble);
     let ours = server_capabilities(shared.tls_enabled());
     greeting.capabilities = ours;
     greeting.auth_method = shared.auth_plugin;

@@ -22,7 +22,9 @@
 //! # MariaDB peers
 //! A MariaDB replica or `mariadb-binlog` (MariaDB client library and `@mariadb_slave_capability`
 //! set) gets QUERY events with MariaDB collation ids; sizes and positions are unchanged
-//! ([`super::mariadb`]).
+//! ([`super::mariadb`]). A client that set `@slave_connect_state` (MariaDB GTID start) gets the
+//! MariaDB GTID flavour: MariaDB GTID / GTID_LIST events in place of MySQL's, with the files'
+//! positions ([`super::mariadb`] has the layout and the position rule).
 //!
 //! # Isolation
 //! Files are read on the blocking pool in bounded batches; the session owns its socket, so a
@@ -48,6 +50,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::conn::{ConnError, ConnInfo, PacketIo};
+use super::mariadb::{self, EventHead, GtidFlavour, MariaGtid};
 use super::source::{BinlogPosition, BinlogReader, SourceError};
 use super::vars::Session;
 use super::Shared;
@@ -77,9 +80,32 @@ pub const MSG_IMPOSSIBLE_POSITION: &str =
 pub const MSG_MORE_GTIDS: &str = "Slave has more GTIDs than the master has, using the master's \
      SERVER_UUID. This may indicate that the end of the binary log was truncated or that the \
      last binary log file was lost, e.g., after a power or disk failure when sync_binlog != 1.";
-/// Our answer to a MariaDB GTID connect (`@slave_connect_state`): we serve MySQL GTIDs only.
-pub const MSG_MARIADB_GTID: &str = "tibinlog serves a MySQL-flavoured binlog: MariaDB GTID \
-     replication (@slave_connect_state) is not supported; use a file/position start";
+/// MariaDB's text for a `@slave_connect_state` it cannot parse.
+pub const MSG_MARIADB_MALFORMED_STATE: &str =
+    "Out of memory or malformed slave request when obtaining start position from GTID state";
+/// MariaDB's text when the GTIDs after the requested position are purged.
+pub const MSG_MARIADB_PURGED: &str = "Could not find GTID state requested by slave in any binlog \
+     files. Probably the slave state is too old and required binlog files have been purged.";
+/// Our text for a GTID connect from a client that did not announce GTID capability.
+pub const MSG_MARIADB_CAPABILITY: &str = "A GTID start (@slave_connect_state) needs \
+     @mariadb_slave_capability 4 (GTID-aware) or more";
+
+/// MariaDB's text for a requested GTID that is not in our binlog; `diverged` when our binlog
+/// has a higher sequence number in that domain (MariaDB's ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2).
+pub fn msg_mariadb_gtid_not_in_binlog(g: &MariaGtid, diverged: bool) -> String {
+    let mut m = format!(
+        "Error: connecting slave requested to start from GTID {g}, which is not in the \
+         master's binlog"
+    );
+    if diverged {
+        m.push_str(
+            ". Since the master's binlog contains GTIDs with higher sequence numbers, it \
+             probably means that the slave has diverged due to executing extra erroneous \
+             transactions",
+        );
+    }
+    m
+}
 
 /// Events read from the source per blocking batch, and the byte cap of one batch. Small row
 /// events are ~100 bytes: the event cap lets a batch reach the byte cap, so a session that
@@ -127,12 +153,8 @@ pub async fn run(
 
 /// Validates the request; returns where to start, or the 1236 message.
 fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Start, String> {
-    if session.mariadb_capability().is_some()
-        && session
-            .user_var("slave_connect_state")
-            .is_some_and(|s| !s.is_empty())
-    {
-        return Err(MSG_MARIADB_GTID.into());
+    if let Some(state) = session.user_var("slave_connect_state") {
+        return prepare_mariadb(shared, session, &state);
     }
     let source = shared.source.as_ref();
     match req {
@@ -149,7 +171,11 @@ fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Star
                 return Err(MSG_POS_BELOW_4.into());
             }
             let reader = source.open(&file, *pos).map_err(open_error)?;
-            Ok(Start { reader, have: None })
+            Ok(Start {
+                reader,
+                have: None,
+                mariadb_after: None,
+            })
         }
         DumpRequest::Gtid { sids, .. } => {
             let mut have = GtidSet::new();
@@ -185,9 +211,58 @@ fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Star
             Ok(Start {
                 reader,
                 have: Some(have),
+                mariadb_after: None,
             })
         }
     }
+}
+
+/// A MariaDB GTID start (`@slave_connect_state`, MariaDB's `check_slave_start_position` and
+/// `gtid_find_binlog_file`): the GTIDs of domain 0 are ours (`0-<server_id>-<gno>`); entries of
+/// other domains belong to other masters and are ignored, as MariaDB does for a domain it has
+/// never logged. The dump starts at the start of the newest file that holds every GTID after
+/// the requested one and skips up to it.
+fn prepare_mariadb(shared: &Shared, session: &Session, state: &str) -> Result<Start, String> {
+    if session.mariadb_capability().unwrap_or(0) < 4 {
+        return Err(MSG_MARIADB_CAPABILITY.into());
+    }
+    let Some(list) = mariadb::parse_gtid_list(state) else {
+        return Err(MSG_MARIADB_MALFORMED_STATE.into());
+    };
+    let source = shared.source.as_ref();
+    let ours = Sid::parse(&shared.identity.server_uuid).unwrap_or(Sid::ZERO);
+    let last = last_gno(&source.gtid_executed(), &ours);
+    let mut after = 0u64;
+    for g in list.iter().filter(|g| g.domain == mariadb::DOMAIN) {
+        if g.server_id == shared.identity.server_id && g.seq_no <= last {
+            after = g.seq_no;
+        } else {
+            return Err(msg_mariadb_gtid_not_in_binlog(g, last >= g.seq_no));
+        }
+    }
+    let mut have = GtidSet::new();
+    have.add_interval(ours, 1, after + 1);
+    if !source.gtid_purged().is_subset_of(&have) {
+        return Err(MSG_MARIADB_PURGED.into());
+    }
+    let at = source.locate_gtid_start(&have).map_err(|e| match e {
+        SourceError::Purged => MSG_MARIADB_PURGED.to_string(),
+        other => other.to_string(),
+    })?;
+    let reader = source.open(&at.file, at.pos).map_err(open_error)?;
+    Ok(Start {
+        reader,
+        have: (after > 0).then_some(have),
+        mariadb_after: Some(after),
+    })
+}
+
+/// The highest GNO of `sid` in `set` (0 if none).
+pub fn last_gno(set: &GtidSet, sid: &Sid) -> u64 {
+    set.iter()
+        .find(|(s, _)| *s == sid)
+        .and_then(|(_, ivs)| ivs.last().map(|&(_, end)| end - 1))
+        .unwrap_or(0)
 }
 
 fn open_error(e: SourceError) -> String {
@@ -203,6 +278,16 @@ struct Start {
     reader: Box<dyn BinlogReader>,
     /// GTID dumps: transactions in this set are skipped.
     have: Option<GtidSet>,
+    /// MariaDB GTID dumps: the GNO the client has everything up to.
+    mariadb_after: Option<u64>,
+}
+
+/// State of a MariaDB-flavoured session ([`super::mariadb`]).
+struct MariaSession {
+    flavour: GtidFlavour,
+    /// The client's position (`0-<server_id>-<gno>`), announced with a fake GTID_LIST once the
+    /// transactions up to it are skipped; `None` once announced.
+    announce: Option<u64>,
 }
 
 struct DumpSession {
@@ -224,6 +309,8 @@ struct DumpSession {
     skipped_since_send: bool,
     server_id: u32,
     conn_id: u32,
+    /// MariaDB GTID flavour, for a client that started with `@slave_connect_state`.
+    maria: Option<MariaSession>,
 }
 
 impl DumpSession {
@@ -262,6 +349,11 @@ impl DumpSession {
         };
         let at = start.reader.position();
         let master_id = shared.identity.server_id;
+        let sid = Sid::parse(&shared.identity.server_uuid).unwrap_or(Sid::ZERO);
+        let maria = start.mariadb_after.map(|after| MariaSession {
+            flavour: GtidFlavour::new(master_id, sid.0, mode.events_crc),
+            announce: (after > 0).then_some(after),
+        });
         Self {
             shared,
             io,
@@ -278,15 +370,20 @@ impl DumpSession {
             skipped_since_send: false,
             server_id: master_id,
             conn_id: info.id,
+            maria,
         }
     }
 
     async fn stream(&mut self) -> Result<(), ConnError> {
         debug!(conn = self.conn_id, file = %self.file, pos = self.pos, "dump starts");
         let mut end_rx = self.shared.source.subscribe_end();
-        self.send_fake_rotate(self.mode.fake_rotate_crc)?;
-        if self.pos > 4 {
-            self.send_start_fde()?;
+        if self.maria.is_some() {
+            self.start_mariadb_file(self.mode.fake_rotate_crc)?;
+        } else {
+            self.send_fake_rotate(self.mode.fake_rotate_crc)?;
+            if self.pos > 4 {
+                self.send_start_fde()?;
+            }
         }
         self.io.flush().await?;
         let mut closing = false;
@@ -320,7 +417,11 @@ impl DumpSession {
                 continue;
             }
             if self.skipped_since_send {
-                self.send_heartbeat()?;
+                if self.maria.as_ref().is_some_and(|m| m.announce.is_some()) {
+                    self.send_fake_gtid_list(self.pos)?;
+                } else {
+                    self.send_heartbeat()?;
+                }
                 self.io.flush().await?;
             }
             if self.non_block {
@@ -416,6 +517,12 @@ impl DumpSession {
     }
 
     fn switch_to(&mut self, next: &str) -> Result<(), ConnError> {
+        if self.maria.is_some() {
+            self.file = next.to_string();
+            self.skipping = false;
+            // A FORMAT_DESCRIPTION was sent: the client reads this one with the stream's algorithm.
+            return self.start_mariadb_file(self.mode.events_crc);
+        }
         let reader = self
             .shared
             .source
@@ -449,6 +556,9 @@ impl DumpSession {
                 return Ok(());
             }
         }
+        if self.maria.is_some() {
+            return self.on_mariadb_event(ev, ty);
+        }
         if ty == EventType::FORMAT_DESCRIPTION {
             patch_fde(&mut ev, false, self.mode.strip);
         } else if self.mode.strip {
@@ -457,6 +567,90 @@ impl DumpSession {
         if self.mode.mariadb {
             super::mariadb::patch_query_event(&mut ev, self.mode.events_crc);
         }
+        self.skipped_since_send = false;
+        self.io.queue_parts(&[&[0u8], &ev]);
+        Ok(())
+    }
+
+    /// Sends one event of a MariaDB-flavoured session (after the GTID skipping).
+    fn on_mariadb_event(&mut self, mut ev: Vec<u8>, ty: EventType) -> Result<(), ConnError> {
+        if ty == EventType::FORMAT_DESCRIPTION {
+            // Sent by `start_mariadb_file`; a file has one, at offset 4.
+            return Ok(());
+        }
+        if self.skipped_since_send && self.maria.as_ref().is_some_and(|m| m.announce.is_some()) {
+            let before = self.pos - ev.len() as u64;
+            self.send_fake_gtid_list(before)?;
+        }
+        if self.mode.strip {
+            strip_crc(&mut ev);
+        }
+        let mut out = Vec::with_capacity(2);
+        if let Some(m) = self.maria.as_mut() {
+            m.flavour.feed(ev, &mut out);
+        }
+        for e in &out {
+            self.io.queue_parts(&[&[0u8], e]);
+        }
+        self.skipped_since_send = false;
+        Ok(())
+    }
+
+    /// Starts sending `self.file` to a MariaDB-flavoured session: fake ROTATE naming the offset
+    /// after the file's FORMAT_DESCRIPTION, then MariaDB's FORMAT_DESCRIPTION with log_pos 0
+    /// (not counted by the replica), then the file's events from that offset
+    /// ([`super::mariadb`], position rule).
+    fn start_mariadb_file(&mut self, rotate_crc: bool) -> Result<(), ConnError> {
+        let mut reader = self
+            .shared
+            .source
+            .open(&self.file, 4)
+            .map_err(|e| ConnError::Dump(e.to_string()))?;
+        let fde = reader
+            .next_event()
+            .map_err(|e| ConnError::Dump(e.to_string()))?
+            .filter(|e| e.get(4) == Some(&EventType::FORMAT_DESCRIPTION.0));
+        let Some(fde) = fde else {
+            return Err(ConnError::Dump(format!(
+                "{} does not start with a FORMAT_DESCRIPTION event",
+                self.file
+            )));
+        };
+        self.pos = 4 + fde.len() as u64;
+        self.reader = Some(reader);
+        self.send_fake_rotate(rotate_crc)?;
+        let alg = if self.mode.strip {
+            ChecksumAlg::Off as u8
+        } else {
+            fde[fde.len().saturating_sub(CHECKSUM_LEN + 1)]
+        };
+        let ev = mariadb::format_description(&fde, alg)
+            .ok_or_else(|| ConnError::Dump("FORMAT_DESCRIPTION shorter than its header".into()))?;
+        self.io.queue_parts(&[&[0u8], &ev]);
+        if let Some(m) = self.maria.as_mut() {
+            m.flavour.reset();
+        }
+        Ok(())
+    }
+
+    /// MariaDB's fake GTID_LIST after the skipped transactions: the client's position, with
+    /// log_pos = the offset after them, so the replica's read position moves over the gap.
+    fn send_fake_gtid_list(&mut self, log_pos: u64) -> Result<(), ConnError> {
+        let Some(after) = self.maria.as_mut().and_then(|m| m.announce.take()) else {
+            return Ok(());
+        };
+        let head = EventHead {
+            timestamp: 0,
+            server_id: self.server_id,
+            log_pos: u32::try_from(log_pos).unwrap_or(u32::MAX),
+            flags: flags::ARTIFICIAL,
+        };
+        let list = [MariaGtid {
+            domain: mariadb::DOMAIN,
+            server_id: self.server_id,
+            seq_no: after,
+        }];
+        let ev = mariadb::gtid_list_event(head, &list, 0, self.mode.events_crc);
         self.skipped_since_send = false;
         self.io.queue_parts(&[&[0u8], &ev]);
         Ok(())

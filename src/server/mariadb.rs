@@ -13,13 +13,37 @@
 //! of event sizes, `SHOW MASTER STATUS`) stay those of the files; only the CRC32 is
 //! recomputed. MySQL-flavoured clients get the files' bytes unchanged.
 //!
+//! # MariaDB GTID flavour
+//! A client that connects with `@slave_connect_state` (a MariaDB replica with
+//! `MASTER_USE_GTID=slave_pos|current_pos`) gets a MariaDB-flavoured stream, computed per
+//! session from the MySQL-flavoured files ([`GtidFlavour`]). A MySQL GTID `uuid:gno` of our
+//! `@@server_uuid` is the MariaDB GTID `0-<@@server_id>-<gno>` (domain 0).
+//!
+//! ```text
+//! file:   FDE | PREVIOUS_GTIDS        | GTID(33) BEGIN       TABLE_MAP ROWS… XID | GTID(33) QUERY(DDL)
+//! stream: FDE'| GTID_LIST(163)        | GTID(162, TRANS.)    TABLE_MAP ROWS… XID | GTID(162, STANDALONE|DDL) QUERY
+//!             | same size and end     | size of GTID+BEGIN,                      | size of the GTID,
+//!             |                       | ends where BEGIN ends                    | ends where it ends
+//! ```
+//!
+//! Position rule: every event keeps the end offset (`log_pos`) it has in the file, and the
+//! sizes of the events sent add up to the file offsets, so `Read_Master_Log_Pos`,
+//! `Exec_Master_Log_Pos`, heartbeats and a later file/position restart all use the files'
+//! coordinates. The GTID event (162) is zero-padded to the size of the events it replaces
+//! (MariaDB's parser accepts zero-padded trailing bytes after the extra-flags byte, and pads
+//! its own empty GTID_LIST the same way); the GTID_LIST (163) is padded to the size of the
+//! PREVIOUS_GTIDS it replaces. The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171
+//! entries, 252 bytes, with the files' MySQL server version) is larger than MySQL's, so it is sent the way a master sends the FDE of a start
+//! inside a file: log_pos 0, which a replica does not add to its position, after a fake ROTATE
+//! that names the offset where the file's own FDE ends.
+//!
 //! ```text
 //! QUERY event: header 19 | thread id 4 | exec time 4 | db len 1 | error 2 | status len 2 |
 //!              status vars: (code, value)… — code 4 = Q_CHARSET: client 2 | connection 2 | server 2
 //! ```
 
 use tibinlog_protocol::binlog::checksum::{crc32, CHECKSUM_LEN};
-use tibinlog_protocol::binlog::{EventType, HEADER_LEN};
+use tibinlog_protocol::binlog::{flags, EventType, HEADER_LEN};
 
 /// `utf8mb4_bin`, TiDB's default collation, known to every MariaDB.
 pub const UTF8MB4_BIN: u16 = 46;
@@ -61,6 +85,328 @@ pub fn patch_query_event(ev: &mut [u8], has_crc: bool) {
         let c = crc32(&ev[..end]);
         ev[end..end + CHECKSUM_LEN].copy_from_slice(&c.to_le_bytes());
     }
+}
+
+/// MariaDB's GTID event flags (`Gtid_log_event::FL_*`).
+pub mod gtid_flags {
+    /// The group is one statement without BEGIN/COMMIT (DDL).
+    pub const STANDALONE: u8 = 0x01;
+    /// The group is a transaction of transactional engines.
+    pub const TRANSACTIONAL: u8 = 0x04;
+    /// The group may run in parallel with others on the replica.
+    pub const ALLOW_PARALLEL: u8 = 0x08;
+    /// The group is DDL.
+    pub const DDL: u8 = 0x20;
+}
+
+/// The GTID domain of every GTID we serve.
+pub const DOMAIN: u32 = 0;
+
+/// The MariaDB FORMAT_DESCRIPTION's post-header lengths, one per event type 1..=171, as
+/// MariaDB 10.11 writes them (read from the FDE of a MariaDB 10.11.19 binlog). Types we send:
+/// QUERY 13, ROTATE 8, TABLE_MAP 8, rows v2 (30–32) 10, GTID (162) 19, GTID_LIST (163) 4.
+pub const POST_HEADER_LENS: [u8; 171] = [
+    56, 13, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0, 228, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0,
+    10, 10, 10, 0, 0, 0, 0, 0, 0, 10, 10, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 4, 19, 4, 0, 13, 8, 8, 8, 10, 10, 10,
+];
+
+/// Bytes of a GTID event (162) body without the group-commit id: seq_no 8, domain 4, flags 1,
+/// 6 zero bytes.
+pub const GTID_BODY_LEN: usize = 19;
+
+/// One MariaDB GTID `domain-server-seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MariaGtid {
+    pub domain: u32,
+    pub server_id: u32,
+    pub seq_no: u64,
+}
+
+impl std::fmt::Display for MariaGtid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.domain, self.server_id, self.seq_no)
+    }
+}
+
+/// Parses a GTID position list as MariaDB writes `@slave_connect_state` / `@@gtid_slave_pos`:
+/// comma-separated `domain-server-seq`, blanks allowed around items; the empty text is the
+/// empty list. `None` when malformed or when a domain appears twice.
+pub fn parse_gtid_list(text: &str) -> Option<Vec<MariaGtid>> {
+    let mut out: Vec<MariaGtid> = Vec::new();
+    if text.trim().is_empty() {
+        return Some(out);
+    }
+    for item in text.split(',') {
+        let mut parts = item.trim().split('-');
+        let (Some(d), Some(s), Some(n), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let g = MariaGtid {
+            domain: d.parse().ok()?,
+            server_id: s.parse().ok()?,
+            seq_no: n.parse().ok()?,
+        };
+        if out.iter().any(|o| o.domain == g.domain) {
+            return None;
+        }
+        out.push(g);
+    }
+    Some(out)
+}
+
+/// Writes one event: header (timestamp, type, server id, size, log_pos, flags), `body`, zero
+/// padding up to `size`, and a CRC32 if `crc`. `size` is raised to the unpadded size if smaller.
+fn build_event(
+    head: EventHead,
+    type_code: EventType,
+    body: &[u8],
+    size: usize,
+    crc: bool,
+) -> Vec<u8> {
+    let crc_len = if crc { CHECKSUM_LEN } else { 0 };
+    let size = size.max(HEADER_LEN + body.len() + crc_len);
+    let mut ev = Vec::with_capacity(size);
+    ev.extend_from_slice(&head.timestamp.to_le_bytes());
+    ev.push(type_code.0);
+    ev.extend_from_slice(&head.server_id.to_le_bytes());
+    ev.extend_from_slice(&(size as u32).to_le_bytes());
+    ev.extend_from_slice(&head.log_pos.to_le_bytes());
+    ev.extend_from_slice(&head.flags.to_le_bytes());
+    ev.extend_from_slice(body);
+    ev.resize(size - crc_len, 0);
+    if crc {
+        let c = crc32(&ev);
+        ev.extend_from_slice(&c.to_le_bytes());
+    }
+    ev
+}
+
+/// The common-header fields of an event we write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventHead {
+    pub timestamp: u32,
+    pub server_id: u32,
+    pub log_pos: u32,
+    pub flags: u16,
+}
+
+impl EventHead {
+    /// The header fields of a stored event.
+    fn of(ev: &[u8]) -> Option<Self> {
+        let u32_at = |p: usize| -> Option<u32> {
+            Some(u32::from_le_bytes(ev.get(p..p + 4)?.try_into().ok()?))
+        };
+        Some(Self {
+            timestamp: u32_at(0)?,
+            server_id: u32_at(5)?,
+            log_pos: u32_at(13)?,
+            flags: u16::from_le_bytes(ev.get(17..19)?.try_into().ok()?),
+        })
+    }
+}
+
+/// A MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`).
+pub fn gtid_event(
+    head: EventHead,
+    domain: u32,
+    seq_no: u64,
+    fl: u8,
+    size: usize,
+    crc: bool,
+) -> Vec<u8> {
+    let mut body = [0u8; GTID_BODY_LEN];
+    body[..8].copy_from_slice(&seq_no.to_le_bytes());
+    body[8..12].copy_from_slice(&domain.to_le_bytes());
+    body[12] = fl;
+    build_event(head, EventType::MARIADB_GTID, &body, size, crc)
+}
+
+/// A MariaDB GTID_LIST event (163) of `size` bytes: count (low 28 bits; flags 0), then per
+/// GTID domain 4, server id 4, seq_no 8.
+pub fn gtid_list_event(head: EventHead, list: &[MariaGtid], size: usize, crc: bool) -> Vec<u8> {
+    let mut body = Vec::with_capacity(4 + 16 * list.len());
+    body.extend_from_slice(&(list.len() as u32 & 0x0fff_ffff).to_le_bytes());
+    for g in list {
+        body.extend_from_slice(&g.domain.to_le_bytes());
+        body.extend_from_slice(&g.server_id.to_le_bytes());
+        body.extend_from_slice(&g.seq_no.to_le_bytes());
+    }
+    build_event(head, EventType::MARIADB_GTID_LIST, &body, size, crc)
+}
+
+/// A MariaDB 10.11 FORMAT_DESCRIPTION built from a file's MySQL one (`file_fde`, as stored):
+/// binlog version 4, the file FDE's server version, timestamp and server id, log_pos 0, create
+/// time 0, header length 19, [`POST_HEADER_LENS`], then the checksum algorithm byte (`alg`) and
+/// a CRC32. Like a real FDE it always ends with the 4 CRC bytes.
+///
+/// The server version stays MySQL's on purpose: from an FDE that names a MariaDB ≥ 10.5.2
+/// master, a MariaDB replica also applies `Q_FLAGS2` bits it does not read from MySQL masters
+/// (`OPTION_EXPLICIT_DEF_TIMESTAMP`, `OPTION_IF_EXISTS`); our QUERY events carry MySQL's flags,
+/// so a MariaDB version made a replica create `TIMESTAMP` columns as with
+/// `explicit_defaults_for_timestamp=OFF` and fail ("Invalid default value").
+pub fn format_description(file_fde: &[u8], alg: u8) -> Option<Vec<u8>> {
+    let head = EventHead::of(file_fde)?;
+    let mut body = Vec::with_capacity(57 + POST_HEADER_LENS.len() + 1);
+    body.extend_from_slice(&4u16.to_le_bytes());
+    body.extend_from_slice(file_fde.get(HEADER_LEN + 2..HEADER_LEN + 52)?);
+    body.extend_from_slice(&0u32.to_le_bytes());
+    body.push(HEADER_LEN as u8);
+    body.extend_from_slice(&POST_HEADER_LENS);
+    body.push(alg);
+    let head = EventHead {
+        log_pos: 0,
+        flags: head.flags & !flags::BINLOG_IN_USE,
+        ..head
+    };
+    Some(build_event(
+        head,
+        EventType::FORMAT_DESCRIPTION,
+        &body,
+        0,
+        true,
+    ))
+}
+
+/// The per-session rewrite of a MySQL-flavoured event sequence into MariaDB's GTID flavour (see
+/// the module docs). Events are fed in file order, as they would be sent (CRC stripped or not).
+#[derive(Debug)]
+pub struct GtidFlavour {
+    /// Our `@@server_id`: the server id of every MariaDB GTID.
+    server_id: u32,
+    /// Our `@@server_uuid` as a SID.
+    sid: [u8; 16],
+    /// Events carry a CRC32.
+    crc: bool,
+    /// A MySQL GTID event waiting for the event that tells whether it opens a transaction.
+    pending: Option<Vec<u8>>,
+}
+
+impl GtidFlavour {
+    pub fn new(server_id: u32, sid: [u8; 16], crc: bool) -> Self {
+        Self {
+            server_id,
+            sid,
+            crc,
+            pending: None,
+        }
+    }
+
+    /// A GTID event is waiting for its next event.
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Forgets a waiting GTID event (a new file starts).
+    pub fn reset(&mut self) {
+        self.pending = None;
+    }
+
+    /// Takes one event; appends what goes out instead to `out` (nothing for a MySQL GTID event,
+    /// which waits for the next one; one event for BEGIN, which merges into the GTID).
+    pub fn feed(&mut self, mut ev: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        let ty = ev.get(4).map(|t| EventType(*t));
+        if let Some(gtid) = self.pending.take() {
+            let seq_no = mysql_gno(&gtid).unwrap_or(0);
+            let head = EventHead::of(&gtid).unwrap_or(EventHead {
+                timestamp: 0,
+                server_id: self.server_id,
+                log_pos: 0,
+                flags: 0,
+            });
+            let head = EventHead {
+                server_id: self.server_id,
+                flags: flags::SUPPRESS_USE,
+                ..head
+            };
+            if ty == Some(EventType::QUERY) && query_text(&ev, self.crc) == Some(&b"BEGIN"[..]) {
+                let log_pos = EventHead::of(&ev).map_or(head.log_pos, |h| h.log_pos);
+                let fl = gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL;
+                out.push(gtid_event(
+                    EventHead { log_pos, ..head },
+                    DOMAIN,
+                    seq_no,
+                    fl,
+                    gtid.len() + ev.len(),
+                    self.crc,
+                ));
+                return;
+            }
+            let fl = if ty == Some(EventType::QUERY) {
+                gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
+            } else {
+                gtid_flags::STANDALONE
+            };
+            out.push(gtid_event(head, DOMAIN, seq_no, fl, gtid.len(), self.crc));
+        }
+        match ty {
+            Some(EventType::GTID) => self.pending = Some(ev),
+            Some(EventType::PREVIOUS_GTIDS) => {
+                let list = self.state_of_previous_gtids(&ev);
+                // Header flags 0 as MariaDB writes them: MySQL marks PREVIOUS_GTIDS
+                // LOG_EVENT_IGNORABLE_F, which would make a replica skip the list.
+                match EventHead::of(&ev) {
+                    Some(head) => out.push(gtid_list_event(
+                        EventHead { flags: 0, ..head },
+                        &list,
+                        ev.len(),
+                        self.crc,
+                    )),
+                    None => out.push(ev),
+                }
+            }
+            Some(EventType::QUERY) => {
+                patch_query_event(&mut ev, self.crc);
+                out.push(ev);
+            }
+            _ => out.push(ev),
+        }
+    }
+
+    /// The MariaDB binlog state a PREVIOUS_GTIDS event stands for: the last GNO of our SID.
+    fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
+        let end = ev
+            .len()
+            .saturating_sub(if self.crc { CHECKSUM_LEN } else { 0 });
+        let set = ev
+            .get(HEADER_LEN..end)
+            .and_then(|b| tibinlog_protocol::binlog::GtidSet::decode(b).ok());
+        let last = set.and_then(|s| {
+            s.iter()
+                .find(|(sid, _)| sid.0 == self.sid)
+                .and_then(|(_, ivs)| ivs.last().map(|&(_, e)| e - 1))
+        });
+        last.map(|seq_no| MariaGtid {
+            domain: DOMAIN,
+            server_id: self.server_id,
+            seq_no,
+        })
+        .into_iter()
+        .collect()
+    }
+}
+
+/// GNO of a MySQL GTID event (body: flags 1, SID 16, GNO 8).
+fn mysql_gno(ev: &[u8]) -> Option<u64> {
+    let b: [u8; 8] = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?.try_into().ok()?;
+    Some(u64::from_le_bytes(b))
+}
+
+/// The statement text of a QUERY event.
+pub fn query_text(ev: &[u8], has_crc: bool) -> Option<&[u8]> {
+    let end = ev
+        .len()
+        .checked_sub(if has_crc { CHECKSUM_LEN } else { 0 })?;
+    let p = HEADER_LEN;
+    let db_len = usize::from(*ev.get(p + 8)?);
+    let status_len = usize::from(u16::from_le_bytes([*ev.get(p + 11)?, *ev.get(p + 12)?]));
+    let start = p + 13 + status_len + db_len + 1;
+    ev.get(start..end)
 }
 
 /// Offset in the event of the 6-byte `Q_CHARSET_CODE` value, if the status block has one
@@ -122,7 +468,7 @@ fn charset_offset(ev: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
     use tibinlog_protocol::binlog::checksum::verify_event;
-    use tibinlog_protocol::binlog::{EventWriter, QueryEvent, QueryStatus};
+    use tibinlog_protocol::binlog::{EventWriter, QueryEvent, QueryStatus, Sid};
 
     fn event(q: &QueryEvent<'_>, crc: bool) -> Vec<u8> {
         let mut w = EventWriter::new(1, crc);
@@ -213,6 +559,285 @@ mod tests {
         let copy = ev.clone();
         patch_query_event(&mut ev, true);
         assert_eq!(ev, copy);
+    }
+
+    /// Events written by a real MariaDB 10.11.19 (`--log-bin`, server id 7, CRC32): `CREATE
+    /// DATABASE` (GTID 0-7-1, DDL), an InnoDB row transaction (0-7-3), the empty GTID_LIST of
+    /// the first file (MariaDB pads it with two zero bytes) and the one of the second file.
+    const REAL_GTID_DDL: &str =
+        "8c4d0d6ba2070000002a0000006d0100000800010000000000000000000000290000000000004b7e7ec5";
+    const REAL_GTID_ROWS: &str =
+        "8c4d0d6ba2070000002a0000008c02000008000300000000000000000000000c00000000000031b3f377";
+    const REAL_GTID_LIST_EMPTY: &str = "8b4d0d6ba3070000001d0000001d010000000000000000000090c6f89b";
+    const REAL_GTID_LIST_ONE: &str = "8d4d0d6ba3070000002b0000002b01000000000100000000000000070000\
+         00030000000000000001fdd7d0";
+
+    fn head(ev_hex: &str) -> EventHead {
+        let ev = hex::decode(ev_hex).expect("hex");
+        EventHead::of(&ev).expect("header")
+    }
+
+    #[test]
+    fn gtid_events_are_byte_identical_to_mariadb_s() {
+        let ddl = gtid_event(
+            head(REAL_GTID_DDL),
+            0,
+            1,
+            gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL,
+            0,
+            true,
+        );
+        assert_eq!(hex::encode(&ddl), REAL_GTID_DDL);
+        let rows = gtid_event(
+            head(REAL_GTID_ROWS),
+            0,
+            3,
+            gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL,
+            0,
+            true,
+        );
+        assert_eq!(hex::encode(&rows), REAL_GTID_ROWS);
+        assert_eq!(head(REAL_GTID_ROWS).flags, flags::SUPPRESS_USE);
+    }
+
+    #[test]
+    fn gtid_list_events_are_byte_identical_to_mariadb_s() {
+        let empty = gtid_list_event(head(REAL_GTID_LIST_EMPTY), &[], 29, true);
+        assert_eq!(hex::encode(&empty), REAL_GTID_LIST_EMPTY);
+        let one = gtid_list_event(
+            head(REAL_GTID_LIST_ONE),
+            &[MariaGtid {
+                domain: 0,
+                server_id: 7,
+                seq_no: 3,
+            }],
+            0,
+            true,
+        );
+        assert_eq!(hex::encode(&one), REAL_GTID_LIST_ONE.replace(' ', ""));
+    }
+
+    #[test]
+    fn padding_keeps_the_layout_and_a_valid_crc() {
+        let h = head(REAL_GTID_ROWS);
+        let ev = gtid_event(h, 0, 3, gtid_flags::TRANSACTIONAL, 150, true);
+        assert_eq!(ev.len(), 150);
+        assert_eq!(u32::from_le_bytes([ev[9], ev[10], ev[11], ev[12]]), 150);
+        assert_eq!(&ev[HEADER_LEN..HEADER_LEN + 8], &3u64.to_le_bytes());
+        assert_eq!(ev[HEADER_LEN + 12], gtid_flags::TRANSACTIONAL);
+        assert!(
+            ev[HEADER_LEN + 13..146].iter().all(|b| *b == 0),
+            "zero padding"
+        );
+        assert!(verify_event(&ev).is_ok());
+        // Without CRC, no trailing checksum.
+        let plain = gtid_event(h, 0, 3, gtid_flags::TRANSACTIONAL, 0, false);
+        assert_eq!(plain.len(), HEADER_LEN + GTID_BODY_LEN);
+    }
+
+    #[test]
+    fn format_description_matches_mariadb_10_11_s_type_table() {
+        // The FDE of a MariaDB 10.11.19 binlog: 252 bytes, header length 19, 171 types, CRC32.
+        let real = hex::decode(
+            "8b4d0d6b0f07000000fc000000000100000000040031302e31312e31392d4d6172696144422d302b64656231\
+             3275312d6c6f6700000000000000000000000000000000000000008b4d0d6b13380d00080012000404040412\
+             0000e400041a08000000080808020000000a0a0a0000000000000a0a0a000000000000000000000000000000\
+             0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+             0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+             00000000000000000000000000000000041304000d0808080a0a0a0113eb63eb",
+        )
+        .expect("hex");
+        assert_eq!(real.len(), 252);
+        assert_eq!(&real[76..76 + 171], &POST_HEADER_LENS[..]);
+
+        let mut w = EventWriter::new(1, true);
+        let mut mysql = Vec::new();
+        let res = w.write(
+            &mut mysql,
+            4,
+            1_700_000_000,
+            &tibinlog_protocol::binlog::FormatDescription::mysql80(
+                "8.0.36-tibinlog",
+                1_700_000_000,
+                tibinlog_protocol::binlog::ChecksumAlg::Crc32,
+            ),
+        );
+        assert!(res.is_ok());
+        let ev = format_description(&mysql, 1).expect("fde");
+        assert_eq!(ev.len(), real.len());
+        assert_eq!(&ev[..4], &mysql[..4], "timestamp kept");
+        assert_eq!(ev[4], EventType::FORMAT_DESCRIPTION.0);
+        assert_eq!(
+            &ev[13..17],
+            &[0, 0, 0, 0],
+            "log_pos 0: not counted by the replica"
+        );
+        assert_eq!(&ev[19..21], &real[19..21], "binlog version 4");
+        assert_eq!(&ev[71..75], &[0, 0, 0, 0], "create time 0");
+        assert_eq!(&ev[75..ev.len() - 5], &real[75..real.len() - 5]);
+        assert_eq!(ev[ev.len() - 5], 1, "CRC32");
+        assert!(verify_event(&ev).is_ok());
+        assert_eq!(&ev[21..71], &mysql[21..71], "the files' server version");
+        // The post-header lengths MariaDB will use for the events we forward equal the ones
+        // the MySQL FDE of our files announces.
+        let mysql_lens = &mysql[76..mysql.len() - 5];
+        for ty in [2usize, 4, 16, 19, 30, 31, 32] {
+            assert_eq!(POST_HEADER_LENS[ty - 1], mysql_lens[ty - 1], "type {ty}");
+        }
+        assert_eq!(POST_HEADER_LENS[161], GTID_BODY_LEN as u8);
+        assert_eq!(POST_HEADER_LENS[162], 4);
+    }
+
+    #[test]
+    fn gtid_lists_parse_like_mariadb_s() {
+        let g = |domain, server_id, seq_no| MariaGtid {
+            domain,
+            server_id,
+            seq_no,
+        };
+        assert_eq!(parse_gtid_list(""), Some(vec![]));
+        assert_eq!(parse_gtid_list("0-1-5"), Some(vec![g(0, 1, 5)]));
+        assert_eq!(
+            parse_gtid_list("0-1-5, 3-2-18446744073709551615"),
+            Some(vec![g(0, 1, 5), g(3, 2, u64::MAX)])
+        );
+        for bad in ["0-1", "0-1-2-3", "a-1-2", "0-1-5,0-2-6", "-1-1-1", "0-1-5,"] {
+            assert_eq!(parse_gtid_list(bad), None, "{bad}");
+        }
+        assert_eq!(g(0, 1, 5).to_string(), "0-1-5");
+    }
+
+    /// A MySQL-flavoured file: FDE, PREVIOUS_GTIDS, a row transaction (GTID 6), a DDL (GTID 7).
+    fn mysql_file(sid: Sid) -> Vec<Vec<u8>> {
+        use tibinlog_protocol::binlog::{GtidEvent, PreviousGtids, Xid};
+        let mut w = EventWriter::new(1, true);
+        let mut pos = 4u64;
+        let mut out = Vec::new();
+        let mut push = |buf: Vec<u8>, pos: &mut u64| {
+            *pos += buf.len() as u64;
+            out.push(buf);
+        };
+        let mut prev = tibinlog_protocol::binlog::GtidSet::new();
+        prev.add_interval(sid, 1, 6);
+        let ts = 1_700_000_000;
+        let mut b = Vec::new();
+        assert!(w.write(&mut b, pos, ts, &PreviousGtids(&prev)).is_ok());
+        push(b, &mut pos);
+        let mut b = Vec::new();
+        assert!(w
+            .write(&mut b, pos, ts, &GtidEvent::new(sid, 6, 1, 1, 80036))
+            .is_ok());
+        push(b, &mut pos);
+        let mut b = Vec::new();
+        assert!(w.write(&mut b, pos, ts, &QueryEvent::begin(1)).is_ok());
+        push(b, &mut pos);
+        let mut b = Vec::new();
+        assert!(w.write(&mut b, pos, ts, &Xid(9)).is_ok());
+        push(b, &mut pos);
+        let mut b = Vec::new();
+        assert!(w
+            .write(&mut b, pos, ts, &GtidEvent::new(sid, 7, 2, 2, 80036))
+            .is_ok());
+        push(b, &mut pos);
+        let dbs = ["wl"];
+        let ddl = QueryEvent::ddl(1, "wl", "CREATE DATABASE `wl`", &dbs, 42);
+        let mut b = Vec::new();
+        assert!(w.write(&mut b, pos, ts, &ddl).is_ok());
+        push(b, &mut pos);
+        out
+    }
+
+    fn log_pos(ev: &[u8]) -> u32 {
+        u32::from_le_bytes([ev[13], ev[14], ev[15], ev[16]])
+    }
+
+    #[test]
+    fn flavour_keeps_every_end_offset_and_the_running_sum() {
+        let sid = Sid([7; 16]);
+        let file = mysql_file(sid);
+        let mut f = GtidFlavour::new(1, sid.0, true);
+        let mut out = Vec::new();
+        for ev in file.clone() {
+            f.feed(ev, &mut out);
+        }
+        assert!(!f.has_pending());
+        let types: Vec<u8> = out.iter().map(|e| e[4]).collect();
+        assert_eq!(
+            types,
+            vec![
+                EventType::MARIADB_GTID_LIST.0,
+                EventType::MARIADB_GTID.0,
+                EventType::XID.0,
+                EventType::MARIADB_GTID.0,
+                EventType::QUERY.0
+            ]
+        );
+        // Running sum of sizes from the offset after the FDE equals every log_pos.
+        let mut at = u64::from(log_pos(&file[0])) - file[0].len() as u64;
+        for ev in &out {
+            at += ev.len() as u64;
+            assert_eq!(u64::from(log_pos(ev)), at);
+            assert!(verify_event(ev).is_ok());
+            assert_eq!(
+                u32::from_le_bytes([ev[9], ev[10], ev[11], ev[12]]) as usize,
+                ev.len()
+            );
+        }
+        assert_eq!(at, u64::from(log_pos(file.last().expect("events"))));
+        // GTID_LIST: the state at file start, 0-1-5.
+        let gl = &out[0];
+        assert_eq!(&gl[17..19], &[0, 0], "no LOG_EVENT_IGNORABLE_F");
+        assert_ne!(&file[0][17..19], &[0, 0], "MySQL's PREVIOUS_GTIDS has it");
+        assert_eq!(&gl[HEADER_LEN..HEADER_LEN + 4], &1u32.to_le_bytes());
+        assert_eq!(&gl[HEADER_LEN + 4..HEADER_LEN + 8], &0u32.to_le_bytes());
+        assert_eq!(&gl[HEADER_LEN + 8..HEADER_LEN + 12], &1u32.to_le_bytes());
+        assert_eq!(&gl[HEADER_LEN + 12..HEADER_LEN + 20], &5u64.to_le_bytes());
+        // Row transaction: seq 6, TRANSACTIONAL, replaces GTID + BEGIN.
+        let t = &out[1];
+        assert_eq!(t.len(), file[1].len() + file[2].len());
+        assert_eq!(&t[HEADER_LEN..HEADER_LEN + 8], &6u64.to_le_bytes());
+        assert_eq!(&t[HEADER_LEN + 8..HEADER_LEN + 12], &0u32.to_le_bytes());
+        assert_eq!(
+            t[HEADER_LEN + 12],
+            gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL
+        );
+        assert_eq!(u32::from_le_bytes([t[5], t[6], t[7], t[8]]), 1, "server id");
+        // DDL: seq 7, STANDALONE | DDL, then the QUERY with MariaDB collations.
+        let d = &out[3];
+        assert_eq!(d.len(), file[4].len());
+        assert_eq!(&d[HEADER_LEN..HEADER_LEN + 8], &7u64.to_le_bytes());
+        assert_eq!(
+            d[HEADER_LEN + 12],
+            gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
+        );
+        assert_eq!(
+            query_text(&out[4], true),
+            Some(&b"CREATE DATABASE `wl`"[..])
+        );
+        assert!(charset_bytes(&out[4], [UTF8MB4_BIN; 3]).is_some());
+    }
+
+    #[test]
+    fn empty_previous_gtids_become_an_empty_gtid_list_of_the_same_size() {
+        let mut w = EventWriter::new(1, true);
+        let mut b = Vec::new();
+        let empty = tibinlog_protocol::binlog::GtidSet::new();
+        assert!(w
+            .write(
+                &mut b,
+                126,
+                5,
+                &tibinlog_protocol::binlog::PreviousGtids(&empty)
+            )
+            .is_ok());
+        let mut f = GtidFlavour::new(1, [7; 16], true);
+        let mut out = Vec::new();
+        f.feed(b.clone(), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), b.len());
+        assert_eq!(out[0][4], EventType::MARIADB_GTID_LIST.0);
+        assert_eq!(&out[0][HEADER_LEN..HEADER_LEN + 4], &[0, 0, 0, 0]);
+        assert_eq!(log_pos(&out[0]), log_pos(&b));
     }
 
     #[test]

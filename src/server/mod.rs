@@ -63,6 +63,13 @@ pub fn server_version() -> String {
     format!("{MYSQL_VERSION}-tibinlog-{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// The version a MariaDB-flavoured listener claims ([`ServerConfig::mariadb`]):
+/// `10.11.99-MariaDB-tibinlog-<crate version>`; the greeting carries it behind MariaDB's
+/// `5.5.5-` prefix, which MariaDB's client library strips.
+pub fn mariadb_server_version() -> String {
+    format!("10.11.99-MariaDB-tibinlog-{}", env!("CARGO_PKG_VERSION"))
+}
+
 /// Paths of a PEM certificate chain and private key.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
@@ -76,6 +83,11 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// User name → cleartext password.
     pub users: HashMap<String, String>,
+    /// Greet as MariaDB 10.11 instead of MySQL 8.0. A MariaDB replica uses GTIDs
+    /// (`MASTER_USE_GTID`) only with a master whose greeting says version 10 or more, which
+    /// would send MySQL clients down their pre-5.6 paths: a MariaDB-flavoured listener is a
+    /// second port over the same binlog (replication-client-compat §2.9, §3.12).
+    pub mariadb: bool,
     /// `@@server_id`, in every event header; must differ from every replica's.
     pub server_id: u32,
     /// `@@server_uuid`, the SID of our GTIDs.
@@ -250,7 +262,12 @@ impl Server {
             })?;
         let shared = Arc::new(Shared {
             identity: vars::ServerIdentity {
-                version: server_version(),
+                version: if cfg.mariadb {
+                    mariadb_server_version()
+                } else {
+                    server_version()
+                },
+                mariadb: cfg.mariadb,
                 server_id: cfg.server_id,
                 server_uuid: cfg.server_uuid.to_string(),
             },

@@ -12,8 +12,10 @@ use super::source::BinlogSource;
 /// The fixed part of the server's identity, shared by every session.
 #[derive(Debug, Clone)]
 pub struct ServerIdentity {
-    /// `@@version`, also the greeting's version.
+    /// `@@version`, also the greeting's version (behind `5.5.5-` when `mariadb`).
     pub version: String,
+    /// The listener greets as MariaDB ([`super::ServerConfig::mariadb`]).
+    pub mariadb: bool,
     pub server_id: u32,
     /// Canonical lower-case UUID text (the SID of our GTIDs).
     pub server_uuid: String,
@@ -94,7 +96,26 @@ pub fn global_variables(
     m.insert("server_uuid".into(), id.server_uuid.clone());
     m.insert("gtid_executed".into(), source.gtid_executed().to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());
+    // MariaDB's GTID variables (replication-client-compat §3.12): our GTIDs as MariaDB names
+    // them, `0-<server_id>-<last gno>` (domain 0), empty before the first transaction.
+    let pos = mariadb_gtid_pos(id, source);
+    for k in ["gtid_binlog_pos", "gtid_binlog_state", "gtid_current_pos"] {
+        m.insert(k.into(), pos.clone());
+    }
+    m.insert("gtid_domain_id".into(), "0".into());
+    m.insert("gtid_slave_pos".into(), String::new());
+    m.insert("gtid_strict_mode".into(), "OFF".into());
     m
+}
+
+/// `@@gtid_binlog_pos`: `0-<server_id>-<last gno of our SID>`, or empty.
+pub fn mariadb_gtid_pos(id: &ServerIdentity, source: &dyn BinlogSource) -> String {
+    let sid = tibinlog_protocol::binlog::Sid::parse(&id.server_uuid)
+        .unwrap_or(tibinlog_protocol::binlog::Sid::ZERO);
+    match super::dump::last_gno(&source.gtid_executed(), &sid) {
+        0 => String::new(),
+        n => format!("0-{}-{n}", id.server_id),
+    }
 }
 
 /// Which value of a variable a reference asks for.

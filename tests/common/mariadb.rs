@@ -203,6 +203,9 @@ impl MariaDb {
             last_error: text("Last_Error"),
             last_io_error: text("Last_IO_Error"),
             last_sql_error: text("Last_SQL_Error"),
+            last_io_errno: number("Last_IO_Errno"),
+            using_gtid: text("Using_Gtid"),
+            gtid_io_pos: text("Gtid_IO_Pos"),
         })
     }
 
@@ -242,6 +245,11 @@ pub struct SlaveStatus {
     pub last_error: String,
     pub last_io_error: String,
     pub last_sql_error: String,
+    pub last_io_errno: u64,
+    /// `No`, `Slave_Pos` or `Current_Pos`.
+    pub using_gtid: String,
+    /// The MariaDB GTID position of the I/O thread (`domain-server-seq,…`).
+    pub gtid_io_pos: String,
 }
 
 impl Drop for MariaDb {

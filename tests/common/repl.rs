@@ -50,6 +50,7 @@ impl Fixture {
             ]),
             server_id: SERVER_ID,
             server_uuid: sid,
+            mariadb: false,
             tls,
             auth_plugin: plugin,
             default_heartbeat: None,
