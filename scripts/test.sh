@@ -13,5 +13,6 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo test"
-# Real-peer tests (MariaDB) are part of the suite; CI=true makes a missing peer a failure.
-cargo test --workspace --locked
+# Real-peer tests (MariaDB, Java, Python and Node clients) are part of the suite; CI=true makes a
+# missing peer a failure. --no-fail-fast: one run reports every failing suite.
+cargo test --workspace --locked --no-fail-fast
