@@ -204,7 +204,8 @@ public class DebeziumTail {
         for (Field f : s.schema().fields()) {
             if (!first) sb.append(',');
             first = false;
-            Object x = s.get(f);
+            // Struct.get(f) hands back the schema default for a null value; the record holds null.
+            Object x = s.getWithoutDefault(f.name());
             sb.append(str(f.name())).append(':').append(x == null ? "null" : str(render(f.schema(), x)));
         }
         sb.append('}');
