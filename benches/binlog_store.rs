@@ -2,52 +2,20 @@
 //! rows, appended and made durable by group commit (`flush` = map fsync + binlog fsync).
 //! Group sizes: every transaction flushed alone, 100 and 1000 transactions per flush.
 
+mod common;
+use common::narrow_table;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tibinlog::binlog_store::{BinlogStore, StoreConfig};
 use tibinlog::model::Ts;
-use tibinlog::mounter::{MountedTable, RowChange, RowOp, TableFilter};
-use tibinlog::tidb::schema::{mysql::*, schema_state, CIStr, ColumnInfo, FieldType, TableInfo};
+use tibinlog::mounter::{MountedTable, RowChange, RowOp};
 use tibinlog_protocol::binlog::Sid;
 use tibinlog_protocol::value::Value;
 
 const ROWS_PER_TXN: usize = 10;
-
-fn col(id: i64, tp: u8, flag: u32, flen: i64) -> ColumnInfo {
-    ColumnInfo {
-        id,
-        name: CIStr::new(&format!("c{id}")),
-        offset: (id - 1) as usize,
-        field_type: FieldType {
-            tp,
-            flag,
-            flen,
-            charset: "utf8mb4".into(),
-            collate: "utf8mb4_bin".into(),
-            ..FieldType::new(tp)
-        },
-        state: schema_state::PUBLIC,
-        ..ColumnInfo::default()
-    }
-}
-
-fn table() -> Arc<MountedTable> {
-    let info = TableInfo {
-        id: 100,
-        name: CIStr::new("narrow"),
-        columns: vec![
-            col(1, TYPE_LONG, NOT_NULL_FLAG, 11),
-            col(2, TYPE_VARCHAR, 0, 32),
-            col(3, TYPE_LONGLONG, 0, 20),
-        ],
-        state: schema_state::PUBLIC,
-        max_col_id: 3,
-        ..TableInfo::default()
-    };
-    Arc::new(MountedTable::new(1, "bench", info, &TableFilter::all()).expect("table"))
-}
 
 /// Transactions `first..first + n`, 10 inserts each.
 fn txns(t: &Arc<MountedTable>, first: u64, n: u64) -> Vec<(Ts, Ts, Vec<RowChange>)> {
@@ -75,7 +43,7 @@ fn txns(t: &Arc<MountedTable>, first: u64, n: u64) -> Vec<(Ts, Ts, Vec<RowChange
 }
 
 fn bench_append(c: &mut Criterion) {
-    let t = table();
+    let t = narrow_table();
     let mut g = c.benchmark_group("binlog_store_append");
     g.sample_size(10).measurement_time(Duration::from_secs(8));
     for per_flush in [1u64, 100, 1000] {

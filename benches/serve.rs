@@ -25,6 +25,9 @@
 //!
 //! `cargo bench --bench serve` (not criterion: each figure is one run over a large volume).
 
+mod common;
+use common::narrow_table;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -40,13 +43,13 @@ use tibinlog::app::source::{StoreSource, WriterMsg};
 use tibinlog::app::{App, AppConfig};
 use tibinlog::binlog_store::{BinlogStore, StoreConfig};
 use tibinlog::model::Ts;
-use tibinlog::mounter::{MountedTable, RowChange, RowOp, TableFilter};
+use tibinlog::mounter::{RowChange, RowOp};
 use tibinlog::server::{EmptySchema, Server, ServerConfig};
 use tibinlog::sim::cli::{Epoch, SimArgs, SimBuilder, WorkloadKind};
 use tibinlog::sim::tidb::types as ty;
 use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
 use tibinlog::tidb::key::{record_key, Handle};
-use tibinlog::tidb::schema::{mysql::*, schema_state, CIStr, ColumnInfo, FieldType, TableInfo};
+use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
 use tibinlog_protocol::binlog::Sid;
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::auth::AuthMethod;
@@ -90,40 +93,6 @@ fn find_tool(name: &str) -> Option<PathBuf> {
 
 // ---------------------------------------------------------------------------------------------
 // The prepared binlog and our server over it.
-
-fn col(id: i64, tp: u8, flag: u32, flen: i64) -> ColumnInfo {
-    ColumnInfo {
-        id,
-        name: CIStr::new(&format!("c{id}")),
-        offset: (id - 1) as usize,
-        field_type: FieldType {
-            tp,
-            flag,
-            flen,
-            charset: "utf8mb4".into(),
-            collate: "utf8mb4_bin".into(),
-            ..FieldType::new(tp)
-        },
-        state: schema_state::PUBLIC,
-        ..ColumnInfo::default()
-    }
-}
-
-fn narrow_table() -> Arc<MountedTable> {
-    let info = TableInfo {
-        id: 100,
-        name: CIStr::new("narrow"),
-        columns: vec![
-            col(1, TYPE_LONG, NOT_NULL_FLAG, 11),
-            col(2, TYPE_VARCHAR, 0, 32),
-            col(3, TYPE_LONGLONG, 0, 20),
-        ],
-        state: schema_state::PUBLIC,
-        max_col_id: 3,
-        ..TableInfo::default()
-    };
-    Arc::new(MountedTable::new(1, "bench", info, &TableFilter::all()).expect("table"))
-}
 
 /// Values of row `i` of transaction `k` (both sides of the throughput comparison).
 fn row_values(k: u64, i: usize, txn_rows: usize) -> (i64, i64) {
