@@ -38,7 +38,7 @@ use crate::capture::puller::{Puller, PullerConfig, PullerError, PullerHandle};
 use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
 use crate::mounter::{
-    DdlEvent, Mounted, MountedTable, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
+    DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
 };
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
@@ -126,13 +126,18 @@ pub enum ChangeEvent {
 }
 
 /// The current version of every included base table, as the mounter last saw it.
-pub type SchemaSnapshot = Arc<Vec<Arc<MountedTable>>>;
+pub type SchemaSnapshot = crate::mounter::Catalog;
 
 /// The included base tables of `store` in their newest versions.
 pub fn schema_snapshot(store: &SchemaStore) -> SchemaSnapshot {
+    schema_snapshot_at(store, Ts::MAX)
+}
+
+/// The included base tables of `store` for a row committed at `ts`.
+pub fn schema_snapshot_at(store: &SchemaStore, ts: Ts) -> SchemaSnapshot {
     Arc::new(
         store
-            .tables_at(Ts::MAX)
+            .tables_at(ts)
             .into_iter()
             .filter(|t| t.included)
             .collect(),
@@ -420,7 +425,11 @@ fn mount_chunk(
     for raw in &chunk.rows {
         match mounter.mount(raw)? {
             Mounted::Row(c) => rows.push(c),
-            Mounted::Ddl(ddl) => evs.extend(ddl.into_iter().map(ChangeEvent::Ddl)),
+            Mounted::Ddl(ddl) => evs.extend(ddl.into_iter().map(|mut d| {
+                // Versions made at ts T serve rows committed after T.
+                d.catalog = Some(schema_snapshot_at(mounter.store(), Ts(d.commit_ts.0 + 1)));
+                ChangeEvent::Ddl(d)
+            })),
             Mounted::Skipped => {}
         }
     }

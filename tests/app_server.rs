@@ -249,3 +249,182 @@ async fn demo_subcommand_serves_all_transactions() {
     }
     child.kill().await.expect("kill the demo");
 }
+
+/// `SHOW CREATE TABLE` text of `db.t` on `conn`.
+async fn create_table(conn: &mut mysql_async::Conn, table: &str) -> String {
+    let row: (String, String) = conn
+        .query_first(format!("SHOW CREATE TABLE test.{table}"))
+        .await
+        .expect("SHOW CREATE TABLE")
+        .expect("a row");
+    row.1
+}
+
+/// `(File, Position, Executed_Gtid_Set)` of `SHOW MASTER STATUS` on `conn`.
+async fn status_on(conn: &mut mysql_async::Conn) -> (String, u64, String) {
+    let row: mysql_async::Row = conn
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .expect("SHOW MASTER STATUS")
+        .expect("a row");
+    (
+        row.get("File").expect("File"),
+        row.get("Position").expect("Position"),
+        row.get::<Option<String>, _>("Executed_Gtid_Set")
+            .expect("Executed_Gtid_Set")
+            .unwrap_or_default(),
+    )
+}
+
+/// Catalog answers follow the binlog, not the capture: a table changed by a DDL shows the change
+/// only once the DDL's event is durable, and a session holding `FLUSH TABLES WITH READ LOCK`
+/// (Debezium's snapshot) keeps the position and the table definitions of the moment it locked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn read_lock_pins_master_status_and_catalog() {
+    use tibinlog::sim::cli::{SimArgs, WorkloadKind};
+    use tibinlog::sim::tidb::types as ty;
+    use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+    use tibinlog::tidb::schema::mysql;
+    use tibinlog_protocol::value::Value;
+
+    let sim = common::app::start_sim_with(SimArgs {
+        stores: 2,
+        workload: WorkloadKind::None,
+        seed: Some(5),
+        resolved_ts_interval: Duration::from_millis(50),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    })
+    .await;
+    let cluster = sim.handle.cluster().clone();
+    let tidb = sim.handle.tidb();
+    let start_ts = Ts(cluster.tso().0);
+    let ddl = |d: Ddl| {
+        let tidb = tidb.clone();
+        cluster
+            .apply(move |core| {
+                let out = tidb
+                    .lock()
+                    .expect("tidb")
+                    .execute_ddl(core, &d)
+                    .expect("ddl");
+                Ok(((), out.outputs))
+            })
+            .expect("ddl applied")
+    };
+    let insert = |row: Vec<Value>| {
+        let tidb = tidb.clone();
+        cluster
+            .apply(move |core| {
+                let mut t = tidb.lock().expect("tidb");
+                let mut txn = t.begin(core);
+                txn.insert("test", "locked", &row).expect("insert");
+                Ok(((), txn.commit().expect("commit").outputs))
+            })
+            .expect("insert applied")
+    };
+    ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table: TableDef {
+            name: "locked".into(),
+            columns: vec![
+                ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+                ColumnDef::new("v", ty::varchar(20)),
+            ],
+            primary_key: vec!["id".into()],
+            clustered: true,
+            indexes: Vec::new(),
+            partition: None,
+        },
+    });
+    insert(vec![Value::Int(1), Value::Bytes(b"v".to_vec())]);
+    let run = Run {
+        sim: sim.handle,
+        truth: sim.truth,
+        start_ts,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_app(&run, &dir.path().join("data")).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+    // CREATE TABLE and the insert are gno 1 and 2.
+    let mut other = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let deadline = Instant::now() + WAIT;
+    while status_on(&mut other).await.2 != dense_set(&uuid, 2) {
+        assert!(
+            Instant::now() < deadline,
+            "first transactions reach the binlog"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let mut locked = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    locked
+        .query_drop("FLUSH TABLES WITH READ LOCK")
+        .await
+        .expect("FTWRL");
+    let at_lock = status_on(&mut locked).await;
+    assert_eq!(at_lock.2, dense_set(&uuid, 2));
+    let before = create_table(&mut locked, "locked").await;
+    assert!(!before.contains("`n`"), "{before}");
+
+    ddl(Ddl::AddColumn {
+        db: "test".into(),
+        table: "locked".into(),
+        column: ColumnDef::new("n", ty::int(mysql::TYPE_LONG, false)).default(Value::Int(42)),
+    });
+    insert(vec![
+        Value::Int(2),
+        Value::Bytes(b"w".to_vec()),
+        Value::Int(7),
+    ]);
+    // Another session reads the position, then the table: the table shows the new column only
+    // when the position already covers the ALTER (gno 3).
+    let mut saw_old = 0;
+    loop {
+        let (_, _, gtids) = status_on(&mut other).await;
+        let text = create_table(&mut other, "locked").await;
+        let has_alter = gtids != dense_set(&uuid, 2);
+        if text.contains("`n`") {
+            assert!(
+                has_alter,
+                "column shown before the ALTER is in the binlog ({gtids})"
+            );
+            if gtids == dense_set(&uuid, 4) {
+                break;
+            }
+        } else {
+            saw_old += 1;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "ALTER and insert reach the binlog"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The locked session still sees the moment it locked.
+    assert_eq!(
+        status_on(&mut locked).await,
+        at_lock,
+        "status under the lock"
+    );
+    assert_eq!(
+        create_table(&mut locked, "locked").await,
+        before,
+        "table under the lock"
+    );
+    locked.query_drop("UNLOCK TABLES").await.expect("unlock");
+    let after = create_table(&mut locked, "locked").await;
+    assert!(after.contains("`n` int DEFAULT '42'"), "{after}");
+    assert_eq!(status_on(&mut locked).await.2, dense_set(&uuid, 4));
+    eprintln!("{saw_old} reads saw the table before the ALTER was durable");
+
+    let _ = locked.disconnect().await;
+    let _ = other.disconnect().await;
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}

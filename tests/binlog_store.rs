@@ -147,6 +147,7 @@ fn write_txn(s: &mut BinlogStore, t: &Tables, k: u64) -> tibinlog::binlog_store:
                 schema: "app".into(),
                 query: format!("CREATE TABLE t{k} (id INT)"),
                 table: None,
+                catalog: None,
             })
             .unwrap(),
         Kind::Dml => {

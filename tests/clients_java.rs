@@ -510,7 +510,6 @@ fn gno_of(gtid: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "flaky: passed 4 runs, failed 1 (Debezium stopped in validateChangeEventWithTable on an update: table schema and row disagree, likely a DDL racing the snapshot); run with --ignored until fixed"]
 async fn debezium_streams_changes_with_correct_values() {
     let Some(prog) = java::compile_all_jars("DebeziumTail.java") else {
         return;
@@ -575,15 +574,25 @@ async fn debezium_streams_changes_with_correct_values() {
         .write_all(format!("{uuid}:{}\n", last_rows + 1).as_bytes())
         .await;
     let _ = stdin.flush().await;
-    let status = tokio::time::timeout(WAIT, child.wait())
-        .await
-        .expect("Debezium stops in time")
-        .expect("wait for java");
+    let status = match tokio::time::timeout(WAIT, child.wait()).await {
+        Ok(status) => Some(status.expect("wait for java")),
+        Err(_) => {
+            let _ = child.kill().await;
+            None
+        }
+    };
     let lines = reader.await.expect("reader");
     let log = log.await.expect("log");
     if let Some(err) = lines.iter().find(|l| l["ev"] == "error") {
         panic!("Debezium failed: {}\n--- log tail ---\n{log}", err["what"]);
     }
+    let Some(status) = status else {
+        let last = lines.iter().rev().find(|l| l["ev"] == "tx");
+        panic!(
+            "Debezium did not reach gno {} in time; last transaction event {last:?}\n--- log tail ---\n{log}",
+            last_rows + 1
+        );
+    };
     assert!(status.success(), "java exited with {status}\n{log}");
 
     let txns = debezium_transactions(&lines);

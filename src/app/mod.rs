@@ -42,12 +42,12 @@ use tracing::{info, warn};
 
 use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
 use crate::capture::pd::{PdClient, PdConfig};
-use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig, SchemaSnapshot};
+use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
 use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, TlsFiles};
 
-use schema::SchemaView;
+use schema::{SchemaHistory, SchemaView};
 use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
 
 /// Messages queued between the relay task and the writer thread.
@@ -270,11 +270,13 @@ impl App {
         let abrupt = Arc::new(AtomicBool::new(false));
         let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
         let (flushed_tx, flushed_rx) = watch::channel(start_ts);
-        let (schema_tx, schema_rx) = watch::channel(feed.schema().borrow().clone());
+        // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
+        let history = Arc::new(SchemaHistory::new(feed.schema().borrow().clone()));
 
         let writer = {
             let (stats, failure, stop, abrupt) =
                 (stats.clone(), failure.clone(), stop.clone(), abrupt.clone());
+            let (history, files) = (history.clone(), files.clone());
             tokio::task::spawn_blocking(move || {
                 let mut w = Writer {
                     store: Some(store),
@@ -282,6 +284,8 @@ impl App {
                     in_txn: false,
                     flushed: flushed_tx,
                     stats,
+                    history,
+                    files,
                 };
                 if let Err(e) = w.run(msg_rx, &abrupt) {
                     failure.set(e.context("binlog writer"));
@@ -292,7 +296,7 @@ impl App {
 
         let source: Arc<dyn BinlogSource> =
             Arc::new(StoreSource::new(files.clone(), checksum, msg_tx.clone()));
-        let schema: Arc<dyn SchemaProvider> = Arc::new(SchemaView::new(schema_rx));
+        let schema: Arc<dyn SchemaProvider> = Arc::new(SchemaView::new(history, files.clone()));
         let server_cfg = |listen, mariadb| ServerConfig {
             listen,
             mariadb,
@@ -350,14 +354,7 @@ impl App {
         };
 
         let checkpoint = flushed_rx.clone();
-        let relay = tokio::spawn(relay(
-            feed,
-            feed_cfg,
-            msg_tx,
-            flushed_rx,
-            schema_tx,
-            stop.clone(),
-        ));
+        let relay = tokio::spawn(relay(feed, feed_cfg, msg_tx, flushed_rx, stop.clone()));
         let progress = tokio::spawn(progress_log(
             stats.clone(),
             files.clone(),
@@ -512,20 +509,19 @@ async fn start_changefeed(
         .context("start the changefeed")
 }
 
-/// Changefeed → writer thread; flushed checkpoints → changefeed; schema snapshots → server.
+/// Changefeed → writer thread; flushed checkpoints → changefeed.
 /// Restarts the changefeed from the durable checkpoint after an error.
 async fn relay(
     feed: Changefeed,
     mut cfg: ChangefeedConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
     mut flushed: watch::Receiver<Ts>,
-    schema: watch::Sender<SchemaSnapshot>,
     stop: CancellationToken,
 ) {
     let mut feed = Some(feed);
     let mut retry = FIRST_RETRY;
     while let Some(mut f) = feed.take() {
-        let error = pump(&mut f, &out, &mut flushed, &schema, &stop, &mut retry).await;
+        let error = pump(&mut f, &out, &mut flushed, &stop, &mut retry).await;
         f.close().await;
         let Some(error) = error else { break };
         if out.send(WriterMsg::Reset).await.is_err() {
@@ -563,13 +559,9 @@ async fn pump(
     feed: &mut Changefeed,
     out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
     flushed: &mut watch::Receiver<Ts>,
-    schema: &watch::Sender<SchemaSnapshot>,
     stop: &CancellationToken,
     retry: &mut Duration,
 ) -> Option<anyhow::Error> {
-    let mut feed_schema = feed.schema();
-    schema.send_replace(feed_schema.borrow_and_update().clone());
-    let mut schema_open = true;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return None,
@@ -579,13 +571,6 @@ async fn pump(
                     return None;
                 }
                 feed.advance_checkpoint(*flushed.borrow_and_update());
-            }
-            changed = feed_schema.changed(), if schema_open => {
-                if changed.is_ok() {
-                    schema.send_replace(feed_schema.borrow_and_update().clone());
-                } else {
-                    schema_open = false;
-                }
             }
             ev = feed.next() => match ev {
                 Some(Ok(ev)) => {
@@ -617,6 +602,9 @@ struct Writer {
     in_txn: bool,
     flushed: watch::Sender<Ts>,
     stats: Arc<Stats>,
+    /// Catalog versions for SQL answers, by binlog position.
+    history: Arc<SchemaHistory>,
+    files: BinlogFiles,
 }
 
 impl Writer {
@@ -716,8 +704,12 @@ impl Writer {
                         d.commit_ts.0
                     );
                 }
-                let store = self.store()?;
-                if store.already_written(d.commit_ts, d.start_ts) {
+                let key = (d.commit_ts, d.start_ts);
+                if self.store()?.already_written(d.commit_ts, d.start_ts) {
+                    if let Some(c) = d.catalog.clone() {
+                        self.history.replayed(key, c);
+                    }
+                    let store = self.store()?;
                     if store.last_written() == Some((d.commit_ts, d.start_ts))
                         && store.checkpoint().is_none_or(|c| c < d.commit_ts)
                     {
@@ -728,7 +720,10 @@ impl Writer {
                     self.stats.skipped.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
-                let c = store.write_ddl(&d)?;
+                let c = self.store()?.write_ddl(&d)?;
+                if let Some(cat) = d.catalog.clone() {
+                    self.history.push(c.end, key, cat, self.files.end_pos());
+                }
                 self.stats.txns.fetch_add(1, Ordering::Relaxed);
                 self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
             }

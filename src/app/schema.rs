@@ -1,57 +1,156 @@
-//! Catalog answers ([`SchemaProvider`]) from the mounter's newest table versions.
+//! Catalog answers ([`SchemaProvider`]) at the binlog's durable end.
 //!
-//! The changefeed publishes a snapshot of the included base tables after every DDL it applies
-//! ([`crate::changefeed::Changefeed::schema`]); the app keeps the newest one here. Statements
-//! are rendered from TiDB's `TableInfo` in MySQL 8.0's style (no integer display widths).
+//! Every DDL the changefeed yields carries the catalog after it (the included base tables at
+//! its commit ts). The binlog writer records that catalog in [`SchemaHistory`] at the position
+//! right after the DDL's event; answers use the newest version at or before the durable end, so
+//! they never show a table change whose event a client cannot read yet. Statements are rendered
+//! from TiDB's `TableInfo` in MySQL 8.0's style (no integer display widths).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
-
-use crate::changefeed::SchemaSnapshot;
+use crate::binlog_store::{BinlogFiles, BinlogPos};
+use crate::model::Ts;
 use crate::mounter::coltype::visible_columns;
-use crate::mounter::MountedTable;
-use crate::server::{ColumnInfo, SchemaProvider};
+use crate::mounter::{Catalog, MountedTable};
+use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
 
-/// [`SchemaProvider`] over the newest published snapshot.
+/// One catalog version: valid from binlog position `from` on.
+#[derive(Debug, Clone)]
+struct Version {
+    from: BinlogPos,
+    /// `(commit_ts, start_ts)` of the DDL that made it (`None` for the starting catalog).
+    ddl: Option<(Ts, Ts)>,
+    catalog: Catalog,
+}
+
+/// Catalog versions by the binlog position they hold from, oldest first. Versions that the
+/// durable end has passed are dropped, except the newest of them.
+#[derive(Debug)]
+pub struct SchemaHistory {
+    versions: Mutex<VecDeque<Version>>,
+}
+
+impl SchemaHistory {
+    /// A history whose only version, `start`, holds from the beginning of the binlog.
+    pub fn new(start: Catalog) -> Self {
+        SchemaHistory {
+            versions: Mutex::new(VecDeque::from([Version {
+                from: BinlogPos::default(),
+                ddl: None,
+                catalog: start,
+            }])),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Version>> {
+        self.versions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The catalog at binlog end `end`: the newest version starting at or before it.
+    pub fn at(&self, end: BinlogPos) -> Catalog {
+        let v = self.lock();
+        let i = v.partition_point(|x| x.from <= end).saturating_sub(1);
+        v[i].catalog.clone()
+    }
+
+    /// The DDL `(commit_ts, start_ts)` whose event ends at `from` changes the catalog to
+    /// `catalog`; `durable` is the binlog's durable end now.
+    pub fn push(&self, from: BinlogPos, ddl: (Ts, Ts), catalog: Catalog, durable: BinlogPos) {
+        let mut v = self.lock();
+        let visible = v.partition_point(|x| x.from <= durable);
+        v.drain(..visible.saturating_sub(1));
+        v.push_back(Version {
+            from,
+            ddl: Some(ddl),
+            catalog,
+        });
+    }
+
+    /// A DDL already in the binlog was read again (the capture restarted behind the binlog's
+    /// end): if this history does not know it, its catalog holds from now on.
+    pub fn replayed(&self, ddl: (Ts, Ts), catalog: Catalog) {
+        let mut v = self.lock();
+        if v.iter().any(|x| x.ddl == Some(ddl)) {
+            return;
+        }
+        // Everything it does not know is durable already (written before this process).
+        v.clear();
+        v.push_back(Version {
+            from: BinlogPos::default(),
+            ddl: Some(ddl),
+            catalog,
+        });
+    }
+}
+
+/// [`SchemaProvider`] at the durable end of the binlog.
 #[derive(Debug, Clone)]
 pub struct SchemaView {
-    rx: watch::Receiver<SchemaSnapshot>,
+    history: Arc<SchemaHistory>,
+    files: BinlogFiles,
 }
 
 impl SchemaView {
-    pub fn new(rx: watch::Receiver<SchemaSnapshot>) -> Self {
-        SchemaView { rx }
+    pub fn new(history: Arc<SchemaHistory>, files: BinlogFiles) -> Self {
+        SchemaView { history, files }
     }
 
-    fn snapshot(&self) -> SchemaSnapshot {
-        self.rx.borrow().clone()
+    fn fixed(&self) -> FixedCatalog {
+        FixedCatalog(self.history.at(self.files.end_pos()))
     }
+}
 
+impl SchemaProvider for SchemaView {
+    fn at(&self, end: &BinlogPosition) -> Arc<dyn SchemaProvider> {
+        let pos = self
+            .files
+            .parse_position(&end.file, end.pos)
+            .unwrap_or_else(|| self.files.end_pos());
+        Arc::new(FixedCatalog(self.history.at(pos)))
+    }
+    fn databases(&self) -> Vec<String> {
+        self.fixed().databases()
+    }
+    fn tables(&self, db: &str) -> Option<Vec<String>> {
+        self.fixed().tables(db)
+    }
+    fn create_table(&self, db: &str, table: &str) -> Option<String> {
+        self.fixed().create_table(db, table)
+    }
+    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>> {
+        self.fixed().columns(db, table)
+    }
+}
+
+/// [`SchemaProvider`] over one catalog version.
+#[derive(Debug, Clone)]
+pub struct FixedCatalog(pub Catalog);
+
+impl FixedCatalog {
     fn table(&self, db: &str, table: &str) -> Option<Arc<MountedTable>> {
-        self.snapshot()
+        self.0
             .iter()
             .find(|t| t.schema().eq_ignore_ascii_case(db) && t.name().eq_ignore_ascii_case(table))
             .cloned()
     }
 }
 
-impl SchemaProvider for SchemaView {
+impl SchemaProvider for FixedCatalog {
+    fn at(&self, _end: &BinlogPosition) -> Arc<dyn SchemaProvider> {
+        Arc::new(self.clone())
+    }
+
     fn databases(&self) -> Vec<String> {
-        let set: BTreeSet<String> = self
-            .snapshot()
-            .iter()
-            .map(|t| t.schema().to_owned())
-            .collect();
+        let set: BTreeSet<String> = self.0.iter().map(|t| t.schema().to_owned()).collect();
         set.into_iter().collect()
     }
 
     fn tables(&self, db: &str) -> Option<Vec<String>> {
-        let snap = self.snapshot();
-        let mut names: Vec<String> = snap
+        let mut names: Vec<String> = self
+            .0
             .iter()
             .filter(|t| t.schema().eq_ignore_ascii_case(db))
             .map(|t| t.name().to_owned())
@@ -375,5 +474,33 @@ mod tests {
         let mut e = ft(mysql::TYPE_ENUM, 0, -1, "utf8mb4");
         e.elems = vec!["a".into(), "it's".into()];
         assert_eq!(column_type(&e), "enum('a','it''s')");
+    }
+
+    #[test]
+    fn history_answers_the_version_of_each_binlog_end() {
+        let cat = || -> Catalog { Arc::new(Vec::new()) };
+        let (c0, c1, c2, c3) = (cat(), cat(), cat(), cat());
+        let pos = |f, o| BinlogPos::new(f, o);
+        let key = |n: u64| (Ts(n), Ts(n - 1));
+        let h = SchemaHistory::new(c0.clone());
+        assert!(Arc::ptr_eq(&h.at(pos(1, 4)), &c0));
+        // A DDL ending at (1, 500), not yet durable (durable end (1, 300)).
+        h.push(pos(1, 500), key(10), c1.clone(), pos(1, 300));
+        assert!(Arc::ptr_eq(&h.at(pos(1, 300)), &c0));
+        assert!(Arc::ptr_eq(&h.at(pos(1, 499)), &c0));
+        assert!(Arc::ptr_eq(&h.at(pos(1, 500)), &c1));
+        assert!(Arc::ptr_eq(&h.at(pos(2, 4)), &c1));
+        // The next one in file 2; the durable end passed the first: c0 is dropped, c1 kept.
+        h.push(pos(2, 900), key(20), c2.clone(), pos(2, 120));
+        assert_eq!(h.lock().len(), 2);
+        assert!(Arc::ptr_eq(&h.at(pos(2, 120)), &c1));
+        assert!(Arc::ptr_eq(&h.at(pos(2, 900)), &c2));
+        // Read again after a capture restart: known, nothing changes.
+        h.replayed(key(10), c3.clone());
+        assert!(Arc::ptr_eq(&h.at(pos(2, 120)), &c1));
+        // Unknown (written before this process started): holds at once.
+        h.replayed(key(5), c3.clone());
+        assert!(Arc::ptr_eq(&h.at(pos(1, 4)), &c3));
+        assert!(Arc::ptr_eq(&h.at(pos(9, 4)), &c3));
     }
 }

@@ -163,6 +163,14 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
         self.files.gtid_executed()
     }
 
+    fn status(&self) -> (BinlogPosition, GtidSet) {
+        let (end, gtids) = self.files.status();
+        (
+            BinlogPosition::new(self.files.file_name(end.file_seq), end.offset),
+            gtids,
+        )
+    }
+
     fn gtid_purged(&self) -> GtidSet {
         self.files.purged_gtids()
     }

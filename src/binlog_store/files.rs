@@ -136,6 +136,18 @@ impl BinlogFiles {
         *self.shared.end_rx.borrow()
     }
 
+    /// The durable end and `@@gtid_executed` at that end, read together (`SHOW MASTER STATUS`).
+    pub fn status(&self) -> (BinlogPos, GtidSet) {
+        let st = self.shared.read();
+        let end = *self.shared.end_rx.borrow();
+        (end, st.gtid_executed.clone())
+    }
+
+    /// The position of `pos` in file `name`, if `name` is one of this store's file names.
+    pub fn parse_position(&self, name: &str, pos: u64) -> Option<BinlogPos> {
+        parse_file_name(&self.shared.basename, name).map(|seq| BinlogPos::new(seq, pos))
+    }
+
     /// A watch of the durable end; it changes at every group commit and rotation, and closes
     /// when the writer is dropped.
     pub fn subscribe(&self) -> watch::Receiver<BinlogPos> {

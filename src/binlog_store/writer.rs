@@ -596,10 +596,11 @@ impl BinlogStore {
             }
             st.files.extend(new_file);
             st.gtid_executed.clone_from(&self.gtid_executed);
+            // Under the lock, so `BinlogFiles::status` reads an end and a GTID set that agree.
+            self.end_tx.send_replace(end);
         }
         self.recorded = 0;
         self.synced_end = end;
-        self.end_tx.send_replace(end);
     }
 
     /// Closes the current file with ROTATE and opens the next one.

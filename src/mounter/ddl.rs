@@ -50,7 +50,13 @@ pub struct DdlEvent {
     pub query: String,
     /// The table as it is after the statement (created or changed base table), if any.
     pub table: Option<Arc<MountedTable>>,
+    /// Every included base table as it is after the statement: what catalog answers show once
+    /// the event is in the binlog. Filled by the changefeed, which holds the versioned store.
+    pub catalog: Option<Catalog>,
 }
+
+/// A set of table versions: the included base tables valid at one ts.
+pub type Catalog = Arc<Vec<Arc<MountedTable>>>;
 
 /// Whether jobs of this action produce a binlog event (TiCDC's replicated DDL types).
 pub fn is_replicated_action(a: u8) -> bool {
@@ -188,6 +194,7 @@ pub fn ddl_events(applied: &AppliedDdl, start_ts: Ts, filter: &TableFilter) -> V
         schema: applied.schema.clone(),
         query,
         table: table.filter(|t| !t.info.is_view_or_sequence()).cloned(),
+        catalog: None,
     };
     if is_schema_action(job.action) {
         if !filter.matches_schema(&applied.schema) {

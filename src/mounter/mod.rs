@@ -33,7 +33,7 @@ pub mod schema_store;
 #[cfg(test)]
 mod store_tests;
 
-pub use ddl::DdlEvent;
+pub use ddl::{Catalog, DdlEvent};
 pub use error::{MounterError, Result};
 pub use filter::TableFilter;
 pub use mount::{Mounted, Mounter, RowChange, RowOp};

@@ -12,6 +12,10 @@
 //! those are dispatched on the identifiers. `SHOW [FULL] COLUMNS FROM t FROM db` reads the
 //! second `FROM` from the tokens as well.
 //!
+//! `FLUSH TABLES WITH READ LOCK` and `LOCK TABLES` cannot stop the cluster's commits; the session
+//! instead keeps the binlog end and the catalog of the moment it locked until `UNLOCK TABLES`, which
+//! is what a snapshotting client (Debezium) relies on the lock for (see [`super::vars::ReadLock`]).
+//!
 //! Answers follow MySQL 8.0: labels as written (or the alias), canonical lower-case variable
 //! names, 1064 for what does not parse, 1290 for writes, 1193 for unknown variables, 1105 for
 //! statements we do not implement. Never a silent OK for a statement we did not understand.
@@ -149,6 +153,29 @@ struct Ctx<'a> {
 type SqlValue = Option<String>;
 
 impl Ctx<'_> {
+    /// The catalog this session sees: the one it locked, or the current one.
+    fn schema(&self, session: &Session) -> std::sync::Arc<dyn super::source::SchemaProvider> {
+        match &session.read_lock {
+            Some(l) => l.schema.clone(),
+            None => self.shared.schema.clone(),
+        }
+    }
+
+    /// Takes the session's read lock: keeps the binlog end and the catalog of that end (a
+    /// second lock statement keeps the first one, as MySQL's lock stays in place).
+    fn lock_reads(&self, session: &mut Session) {
+        if session.read_lock.is_some() {
+            return;
+        }
+        let (end, gtid_executed) = self.shared.source.status();
+        let schema = self.shared.schema.at(&end);
+        session.read_lock = Some(super::vars::ReadLock {
+            end,
+            gtid_executed,
+            schema,
+        });
+    }
+
     /// Statements handled from tokens (see the module docs), or `None`.
     fn fallback(&self, w: &Words) -> Option<Reply> {
         if w.starts_with(&["PURGE"]) {
@@ -192,7 +219,7 @@ impl Ctx<'_> {
             }
             Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => {
                 let mut dbs = vec!["information_schema".to_string()];
-                dbs.extend(self.shared.schema.databases());
+                dbs.extend(self.schema(session).databases());
                 Reply::text(
                     &["Database"],
                     dbs.into_iter().map(|d| vec![Some(d)]).collect(),
@@ -210,7 +237,7 @@ impl Ctx<'_> {
                 let Some(db) = db else {
                     return Reply::err(ER_NO_DB_ERROR, "No database selected");
                 };
-                let Some(tables) = self.shared.schema.tables(&db) else {
+                let Some(tables) = self.schema(session).tables(&db) else {
                     return Reply::err(ER_BAD_DB_ERROR, format!("Unknown database '{db}'"));
                 };
                 let label = format!("Tables_in_{db}");
@@ -234,7 +261,7 @@ impl Ctx<'_> {
                 let Some((db, table)) = self.qualify(session, &name_parts(obj_name)) else {
                     return Reply::err(ER_NO_DB_ERROR, "No database selected");
                 };
-                match self.shared.schema.create_table(&db, &table) {
+                match self.schema(session).create_table(&db, &table) {
                     Some(ddl) => Reply::text(
                         &["Table", "Create Table"],
                         vec![vec![Some(table), Some(ddl)]],
@@ -257,10 +284,21 @@ impl Ctx<'_> {
                     None => Reply::err(ER_NO_DB_ERROR, "No database selected"),
                 }
             }
-            Statement::Flush { .. }
-            | Statement::UnlockTables
-            | Statement::LockTables { .. }
-            | Statement::StartTransaction { .. }
+            Statement::Flush { read_lock, .. } => {
+                if *read_lock {
+                    self.lock_reads(session);
+                }
+                Reply::ok()
+            }
+            Statement::LockTables { .. } => {
+                self.lock_reads(session);
+                Reply::ok()
+            }
+            Statement::UnlockTables => {
+                session.read_lock = None;
+                Reply::ok()
+            }
+            Statement::StartTransaction { .. }
             | Statement::Commit { .. }
             | Statement::Rollback { .. } => Reply::ok(),
             Statement::Insert(_)
@@ -297,8 +335,13 @@ impl Ctx<'_> {
     fn show_words(&self, session: &Session, words: &[&str]) -> Reply {
         match words {
             ["MASTER", "STATUS"] | ["BINARY", "LOG", "STATUS"] | ["BINLOG", "STATUS"] => {
-                let end = self.shared.source.end_position();
-                let gtids = self.shared.source.gtid_executed().to_string();
+                let (end, gtids) = match &session.read_lock {
+                    Some(l) => (l.end.clone(), l.gtid_executed.to_string()),
+                    None => {
+                        let (end, gtids) = self.shared.source.status();
+                        (end, gtids.to_string())
+                    }
+                };
                 Reply::Rows {
                     columns: vec![
                         ColumnSpec::text("File"),
@@ -414,7 +457,7 @@ impl Ctx<'_> {
         let Some((db, table)) = self.qualify(session, &parts) else {
             return Reply::err(ER_NO_DB_ERROR, "No database selected");
         };
-        let Some(cols) = self.shared.schema.columns(&db, &table) else {
+        let Some(cols) = self.schema(session).columns(&db, &table) else {
             return no_such_table(&db, &table);
         };
         let rows = cols
@@ -501,7 +544,7 @@ impl Ctx<'_> {
         let SetExpr::Select(sel) = q.body.as_ref() else {
             return unsupported("this query form");
         };
-        if let Some(reply) = self.select_schemata(sel) {
+        if let Some(reply) = self.select_schemata(session, sel) {
             return reply;
         }
         if !sel.from.is_empty() || sel.selection.is_some() {
@@ -538,7 +581,7 @@ impl Ctx<'_> {
     /// `SELECT <columns> FROM information_schema.schemata` (Debezium's snapshot reads the
     /// default character set and collation of every database this way; an error is fatal for
     /// it). Columns are named or aliased identifiers; no WHERE. `None` for any other query.
-    fn select_schemata(&self, sel: &sqlparser::ast::Select) -> Option<Reply> {
+    fn select_schemata(&self, session: &Session, sel: &sqlparser::ast::Select) -> Option<Reply> {
         let [from] = sel.from.as_slice() else {
             return None;
         };
@@ -558,7 +601,7 @@ impl Ctx<'_> {
         let charset = self.globals.get("character_set_database").cloned();
         let collation = self.globals.get("collation_database").cloned();
         let mut dbs = vec!["information_schema".to_string()];
-        dbs.extend(self.shared.schema.databases());
+        dbs.extend(self.schema(session).databases());
         // Per projected column: its label and how a database's value is made.
         let mut columns = Vec::with_capacity(sel.projection.len());
         let mut getters: Vec<SchemataColumn> = Vec::new();

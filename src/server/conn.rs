@@ -424,6 +424,7 @@ async fn command_loop(
                 io.send(&p).await?;
             }
             Command::Query(sql) => {
+                debug!(conn = info.id, user = %info.user, sql = %sql, "query");
                 // Statements may read binlog files (SHOW BINLOG EVENTS) or the schema store:
                 // run them on the blocking pool, with the session moved there and back.
                 let (sh, inf) = (shared.clone(), info.clone());

@@ -85,6 +85,11 @@ pub trait BinlogSource: Send + Sync + 'static {
     fn subscribe_end(&self) -> watch::Receiver<BinlogPosition>;
     /// Every GTID written to the binlog, purged ones included (`@@gtid_executed`).
     fn gtid_executed(&self) -> GtidSet;
+    /// [`Self::end_position`] and [`Self::gtid_executed`] at that end (`SHOW MASTER STATUS`).
+    /// Sources that can read both at once override this; the default reads one after the other.
+    fn status(&self) -> (BinlogPosition, GtidSet) {
+        (self.end_position(), self.gtid_executed())
+    }
     /// GTIDs whose files were purged (`@@gtid_purged`).
     fn gtid_purged(&self) -> GtidSet;
     /// A reader positioned at `pos` of `file`, which must be an event boundary (4 = the
@@ -111,7 +116,14 @@ pub trait BinlogReader: Send {
 }
 
 /// Catalog answers for SQL clients: the schema valid at the current end of the binlog.
+///
+/// The answers never run ahead of the binlog: a table changed by a DDL whose event is not yet
+/// durable is shown as it was before that DDL, so a client that reads `SHOW MASTER STATUS` and
+/// then the tables (Debezium's snapshot) gets a schema that matches the events after that position.
 pub trait SchemaProvider: Send + Sync + 'static {
+    /// The catalog as it is at binlog end `end` (every DDL before `end` applied, none after),
+    /// fixed: later DDLs do not change its answers. A session holding a read lock answers from it.
+    fn at(&self, end: &BinlogPosition) -> std::sync::Arc<dyn SchemaProvider>;
     /// Databases covered by the binlog.
     fn databases(&self) -> Vec<String>;
     /// Tables of `db`, or `None` if the database is unknown.
@@ -142,6 +154,9 @@ pub struct ColumnInfo {
 pub struct EmptySchema;
 
 impl SchemaProvider for EmptySchema {
+    fn at(&self, _end: &BinlogPosition) -> std::sync::Arc<dyn SchemaProvider> {
+        std::sync::Arc::new(EmptySchema)
+    }
     fn databases(&self) -> Vec<String> {
         Vec::new()
     }

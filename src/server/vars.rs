@@ -136,6 +136,28 @@ pub struct Session {
     pub user_vars: HashMap<String, Option<String>>,
     /// `USE db` / COM_INIT_DB.
     pub database: Option<String>,
+    /// Held from `FLUSH TABLES WITH READ LOCK` or `LOCK TABLES` to `UNLOCK TABLES`.
+    pub read_lock: Option<ReadLock>,
+}
+
+/// What a session sees while it holds a read lock. On MySQL the lock stops commits, so `SHOW
+/// MASTER STATUS` and the table definitions read under it agree; the binlog here keeps growing
+/// (the cluster does not stop), so the session keeps the end it locked at and the catalog of
+/// that end instead.
+#[derive(Clone)]
+pub struct ReadLock {
+    pub end: super::source::BinlogPosition,
+    pub gtid_executed: tibinlog_protocol::binlog::GtidSet,
+    pub schema: std::sync::Arc<dyn super::source::SchemaProvider>,
+}
+
+impl std::fmt::Debug for ReadLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadLock")
+            .field("end", &self.end)
+            .field("gtid_executed", &self.gtid_executed.to_string())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Session {

@@ -51,7 +51,9 @@ public class DebeziumTail {
     static final PrintStream OUT = new PrintStream(new FileOutputStream(FileDescriptor.out), true,
         StandardCharsets.UTF_8);
 
-    static volatile String lastGtid;
+    // The GTID to stop after and the last transaction that ended; either may come first.
+    static String lastGtid;
+    static String lastEnded;
     static volatile String failure;
     static final CountDownLatch finished = new CountDownLatch(1);
 
@@ -93,7 +95,7 @@ public class DebeziumTail {
                 if (line == null) {
                     fail("stdin closed before the last GTID arrived");
                 } else {
-                    lastGtid = line.trim();
+                    stopAfter(line.trim());
                 }
             } catch (Exception e) {
                 fail("reading the last GTID: " + e);
@@ -132,6 +134,20 @@ public class DebeziumTail {
         System.exit(0);
     }
 
+    static synchronized void stopAfter(String gtid) {
+        lastGtid = gtid;
+        if (gtid.equals(lastEnded)) {
+            finished.countDown();
+        }
+    }
+
+    static synchronized void ended(String gtid) {
+        lastEnded = gtid;
+        if (gtid.equals(lastGtid)) {
+            finished.countDown();
+        }
+    }
+
     static synchronized void fail(String what) {
         if (failure == null) {
             failure = what;
@@ -157,8 +173,8 @@ public class DebeziumTail {
             String id = v.getString("id");
             String status = v.getString("status");
             OUT.println("{\"ev\":\"tx\",\"status\":" + str(status) + ",\"id\":" + str(id) + "}");
-            if ("END".equals(status) && id.equals(lastGtid)) {
-                finished.countDown();
+            if ("END".equals(status)) {
+                ended(id);
             }
             return;
         }
