@@ -12,7 +12,9 @@ use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
 use tokio::sync::{mpsc, watch};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, StoreError};
-use crate::server::{BinlogFile, BinlogPosition, BinlogReader, BinlogSource, SourceError};
+use crate::server::{
+    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SourceError,
+};
 
 /// How long a purge waits for the writer thread.
 const PURGE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -224,8 +226,9 @@ struct FileReader {
 /// `ROTATE_EVENT`.
 const ROTATE: u8 = 4;
 
-impl BinlogReader for FileReader {
-    fn next_event(&mut self) -> Result<Option<Vec<u8>>, SourceError> {
+impl FileReader {
+    /// The next event of this file, handed to `take` without a copy of its own.
+    fn next_with<R>(&mut self, take: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, SourceError> {
         if self.rotated {
             return Ok(None);
         }
@@ -244,7 +247,27 @@ impl BinlogReader for FileReader {
         if ev.event_type().0 == ROTATE {
             self.rotated = true;
         }
-        Ok(Some(ev.bytes.to_vec()))
+        Ok(Some(take(ev.bytes)))
+    }
+}
+
+impl BinlogReader for FileReader {
+    fn next_event(&mut self) -> Result<Option<Vec<u8>>, SourceError> {
+        self.next_with(<[u8]>::to_vec)
+    }
+
+    fn read_batch(
+        &mut self,
+        batch: &mut EventBatch,
+        max_events: usize,
+        max_bytes: usize,
+    ) -> Result<(), SourceError> {
+        while batch.len() < max_events && batch.byte_len() < max_bytes {
+            if self.next_with(|ev| batch.push(ev))?.is_none() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn position(&self) -> BinlogPosition {

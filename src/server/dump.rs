@@ -51,7 +51,7 @@ use tracing::debug;
 
 use super::conn::{ConnError, ConnInfo, PacketIo};
 use super::mariadb::{self, EventHead, GtidFlavour, MariaGtid};
-use super::source::{BinlogPosition, BinlogReader, SourceError};
+use super::source::{BinlogPosition, BinlogReader, EventBatch, SourceError};
 use super::vars::Session;
 use super::Shared;
 
@@ -294,6 +294,8 @@ struct DumpSession {
     shared: Arc<Shared>,
     io: PacketIo,
     reader: Option<Box<dyn BinlogReader>>,
+    /// The event buffer, reused by every read (taken while a read runs).
+    batch: Option<EventBatch>,
     have: Option<GtidSet>,
     mode: StreamMode,
     heartbeat: Option<Duration>,
@@ -358,6 +360,7 @@ impl DumpSession {
             shared,
             io,
             reader: Some(start.reader),
+            batch: Some(EventBatch::default()),
             have: start.have,
             mode,
             heartbeat,
@@ -392,17 +395,14 @@ impl DumpSession {
                 return Ok(());
             }
             end_rx.borrow_and_update();
-            let batch = self.read_batch().await?;
+            let mut batch = self.read_batch().await?;
             if !batch.is_empty() {
-                for ev in batch {
-                    self.on_event(ev)?;
-                    if self.io.pending() >= FLUSH_BYTES {
-                        self.io.flush().await?;
-                    }
-                }
-                self.io.flush().await?;
+                let sent = self.send_batch(&mut batch).await;
+                self.batch = Some(batch);
+                sent?;
                 continue;
             }
+            self.batch = Some(batch);
             // Caught up with this file.
             let next = self.next_file();
             if let Some(next) = next {
@@ -470,34 +470,36 @@ impl DumpSession {
         }
     }
 
-    /// Reads the next events on the blocking pool.
-    async fn read_batch(&mut self) -> Result<Vec<Vec<u8>>, ConnError> {
+    /// Sends the events of `batch`, flushing as the socket buffer fills.
+    async fn send_batch(&mut self, batch: &mut EventBatch) -> Result<(), ConnError> {
+        for i in 0..batch.len() {
+            self.on_event(batch.get_mut(i))?;
+            if self.io.pending() >= FLUSH_BYTES {
+                self.io.flush().await?;
+            }
+        }
+        self.io.flush().await?;
+        Ok(())
+    }
+
+    /// Reads the next events on the blocking pool, into the session's reused batch buffer.
+    async fn read_batch(&mut self) -> Result<EventBatch, ConnError> {
         let Some(mut reader) = self.reader.take() else {
             return Err(ConnError::Dump("reader lost".into()));
         };
+        let mut out = self.batch.take().unwrap_or_default();
+        out.clear();
         let task = tokio::task::spawn_blocking(move || {
-            let mut out = Vec::new();
-            let mut bytes = 0usize;
-            let mut res = Ok(());
-            while out.len() < BATCH_EVENTS && bytes < BATCH_BYTES {
-                match reader.next_event() {
-                    Ok(Some(ev)) => {
-                        bytes += ev.len();
-                        out.push(ev);
-                    }
-                    Ok(None) => break,
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
+            let res = reader.read_batch(&mut out, BATCH_EVENTS, BATCH_BYTES);
             (reader, out, res)
         });
-        let (reader, out, res) = task
+        let (reader, mut out, res) = task
             .await
             .map_err(|e| ConnError::Dump(format!("reader task failed: {e}")))?;
         self.reader = Some(reader);
+        if out.byte_len() < FLUSH_BYTES {
+            out.shrink_to(4 * FLUSH_BYTES);
+        }
         match res {
             Ok(()) => Ok(out),
             Err(e) if out.is_empty() => {
@@ -536,7 +538,7 @@ impl DumpSession {
         self.send_fake_rotate(self.mode.events_crc)
     }
 
-    fn on_event(&mut self, mut ev: Vec<u8>) -> Result<(), ConnError> {
+    fn on_event(&mut self, ev: &mut [u8]) -> Result<(), ConnError> {
         let Some(&ty) = ev.get(4) else {
             return Err(ConnError::Dump("event shorter than its header".into()));
         };
@@ -544,7 +546,7 @@ impl DumpSession {
         self.pos += ev.len() as u64;
         if let Some(have) = &self.have {
             if ty == EventType::GTID {
-                self.skipping = gtid_of(&ev).is_some_and(|(sid, gno)| have.contains(&sid, gno));
+                self.skipping = gtid_of(ev).is_some_and(|(sid, gno)| have.contains(&sid, gno));
             } else if matches!(
                 ty,
                 EventType::ROTATE | EventType::FORMAT_DESCRIPTION | EventType::PREVIOUS_GTIDS
@@ -557,18 +559,21 @@ impl DumpSession {
             }
         }
         if self.maria.is_some() {
-            return self.on_mariadb_event(ev, ty);
+            return self.on_mariadb_event(ev.to_vec(), ty);
         }
-        if ty == EventType::FORMAT_DESCRIPTION {
-            patch_fde(&mut ev, false, self.mode.strip);
+        let ev = if ty == EventType::FORMAT_DESCRIPTION {
+            patch_fde(ev, false, self.mode.strip);
+            ev
         } else if self.mode.strip {
-            strip_crc(&mut ev);
-        }
+            strip_crc_in_place(ev)
+        } else {
+            ev
+        };
         if self.mode.mariadb {
-            super::mariadb::patch_query_event(&mut ev, self.mode.events_crc);
+            super::mariadb::patch_query_event(ev, self.mode.events_crc);
         }
         self.skipped_since_send = false;
-        self.io.queue_parts(&[&[0u8], &ev]);
+        self.io.queue_parts(&[&[0u8], ev]);
         Ok(())
     }
 
@@ -749,6 +754,17 @@ fn patch_fde(ev: &mut [u8], artificial: bool, strip: bool) {
 }
 
 /// Removes an event's CRC32 and shrinks its `event_size`.
+/// [`strip_crc`] on a borrowed event: the event without its CRC, header size patched.
+fn strip_crc_in_place(ev: &mut [u8]) -> &mut [u8] {
+    if ev.len() < HEADER_LEN + CHECKSUM_LEN {
+        return ev;
+    }
+    let len = ev.len() - CHECKSUM_LEN;
+    let ev = &mut ev[..len];
+    ev[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+    ev
+}
+
 fn strip_crc(ev: &mut Vec<u8>) {
     if ev.len() < HEADER_LEN + CHECKSUM_LEN {
         return;

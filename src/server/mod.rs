@@ -51,7 +51,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 pub use source::{
-    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, ColumnInfo, EmptySchema,
+    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, ColumnInfo, EmptySchema, EventBatch,
     SchemaProvider, SourceError,
 };
 

@@ -106,11 +106,86 @@ pub trait BinlogSource: Send + Sync + 'static {
     fn purge_before(&self, unix_secs: u64) -> Result<(), SourceError>;
 }
 
+/// Events read in one go, back to back in one buffer that is reused from batch to batch.
+#[derive(Debug, Default)]
+pub struct EventBatch {
+    bytes: Vec<u8>,
+    /// End offset in `bytes` of each event.
+    ends: Vec<usize>,
+}
+
+impl EventBatch {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// Number of events.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of all events.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Gives back memory above `bytes` (a tailing session keeps a small buffer, not the one
+    /// a backlog grew).
+    pub fn shrink_to(&mut self, bytes: usize) {
+        self.bytes.shrink_to(bytes);
+        self.ends.shrink_to(bytes / 64);
+    }
+
+    /// Appends one event.
+    pub fn push(&mut self, event: &[u8]) {
+        self.bytes.extend_from_slice(event);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        start..self.ends[i]
+    }
+
+    /// Event `i` (panics if `i >= len`).
+    pub fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[self.range(i)]
+    }
+
+    /// Event `i`, to be patched in place before sending.
+    pub fn get_mut(&mut self, i: usize) -> &mut [u8] {
+        let r = self.range(i);
+        &mut self.bytes[r]
+    }
+}
+
 /// Sequential reader over one binlog file.
 pub trait BinlogReader: Send {
     /// The next complete event (header + body + CRC as stored), or `None` at the current end of
     /// the file's complete events (more may come later if the file is the active one).
     fn next_event(&mut self) -> Result<Option<Vec<u8>>, SourceError>;
+    /// Appends the next complete events to `batch` until it holds `max_events` events or
+    /// `max_bytes` bytes, or the file's complete events end. An error leaves the events read
+    /// before it in `batch`; the reader returns the error again on the next call.
+    fn read_batch(
+        &mut self,
+        batch: &mut EventBatch,
+        max_events: usize,
+        max_bytes: usize,
+    ) -> Result<(), SourceError> {
+        while batch.len() < max_events && batch.byte_len() < max_bytes {
+            match self.next_event()? {
+                Some(ev) => batch.push(&ev),
+                None => break,
+            }
+        }
+        Ok(())
+    }
     /// File and offset of the next event this reader returns.
     fn position(&self) -> BinlogPosition;
 }

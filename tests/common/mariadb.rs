@@ -62,7 +62,12 @@ impl MariaDb {
         };
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
+        // A server removes every `#sql*` file in its tmpdir when it starts: with the shared /tmp,
+        // one test's server start deletes another's bootstrap temp tables. Each gets its own.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp).expect("tmp dir");
         let out = Command::new(install)
+            .env("TMPDIR", &tmp)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .args([
@@ -80,8 +85,10 @@ impl MariaDb {
         );
         let sock = dir.path().join("sock");
         let child = Command::new(server)
+            .env("TMPDIR", &tmp)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", sock.display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg(format!(
