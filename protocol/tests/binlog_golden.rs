@@ -219,6 +219,30 @@ fn mariadb_10_5_prologue_and_gtid() {
     assert_same(&f, 671, 1, true, &Xid(0x320));
 }
 
+/// MariaDB 10.11.19, the GTID_LIST at the start of a second binlog file (`FLUSH BINARY LOGS`
+/// after three transactions of server 9): one GTID, 0-9-3, and no bytes after the list.
+#[test]
+fn mariadb_10_11_gtid_list_with_one_gtid() {
+    let want = "2c880d6ba3090000002b0000002b01000000000100000000000000090000000300000000000000\
+                5f2308b2";
+    let mut file = vec![0u8; 256];
+    file.extend_from_slice(&hex::decode(want).unwrap());
+    assert_same(
+        &file,
+        256,
+        9,
+        true,
+        &MariadbGtidList {
+            gtids: &[MariadbGtid {
+                domain_id: 0,
+                server_id: 9,
+                seq_no: 3,
+            }],
+            flags: 0,
+        },
+    );
+}
+
 /// MySQL 5.6.24 (binlog_transaction_with_GTID.000001): a STOP event.
 #[test]
 fn mysql_5_6_stop() {

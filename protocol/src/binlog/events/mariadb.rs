@@ -89,9 +89,12 @@ impl EventBody for MariadbGtidList<'_> {
             buf.extend_from_slice(&g.server_id.to_le_bytes());
             buf.extend_from_slice(&g.seq_no.to_le_bytes());
         }
-        // MariaDB 10.5.15 ends the body with two zero bytes (seen in a real file; their meaning
-        // is unverified, readers stop after the list).
-        buf.extend_from_slice(&[0, 0]);
+        // An empty list is followed by two zero bytes (MariaDB 10.5.15 and 10.11 files, 29-byte
+        // event with CRC); a list with entries is not (10.11: one GTID makes a 43-byte event).
+        // Readers stop after the list.
+        if self.gtids.is_empty() {
+            buf.extend_from_slice(&[0, 0]);
+        }
         Ok(())
     }
 }
