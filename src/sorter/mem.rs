@@ -52,22 +52,44 @@ impl Buffer {
 
     /// Removes the rows with `commit_ts <= resolved` and returns them as a sorted run.
     pub(crate) fn take_resolved(&mut self, resolved: Ts) -> Run {
-        let all = std::mem::take(&mut self.rows);
-        let (mut ready, rest): (Vec<RawRow>, Vec<RawRow>) =
-            all.into_iter().partition(|r| r.commit_ts <= resolved);
-        self.rows = rest;
-        self.bytes = self.rows.iter().map(encoded_len).sum();
-        // Stable, so of two copies of one row (TiKV resent it) the first stays; they are equal.
-        ready.sort_by(cmp_rows);
-        let mut rows: Vec<RawRow> = Vec::with_capacity(ready.len());
-        for r in ready {
-            match rows.last_mut() {
-                Some(last) if cmp_rows(last, &r) == Ordering::Equal => *last = r,
-                _ => rows.push(r),
+        let ready_count = self.rows.iter().filter(|r| r.commit_ts <= resolved).count();
+        let mut ready = if ready_count == self.rows.len() {
+            // The usual case: the resolved ts covers everything buffered.
+            std::mem::take(&mut self.rows)
+        } else if ready_count == 0 {
+            Vec::new()
+        } else {
+            let mut ready = Vec::with_capacity(ready_count);
+            let mut rest = Vec::with_capacity(self.rows.len() - ready_count);
+            for r in self.rows.drain(..) {
+                if r.commit_ts <= resolved {
+                    ready.push(r);
+                } else {
+                    rest.push(r);
+                }
             }
-        }
-        let ready = rows;
-        let bytes = ready.iter().map(encoded_len).sum();
+            self.rows = rest;
+            ready
+        };
+        let taken: usize = ready.iter().map(encoded_len).sum();
+        self.bytes = if self.rows.is_empty() {
+            0
+        } else {
+            self.bytes.saturating_sub(taken)
+        };
+        // Stable, so copies of one row (TiKV resent it) stay in arrival order; the last one is
+        // kept (they are equal).
+        ready.sort_by(cmp_rows);
+        let mut bytes = taken;
+        ready.dedup_by(|later, kept| {
+            if cmp_rows(later, kept) == Ordering::Equal {
+                bytes -= encoded_len(kept);
+                std::mem::swap(later, kept);
+                true
+            } else {
+                false
+            }
+        });
         Run {
             upto: resolved,
             rows: ready,
