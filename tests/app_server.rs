@@ -382,12 +382,12 @@ async fn read_lock_pins_master_status_and_catalog() {
         Value::Bytes(b"w".to_vec()),
         Value::Int(7),
     ]);
-    // Another session reads the position, then the table: the table shows the new column only
-    // when the position already covers the ALTER (gno 3).
+    // Another session reads the table, then the position: once the table shows the new column
+    // the ALTER (gno 3) is durable, so the position read after it covers it.
     let mut saw_old = 0;
     loop {
-        let (_, _, gtids) = status_on(&mut other).await;
         let text = create_table(&mut other, "locked").await;
+        let (_, _, gtids) = status_on(&mut other).await;
         let has_alter = gtids != dense_set(&uuid, 2);
         if text.contains("`n`") {
             assert!(
