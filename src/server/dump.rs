@@ -831,12 +831,18 @@ mod tests {
         );
         assert!(res.is_ok());
         let before = hb.len();
+        let mut in_place = hb.clone();
         strip_crc(&mut hb);
         assert_eq!(hb.len(), before - 4);
         assert_eq!(
             u32::from_le_bytes([hb[9], hb[10], hb[11], hb[12]]) as usize,
             hb.len()
         );
+        // The borrowed form dump sessions use gives the same bytes.
+        assert_eq!(strip_crc_in_place(&mut in_place), &hb[..]);
+        // Too short to hold a CRC: left alone.
+        let mut short = [1u8; HEADER_LEN + 3];
+        assert_eq!(strip_crc_in_place(&mut short).len(), HEADER_LEN + 3);
     }
 
     #[test]
