@@ -256,18 +256,8 @@ impl BinlogReader for FileReader {
         self.next_with(<[u8]>::to_vec)
     }
 
-    fn read_batch(
-        &mut self,
-        batch: &mut EventBatch,
-        max_events: usize,
-        max_bytes: usize,
-    ) -> Result<(), SourceError> {
-        while batch.len() < max_events && batch.byte_len() < max_bytes {
-            if self.next_with(|ev| batch.push(ev))?.is_none() {
-                break;
-            }
-        }
-        Ok(())
+    fn push_next(&mut self, batch: &mut EventBatch) -> Result<bool, SourceError> {
+        Ok(self.next_with(|ev| batch.push(ev))?.is_some())
     }
 
     fn position(&self) -> BinlogPosition {

@@ -179,12 +179,16 @@ pub trait BinlogReader: Send {
         max_bytes: usize,
     ) -> Result<(), SourceError> {
         while batch.len() < max_events && batch.byte_len() < max_bytes {
-            match self.next_event()? {
-                Some(ev) => batch.push(&ev),
-                None => break,
+            if !self.push_next(batch)? {
+                break;
             }
         }
         Ok(())
+    }
+    /// Appends the next complete event to `batch`; false at the end of the complete events.
+    /// Readers that hold the event in a buffer of their own override this to copy it once.
+    fn push_next(&mut self, batch: &mut EventBatch) -> Result<bool, SourceError> {
+        Ok(self.next_event()?.map(|ev| batch.push(&ev)).is_some())
     }
     /// File and offset of the next event this reader returns.
     fn position(&self) -> BinlogPosition;
