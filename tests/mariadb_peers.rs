@@ -239,36 +239,73 @@ fn events(file: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// A `--raw` copy equals our file event by event, except where a MariaDB peer is meant to see
-/// other bytes: the FORMAT_DESCRIPTION's BINLOG_IN_USE flag (cleared when sent) and the
-/// collation ids of QUERY events (`utf8mb4_bin` 46 instead of MySQL's 255), each with its CRC.
-/// Returns the number of QUERY events whose collations were rewritten.
-fn assert_raw_copy(name: &str, raw: &[u8], ours: &[u8]) -> usize {
-    assert_eq!(
-        raw.len(),
-        ours.len(),
-        "{name}: same size, so same positions"
-    );
+/// A `--raw` copy is the MariaDB-flavoured stream a GTID-aware MariaDB peer gets (see
+/// `src/server/mariadb.rs`), checked event by event against our file: MariaDB's
+/// FORMAT_DESCRIPTION (log_pos 0, our server version); the PREVIOUS_GTIDS as a GTID_LIST of
+/// the same size and end; each GTID + BEGIN as one MariaDB GTID (TRANSACTIONAL) of their
+/// joint size ending where BEGIN ended, a DDL's GTID as a STANDALONE one of its size; QUERY
+/// events with MariaDB collation ids (`utf8mb4_bin` 46 for MySQL's 255); every other event
+/// byte for byte. So every log_pos is the offset in our file. Returns the sequence numbers of
+/// the GTIDs and the number of QUERY events whose collations were rewritten.
+fn assert_raw_copy(name: &str, raw: &[u8], ours: &[u8]) -> (Vec<u64>, usize) {
     let (raw_events, our_events) = (events(raw), events(ours));
-    assert_eq!(raw_events.len(), our_events.len(), "{name}: same events");
-    let mut rewritten = 0;
-    for (i, (r, o)) in raw_events.iter().zip(&our_events).enumerate() {
-        let ctx = format!("{name}: event {i}");
-        assert_eq!(r.len(), o.len(), "{ctx}: size");
+    let log_pos = |e: &[u8]| u32::from_le_bytes(e[13..17].try_into().expect("log_pos"));
+    let (fde, our_fde) = (raw_events[0], our_events[0]);
+    assert_eq!(EventType(fde[4]), EventType::FORMAT_DESCRIPTION, "{name}");
+    assert_eq!(log_pos(fde), 0, "{name}: MariaDB's FDE is not counted");
+    assert_eq!(fde.len(), 252, "{name}: MariaDB 10.11's FDE");
+    assert_eq!(&fde[21..71], &our_fde[21..71], "{name}: our server version");
+    assert!(verify_event(fde).is_ok(), "{name}: FDE CRC");
+    assert_eq!(
+        raw.len() - fde.len(),
+        ours.len() - our_fde.len(),
+        "{name}: after the FDE, the copy has our file's size"
+    );
+    let (mut gtids, mut rewritten) = (Vec::new(), 0);
+    let (mut i, mut j) = (1, 1);
+    while i < our_events.len() {
+        let (o, r) = (our_events[i], raw_events[j]);
+        let ctx = format!("{name}: our event {i}, copy's event {j}");
         assert!(verify_event(r).is_ok(), "{ctx}: CRC of the copy");
-        let body = r.len() - 4;
         match EventType(o[4]) {
-            EventType::FORMAT_DESCRIPTION => {
-                assert_eq!(&r[..17], &o[..17], "{ctx}: FDE header");
-                assert_eq!(r[17] & !1, o[17] & !1, "{ctx}: FDE flags");
-                assert_eq!(
-                    &r[HEADER_LEN..body],
-                    &o[HEADER_LEN..body],
-                    "{ctx}: FDE body"
+            EventType::PREVIOUS_GTIDS => {
+                assert_eq!(EventType(r[4]), EventType::MARIADB_GTID_LIST, "{ctx}");
+                assert_eq!((r.len(), log_pos(r)), (o.len(), log_pos(o)), "{ctx}");
+                i += 1;
+            }
+            EventType::GTID => {
+                assert_eq!(EventType(r[4]), EventType::MARIADB_GTID, "{ctx}");
+                let gno = u64::from_le_bytes(
+                    o[HEADER_LEN + 17..HEADER_LEN + 25].try_into().expect("gno"),
                 );
+                let seq =
+                    u64::from_le_bytes(r[HEADER_LEN..HEADER_LEN + 8].try_into().expect("seq"));
+                assert_eq!(seq, gno, "{ctx}: the GNO is the sequence number");
+                gtids.push(seq);
+                let next = our_events[i + 1];
+                let begin = EventType(next[4]) == EventType::QUERY
+                    && next[..next.len() - 4].ends_with(b"BEGIN");
+                if begin {
+                    assert_eq!(
+                        r[HEADER_LEN + 12],
+                        0x0c,
+                        "{ctx}: TRANSACTIONAL | ALLOW_PARALLEL"
+                    );
+                    assert_eq!(r.len(), o.len() + next.len(), "{ctx}: GTID + BEGIN's size");
+                    assert_eq!(log_pos(r), log_pos(next), "{ctx}: ends where BEGIN ended");
+                    i += 2;
+                } else {
+                    assert_eq!(r[HEADER_LEN + 12] & 1, 1, "{ctx}: STANDALONE");
+                    assert_eq!((r.len(), log_pos(r)), (o.len(), log_pos(o)), "{ctx}");
+                    i += 1;
+                }
             }
             EventType::QUERY => {
+                assert_eq!(r.len(), o.len(), "{ctx}: size");
+                let body = r.len() - 4;
                 let diff: Vec<usize> = (0..body).filter(|&k| r[k] != o[k]).collect();
+                i += 1;
+                j += 1;
                 if diff.is_empty() {
                     continue;
                 }
@@ -284,11 +321,17 @@ fn assert_raw_copy(name: &str, raw: &[u8], ours: &[u8]) -> usize {
                 assert_eq!(&o[start..start + 6], &[255, 0, 255, 0, 255, 0], "{ctx}");
                 assert_eq!(&r[start..start + 6], &[46, 0, 46, 0, 46, 0], "{ctx}");
                 rewritten += 1;
+                continue;
             }
-            _ => assert_eq!(r, o, "{ctx}: bytes"),
+            _ => {
+                assert_eq!(r, o, "{ctx}: bytes");
+                i += 1;
+            }
         }
+        j += 1;
     }
-    rewritten
+    assert_eq!(j, raw_events.len(), "{name}: no event more in the copy");
+    (gtids, rewritten)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -316,7 +359,7 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
     args.push("binlog.000001".into());
     run_tool(&tool, &args);
     let files = demo.app.files().list();
-    let mut rewritten = 0;
+    let (mut gtids, mut rewritten) = (Vec::new(), 0);
     let mut local_args: Vec<String> = ["--no-defaults"]
         .iter()
         .chain(DECODE.iter())
@@ -327,15 +370,18 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
         let raw = std::fs::read(&raw_path).unwrap_or_else(|e| panic!("--raw wrote {name}: {e}"));
         let ours = std::fs::read(demo.app.binlog_dir().join(name)).expect("our binlog file");
         assert!(ours.len() as u64 >= *size);
-        rewritten += assert_raw_copy(name, &raw, &ours[..*size as usize]);
+        let (g, r) = assert_raw_copy(name, &raw, &ours[..*size as usize]);
+        gtids.extend(g);
+        rewritten += r;
         local_args.push(raw_path.to_string_lossy().into_owned());
     }
     let ddls = demo.truth.iter().filter(|t| t["ddl"].is_string()).count();
     assert_eq!(
-        rewritten,
-        demo.truth.len(),
-        "every BEGIN and DDL carries MariaDB collation ids"
+        gtids,
+        (1..=demo.truth.len() as u64).collect::<Vec<_>>(),
+        "one MariaDB GTID per transaction, in order"
     );
+    assert_eq!(rewritten, ddls, "every DDL carries MariaDB collation ids");
     let out = run_tool(&tool, &local_args);
     let compared_raw = assert_listing_equals_truth(&out.stdout, &demo.truth, "--raw, then -vv");
     assert_eq!(compared_raw, compared);
@@ -657,6 +703,19 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
         (status.master_log_file.as_str(), status.read_master_log_pos),
         (demo.end.file.as_str(), demo.end.position),
         "the I/O thread read up to our end"
+    );
+    // Set up by file and position, it still records our GTIDs (the MariaDB flavour), so it
+    // could switch to MASTER_USE_GTID=slave_pos.
+    let mut conn = db.conn().await;
+    let slave_pos: Option<String> = conn
+        .query_first("SELECT @@gtid_slave_pos")
+        .await
+        .expect("gtid_slave_pos");
+    let _ = conn.disconnect().await;
+    assert_eq!(
+        slave_pos,
+        Some(mariadb_gtid(demo.truth.len())),
+        "seed {seed}: gtid_slave_pos of a file/position replica"
     );
 
     let mut model = Model::default();

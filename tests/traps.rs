@@ -1280,42 +1280,107 @@ async fn trap_17_dump_flag_0x02() {
     f.stop().await;
 }
 
-/// Trap 18 (the part that exists today; MariaDB GTID mode is built separately): a MariaDB
-/// client (MariaDB's client library, `@mariadb_slave_capability` set) gets no MySQL-only event
-/// types 39–42 and no MySQL 8.0 collation (255–323) in QUERY events, with sizes and positions
-/// those of the files; a MySQL client gets the files' collations unchanged.
+/// Trap 18: a MariaDB peer (MariaDB's client library, `@mariadb_slave_capability` set) gets no
+/// MySQL-only event types 39–42 and no MySQL 8.0 collation (255–323) in QUERY events. With
+/// capability 4 (GTID-aware, what every MariaDB replica and `mariadb-binlog` send) it gets the
+/// MariaDB GTID flavour a MariaDB master sends: no MySQL GTID / PREVIOUS_GTIDS, a MariaDB GTID
+/// (162) per transaction standing for its BEGIN, a GTID_LIST (163), with every log_pos the
+/// offset in our files; with a lower capability the files' layout with MariaDB collations.
+/// A MySQL client gets the files' collations unchanged.
 #[tokio::test]
 async fn trap_18_mariadb_replica() {
     let p = pipe();
-    let mut c = app_raw(
-        p.addr,
-        &[("_client_name", "libmariadb"), ("_client_version", "3.3.8")],
-    )
-    .await;
-    ok(&mut c, "SET @mariadb_slave_capability = 4").await;
-    let (evs, end) = dump(&mut c, Some("CRC32"), "binlog.000001", 4).await;
-    assert_eq!(end[0], 0xFE);
-    assert_eq!(evs.len(), p.stream.len());
-    let mut mysql_255 = 0;
-    for (m, y) in evs.iter().zip(&p.stream) {
-        assert!(!(39..=42).contains(&m.ty), "MySQL-only type {}", m.ty);
-        assert_eq!(
-            (m.ty, m.size, m.log_pos),
-            (y.ty, y.size, y.log_pos),
-            "same layout"
-        );
-        if m.ty == QUERY {
-            assert!(m.crc_ok(), "CRC redone");
-            let cs = Query::parse(m, true).charset().expect("Q_CHARSET_CODE");
-            assert!(
-                cs.iter().all(|c| !(255..=323).contains(c)),
-                "MariaDB collations: {cs:?}"
-            );
-            let mine = Query::parse(y, true).charset().expect("charset");
-            mysql_255 += usize::from(mine.contains(&255));
-        }
-    }
+    let mysql_255 = p
+        .stream
+        .iter()
+        .filter(|y| y.ty == QUERY)
+        .filter(|y| {
+            Query::parse(y, true)
+                .charset()
+                .is_some_and(|cs| cs.contains(&255))
+        })
+        .count();
     assert!(mysql_255 > 0, "the MySQL-flavoured stream does carry 255");
+    let mariadb_collations = |m: &Ev| {
+        assert!(m.crc_ok(), "CRC redone");
+        let cs = Query::parse(m, true).charset().expect("Q_CHARSET_CODE");
+        assert!(
+            cs.iter().all(|c| !(255..=323).contains(c)),
+            "MariaDB collations: {cs:?}"
+        );
+    };
+    for capability in [2, 4] {
+        let mut c = app_raw(
+            p.addr,
+            &[("_client_name", "libmariadb"), ("_client_version", "3.3.8")],
+        )
+        .await;
+        ok(
+            &mut c,
+            &format!("SET @mariadb_slave_capability = {capability}"),
+        )
+        .await;
+        let (evs, end) = dump(&mut c, Some("CRC32"), "binlog.000001", 4).await;
+        assert_eq!(end[0], 0xFE);
+        for m in &evs {
+            assert!(!(39..=42).contains(&m.ty), "MySQL-only type {}", m.ty);
+            if m.ty == QUERY {
+                mariadb_collations(m);
+            }
+        }
+        if capability < 4 {
+            assert_eq!(evs.len(), p.stream.len());
+            for (m, y) in evs.iter().zip(&p.stream) {
+                assert_eq!(
+                    (m.ty, m.size, m.log_pos),
+                    (y.ty, y.size, y.log_pos),
+                    "same layout"
+                );
+            }
+            continue;
+        }
+        // The MariaDB flavour: the MySQL stream's events, GTID + BEGIN merged, same offsets.
+        let ours: Vec<&Ev> = p.stream.iter().filter(|y| y.ty != FDE).collect();
+        let theirs: Vec<&Ev> = evs.iter().filter(|m| m.ty != FDE).collect();
+        let (mut i, mut j, mut gtids) = (0, 0, 0);
+        while i < ours.len() {
+            let (y, m) = (ours[i], theirs[j]);
+            assert!(
+                !matches!(m.ty, GTID | ANONYMOUS_GTID | PREVIOUS_GTIDS),
+                "MySQL GTID type {} sent",
+                m.ty
+            );
+            match y.ty {
+                GTID => {
+                    assert_eq!(m.ty, 162, "MariaDB GTID for event {i}");
+                    let next = ours[i + 1];
+                    let begin = next.ty == QUERY && Query::parse(next, true).query == "BEGIN";
+                    if begin {
+                        assert_eq!(m.size, y.size + next.size, "GTID + BEGIN's size");
+                        assert_eq!(m.log_pos, next.log_pos, "ends where BEGIN ended");
+                        i += 2;
+                    } else {
+                        // A DDL: a standalone GTID of the same size, then the QUERY.
+                        assert_eq!((m.size, m.log_pos), (y.size, y.log_pos), "DDL's GTID");
+                        i += 1;
+                    }
+                    gtids += 1;
+                }
+                PREVIOUS_GTIDS => {
+                    assert_eq!(m.ty, 163, "GTID_LIST");
+                    assert_eq!((m.size, m.log_pos), (y.size, y.log_pos));
+                    i += 1;
+                }
+                _ => {
+                    assert_eq!((m.ty, m.size, m.log_pos), (y.ty, y.size, y.log_pos));
+                    i += 1;
+                }
+            }
+            j += 1;
+        }
+        assert_eq!(j, theirs.len(), "no event more");
+        assert_eq!(gtids, p.stream.iter().filter(|y| y.ty == GTID).count());
+    }
 }
 
 /// Trap 19: Connector/J's side effects: its SET statements (sql_mode with

@@ -20,11 +20,18 @@
 //! replicas can read); MySQL 8.0 would refuse such a client instead.
 //!
 //! # MariaDB peers
-//! A MariaDB replica or `mariadb-binlog` (MariaDB client library and `@mariadb_slave_capability`
-//! set) gets QUERY events with MariaDB collation ids; sizes and positions are unchanged
-//! ([`super::mariadb`]). A client that set `@slave_connect_state` (MariaDB GTID start) gets the
-//! MariaDB GTID flavour: MariaDB GTID / GTID_LIST events in place of MySQL's, with the files'
-//! positions ([`super::mariadb`] has the layout and the position rule).
+//! A MariaDB replica or `mariadb-binlog` (MariaDB client library) that announced
+//! `@mariadb_slave_capability` 4 (GTID-aware; every MariaDB peer does) gets the MariaDB GTID
+//! flavour, as a MariaDB master sends it: MariaDB GTID / GTID_LIST events in place of MySQL's,
+//! QUERY events with MariaDB collation ids, the files' positions ([`super::mariadb`] has the
+//! layout and the position rule). So a replica set up by file and position keeps
+//! `@@gtid_slave_pos` and can later switch to `MASTER_USE_GTID`. A start by MariaDB GTID
+//! (`@slave_connect_state`, from any client with capability 4) gets the same flavour, and
+//! `@slave_until_gtid` (`START SLAVE UNTIL master_gtid_pos`) ends it after that GTID's group
+//! with MariaDB's fake GTID_LIST flagged `FLAG_UNTIL_REACHED`. A MariaDB peer with a lower
+//! capability only gets the MariaDB collation ids; sizes and positions are unchanged. MySQL
+//! clients that set the capability too (Canal does, against any master) are recognised by
+//! their client library and get the MySQL stream.
 //!
 //! # Isolation
 //! Files are read on the blocking pool in bounded batches; the session owns its socket, so a
@@ -83,6 +90,12 @@ pub const MSG_MORE_GTIDS: &str = "Slave has more GTIDs than the master has, usin
 /// MariaDB's text for a `@slave_connect_state` it cannot parse.
 pub const MSG_MARIADB_MALFORMED_STATE: &str =
     "Out of memory or malformed slave request when obtaining start position from GTID state";
+/// `@mariadb_slave_capability` of a GTID-aware MariaDB peer (MariaDB's
+/// `MARIA_SLAVE_CAPABILITY_GTID`).
+const MARIA_SLAVE_CAPABILITY_GTID: u64 = 4;
+/// MariaDB's text for a `@slave_until_gtid` it cannot parse.
+const MSG_MARIADB_MALFORMED_UNTIL: &str =
+    "Out of memory or malformed slave request when obtaining UNTIL position sent from slave";
 /// MariaDB's text when the GTIDs after the requested position are purged.
 pub const MSG_MARIADB_PURGED: &str = "Could not find GTID state requested by slave in any binlog \
      files. Probably the slave state is too old and required binlog files have been purged.";
@@ -175,6 +188,7 @@ fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Star
                 reader,
                 have: None,
                 mariadb_after: None,
+                until: None,
             })
         }
         DumpRequest::Gtid { sids, .. } => {
@@ -212,6 +226,7 @@ fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Star
                 reader,
                 have: Some(have),
                 mariadb_after: None,
+                until: None,
             })
         }
     }
@@ -223,7 +238,7 @@ fn prepare(shared: &Shared, session: &Session, req: &DumpRequest) -> Result<Star
 /// never logged. The dump starts at the start of the newest file that holds every GTID after
 /// the requested one and skips up to it.
 fn prepare_mariadb(shared: &Shared, session: &Session, state: &str) -> Result<Start, String> {
-    if session.mariadb_capability().unwrap_or(0) < 4 {
+    if session.mariadb_capability().unwrap_or(0) < MARIA_SLAVE_CAPABILITY_GTID {
         return Err(MSG_MARIADB_CAPABILITY.into());
     }
     let Some(list) = mariadb::parse_gtid_list(state) else {
@@ -249,11 +264,28 @@ fn prepare_mariadb(shared: &Shared, session: &Session, state: &str) -> Result<St
         SourceError::Purged => MSG_MARIADB_PURGED.to_string(),
         other => other.to_string(),
     })?;
+    let until = match session.user_var("slave_until_gtid") {
+        None => None,
+        Some(text) => {
+            let Some(list) = mariadb::parse_gtid_list(&text) else {
+                return Err(MSG_MARIADB_MALFORMED_UNTIL.into());
+            };
+            Some(
+                list.iter()
+                    .find(|g| g.domain == mariadb::DOMAIN)
+                    .map_or(Until::SkipAll, |g| Until::At {
+                        server_id: g.server_id,
+                        seq_no: g.seq_no,
+                    }),
+            )
+        }
+    };
     let reader = source.open(&at.file, at.pos).map_err(open_error)?;
     Ok(Start {
         reader,
         have: (after > 0).then_some(have),
         mariadb_after: Some(after),
+        until,
     })
 }
 
@@ -280,6 +312,20 @@ struct Start {
     have: Option<GtidSet>,
     /// MariaDB GTID dumps: the GNO the client has everything up to.
     mariadb_after: Option<u64>,
+    /// MariaDB GTID dumps with `@slave_until_gtid` (`START SLAVE UNTIL master_gtid_pos`).
+    until: Option<Until>,
+}
+
+/// Where a MariaDB GTID dump stops (`@slave_until_gtid`, MariaDB's `until_gtid_state`), for our
+/// domain 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// After the group with GTID `0-<server_id>-<seq_no>`, or before the first group past it
+    /// (which is skipped). Another server id in domain 0 never matches: nothing stops.
+    At { server_id: u32, seq_no: u64 },
+    /// The list names other domains only: domain 0 has reached its stop, so every group of
+    /// ours is skipped, as MariaDB skips a domain that is not (or no longer) in the list.
+    SkipAll,
 }
 
 /// State of a MariaDB-flavoured session ([`super::mariadb`]).
@@ -288,6 +334,25 @@ struct MariaSession {
     /// The client's position (`0-<server_id>-<gno>`), announced with a fake GTID_LIST once the
     /// transactions up to it are skipped; `None` once announced.
     announce: Option<u64>,
+    /// `START SLAVE UNTIL master_gtid_pos`: where to stop (`None`: no stop, or reached).
+    until: Option<Until>,
+    /// Where the event group being read is.
+    group: Group,
+    /// The group being read is past the UNTIL position: its events are not sent.
+    skip_group: bool,
+    /// The UNTIL position is reached: the dump ends after the group being read.
+    stop_after_group: bool,
+    /// The last GNO read (sent or skipped): the binlog state the UNTIL stop reports.
+    last_gno: u64,
+}
+
+/// The event group being read, to find where it ends (MariaDB's group rule: a transaction ends
+/// with XID or a COMMIT/ROLLBACK QUERY; a standalone statement is the one event after its GTID).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Group {
+    Outside,
+    AfterGtid,
+    Transaction,
 }
 
 struct DumpSession {
@@ -311,8 +376,12 @@ struct DumpSession {
     skipped_since_send: bool,
     server_id: u32,
     conn_id: u32,
-    /// MariaDB GTID flavour, for a client that started with `@slave_connect_state`.
+    /// MariaDB GTID flavour: a MariaDB client that started with `@slave_connect_state`, or
+    /// any GTID-aware MariaDB client (`@mariadb_slave_capability` ≥ 4), as a MariaDB master
+    /// sends it.
     maria: Option<MariaSession>,
+    /// The UNTIL position was reached and announced: the dump ends.
+    until_reached: bool,
 }
 
 impl DumpSession {
@@ -352,9 +421,21 @@ impl DumpSession {
         let at = start.reader.position();
         let master_id = shared.identity.server_id;
         let sid = Sid::parse(&shared.identity.server_uuid).unwrap_or(Sid::ZERO);
-        let maria = start.mariadb_after.map(|after| MariaSession {
-            flavour: GtidFlavour::new(master_id, sid.0, mode.events_crc),
-            announce: (after > 0).then_some(after),
+        let gtid_aware = session
+            .mariadb_capability()
+            .is_some_and(|c| c >= MARIA_SLAVE_CAPABILITY_GTID);
+        let flavoured = start.mariadb_after.is_some() || (mode.mariadb && gtid_aware);
+        let maria = flavoured.then(|| {
+            let after = start.mariadb_after.unwrap_or(0);
+            MariaSession {
+                flavour: GtidFlavour::new(master_id, sid.0, mode.events_crc),
+                announce: (after > 0).then_some(after),
+                until: start.until,
+                group: Group::Outside,
+                skip_group: false,
+                stop_after_group: false,
+                last_gno: after,
+            }
         });
         Self {
             shared,
@@ -374,6 +455,7 @@ impl DumpSession {
             server_id: master_id,
             conn_id: info.id,
             maria,
+            until_reached: false,
         }
     }
 
@@ -381,7 +463,9 @@ impl DumpSession {
         debug!(conn = self.conn_id, file = %self.file, pos = self.pos, "dump starts");
         let mut end_rx = self.shared.source.subscribe_end();
         if self.maria.is_some() {
-            self.start_mariadb_file(self.mode.fake_rotate_crc)?;
+            // A GTID start reads its file from the start; a file/position start from there.
+            let from = (self.pos > 4).then_some(self.pos);
+            self.start_mariadb_file(self.mode.fake_rotate_crc, from)?;
         } else {
             self.send_fake_rotate(self.mode.fake_rotate_crc)?;
             if self.pos > 4 {
@@ -400,6 +484,12 @@ impl DumpSession {
                 let sent = self.send_batch(&mut batch).await;
                 self.batch = Some(batch);
                 sent?;
+                if self.until_reached {
+                    // MariaDB ends the dump after the UNTIL group as at the end of a
+                    // non-blocking dump.
+                    self.send_eof().await?;
+                    return Ok(());
+                }
                 continue;
             }
             self.batch = Some(batch);
@@ -425,20 +515,25 @@ impl DumpSession {
                 self.io.flush().await?;
             }
             if self.non_block {
-                let mut p = Vec::with_capacity(8);
-                if self.deprecate_eof {
-                    OkResponse::new(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
-                        .encode_as_eof_into(&mut p);
-                } else {
-                    encode_eof_into(0, StatusFlags::SERVER_STATUS_AUTOCOMMIT, &mut p);
-                }
-                self.io.send(&p).await?;
+                self.send_eof().await?;
                 return Ok(());
             }
             if !self.wait(&mut end_rx).await? {
                 return Ok(());
             }
         }
+    }
+
+    /// The EOF packet that ends a dump.
+    async fn send_eof(&mut self) -> Result<(), ConnError> {
+        let mut p = Vec::with_capacity(8);
+        if self.deprecate_eof {
+            OkResponse::new(StatusFlags::SERVER_STATUS_AUTOCOMMIT).encode_as_eof_into(&mut p);
+        } else {
+            encode_eof_into(0, StatusFlags::SERVER_STATUS_AUTOCOMMIT, &mut p);
+        }
+        self.io.send(&p).await?;
+        Ok(())
     }
 
     /// Waits for new events. False when the session must end (client gone, cancelled).
@@ -474,6 +569,9 @@ impl DumpSession {
     async fn send_batch(&mut self, batch: &mut EventBatch) -> Result<(), ConnError> {
         for i in 0..batch.len() {
             self.on_event(batch.get_mut(i))?;
+            if self.until_reached {
+                break;
+            }
             if self.io.pending() >= FLUSH_BYTES {
                 self.io.flush().await?;
             }
@@ -523,7 +621,7 @@ impl DumpSession {
             self.file = next.to_string();
             self.skipping = false;
             // A FORMAT_DESCRIPTION was sent: the client reads this one with the stream's algorithm.
-            return self.start_mariadb_file(self.mode.events_crc);
+            return self.start_mariadb_file(self.mode.events_crc, None);
         }
         let reader = self
             .shared
@@ -559,7 +657,7 @@ impl DumpSession {
             }
         }
         if self.maria.is_some() {
-            return self.on_mariadb_event(ev.to_vec(), ty);
+            return self.on_mariadb_event(ev, ty);
         }
         let ev = if ty == EventType::FORMAT_DESCRIPTION {
             patch_fde(ev, false, self.mode.strip);
@@ -578,34 +676,119 @@ impl DumpSession {
     }
 
     /// Sends one event of a MariaDB-flavoured session (after the GTID skipping).
-    fn on_mariadb_event(&mut self, mut ev: Vec<u8>, ty: EventType) -> Result<(), ConnError> {
+    fn on_mariadb_event(&mut self, ev: &mut [u8], ty: EventType) -> Result<(), ConnError> {
         if ty == EventType::FORMAT_DESCRIPTION {
             // Sent by `start_mariadb_file`; a file has one, at offset 4.
             return Ok(());
         }
-        if self.skipped_since_send && self.maria.as_ref().is_some_and(|m| m.announce.is_some()) {
-            let before = self.pos - ev.len() as u64;
-            self.send_fake_gtid_list(before)?;
+        let stored_crc = self.mode.events_crc || self.mode.strip;
+        let Some(m) = self.maria.as_mut() else {
+            return Ok(());
+        };
+        // Group boundaries, the UNTIL position, and the GNO the UNTIL stop reports.
+        let mut group_ends = false;
+        match ty {
+            EventType::GTID => {
+                m.group = Group::AfterGtid;
+                if let Some((_, gno)) = gtid_of(ev) {
+                    m.last_gno = gno;
+                    match m.until {
+                        Some(Until::SkipAll) => m.skip_group = true,
+                        Some(Until::At { server_id, seq_no })
+                            if server_id == self.server_id && gno >= seq_no =>
+                        {
+                            m.until = None;
+                            m.stop_after_group = true;
+                            // A GTID past the UNTIL one: that one is not in our binlog, and
+                            // this group is already beyond it.
+                            m.skip_group = gno > seq_no;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            EventType::QUERY if m.group == Group::AfterGtid => {
+                if mariadb::query_text(ev, stored_crc) == Some(&b"BEGIN"[..]) {
+                    m.group = Group::Transaction;
+                } else {
+                    group_ends = true;
+                }
+            }
+            EventType::XID => group_ends = true,
+            EventType::QUERY if m.group == Group::Transaction => {
+                let text = mariadb::query_text(ev, stored_crc);
+                group_ends = matches!(text, Some(b"COMMIT") | Some(b"ROLLBACK"));
+            }
+            _ => {}
         }
-        if self.mode.strip {
-            strip_crc(&mut ev);
+        let skip = m.skip_group;
+        if group_ends {
+            m.group = Group::Outside;
+            m.skip_group = false;
         }
-        let mut out = Vec::with_capacity(2);
-        if let Some(m) = self.maria.as_mut() {
-            m.flavour.feed(ev, &mut out);
+        let stop = group_ends && m.stop_after_group;
+        if skip {
+            self.skipped_since_send = true;
+        } else {
+            if self.skipped_since_send && m.announce.is_some() {
+                let before = self.pos - ev.len() as u64;
+                self.send_fake_gtid_list(before)?;
+            }
+            let ev = if self.mode.strip {
+                strip_crc_in_place(ev)
+            } else {
+                ev
+            };
+            if let Some(m) = self.maria.as_mut() {
+                let io = &mut self.io;
+                m.flavour.feed(ev, |e| io.queue_parts(&[&[0u8], e]));
+            }
+            self.skipped_since_send = false;
         }
-        for e in &out {
-            self.io.queue_parts(&[&[0u8], e]);
+        if stop {
+            self.send_until_reached()?;
         }
+        Ok(())
+    }
+
+    /// The fake GTID_LIST that tells a MariaDB replica its UNTIL position is reached (flag
+    /// `FLAG_UNTIL_REACHED`, the binlog state up to the last group read), with log_pos = the
+    /// offset after that group; the dump then ends.
+    fn send_until_reached(&mut self) -> Result<(), ConnError> {
+        let Some(m) = self.maria.as_mut() else {
+            return Ok(());
+        };
+        m.stop_after_group = false;
+        let head = EventHead {
+            timestamp: 0,
+            server_id: self.server_id,
+            log_pos: u32::try_from(self.pos).unwrap_or(u32::MAX),
+            flags: flags::ARTIFICIAL,
+        };
+        let list = [MariaGtid {
+            domain: mariadb::DOMAIN,
+            server_id: self.server_id,
+            seq_no: m.last_gno,
+        }];
+        let ev = mariadb::gtid_list_event_flagged(
+            head,
+            &list,
+            mariadb::GTID_LIST_UNTIL_REACHED,
+            0,
+            self.mode.events_crc,
+        );
+        self.io.queue_parts(&[&[0u8], &ev]);
         self.skipped_since_send = false;
+        self.until_reached = true;
         Ok(())
     }
 
     /// Starts sending `self.file` to a MariaDB-flavoured session: fake ROTATE naming the offset
-    /// after the file's FORMAT_DESCRIPTION, then MariaDB's FORMAT_DESCRIPTION with log_pos 0
-    /// (not counted by the replica), then the file's events from that offset
-    /// ([`super::mariadb`], position rule).
-    fn start_mariadb_file(&mut self, rotate_crc: bool) -> Result<(), ConnError> {
+    /// where the events start, then MariaDB's FORMAT_DESCRIPTION with log_pos 0 (not counted by
+    /// the replica), then the file's events from that offset ([`super::mariadb`], position
+    /// rule). `from`: a start past the file's own FORMAT_DESCRIPTION, where the session's reader
+    /// already is; `None` starts right after it.
+    fn start_mariadb_file(&mut self, rotate_crc: bool, from: Option<u64>) -> Result<(), ConnError> {
         let mut reader = self
             .shared
             .source
@@ -621,8 +804,14 @@ impl DumpSession {
                 self.file
             )));
         };
-        self.pos = 4 + fde.len() as u64;
-        self.reader = Some(reader);
+        let after_fde = 4 + fde.len() as u64;
+        match from {
+            Some(at) if at > after_fde => self.pos = at,
+            _ => {
+                self.pos = after_fde;
+                self.reader = Some(reader);
+            }
+        }
         self.send_fake_rotate(rotate_crc)?;
         let alg = if self.mode.strip {
             ChecksumAlg::Off as u8
@@ -634,6 +823,7 @@ impl DumpSession {
         self.io.queue_parts(&[&[0u8], &ev]);
         if let Some(m) = self.maria.as_mut() {
             m.flavour.reset();
+            m.group = Group::Outside;
         }
         Ok(())
     }
@@ -754,7 +944,8 @@ fn patch_fde(ev: &mut [u8], artificial: bool, strip: bool) {
 }
 
 /// Removes an event's CRC32 and shrinks its `event_size`.
-/// [`strip_crc`] on a borrowed event: the event without its CRC, header size patched.
+/// Removes the CRC of a borrowed event: the event without its last four bytes, header size
+/// patched.
 fn strip_crc_in_place(ev: &mut [u8]) -> &mut [u8] {
     if ev.len() < HEADER_LEN + CHECKSUM_LEN {
         return ev;
@@ -765,6 +956,8 @@ fn strip_crc_in_place(ev: &mut [u8]) -> &mut [u8] {
     ev
 }
 
+/// The owned form of [`strip_crc_in_place`], for the tests.
+#[cfg(test)]
 fn strip_crc(ev: &mut Vec<u8>) {
     if ev.len() < HEADER_LEN + CHECKSUM_LEN {
         return;

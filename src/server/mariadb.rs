@@ -14,9 +14,9 @@
 //! recomputed. MySQL-flavoured clients get the files' bytes unchanged.
 //!
 //! # MariaDB GTID flavour
-//! A client that connects with `@slave_connect_state` (a MariaDB replica with
-//! `MASTER_USE_GTID=slave_pos|current_pos`) gets a MariaDB-flavoured stream, computed per
-//! session from the MySQL-flavoured files ([`GtidFlavour`]). A MySQL GTID `uuid:gno` of our
+//! A GTID-aware MariaDB peer (a MariaDB replica, by file/position or with
+//! `MASTER_USE_GTID=slave_pos|current_pos`; `mariadb-binlog`) gets a MariaDB-flavoured stream,
+//! computed per session from the MySQL-flavoured files ([`GtidFlavour`]). A MySQL GTID `uuid:gno` of our
 //! `@@server_uuid` is the MariaDB GTID `0-<@@server_id>-<gno>` (domain 0).
 //!
 //! ```text
@@ -169,9 +169,24 @@ fn build_event(
     size: usize,
     crc: bool,
 ) -> Vec<u8> {
+    let mut ev = Vec::new();
+    build_event_into(&mut ev, head, type_code, body, size, crc);
+    ev
+}
+
+/// [`build_event`] into `ev` (cleared first), so a session can reuse one buffer.
+fn build_event_into(
+    ev: &mut Vec<u8>,
+    head: EventHead,
+    type_code: EventType,
+    body: &[u8],
+    size: usize,
+    crc: bool,
+) {
     let crc_len = if crc { CHECKSUM_LEN } else { 0 };
     let size = size.max(HEADER_LEN + body.len() + crc_len);
-    let mut ev = Vec::with_capacity(size);
+    ev.clear();
+    ev.reserve(size);
     ev.extend_from_slice(&head.timestamp.to_le_bytes());
     ev.push(type_code.0);
     ev.extend_from_slice(&head.server_id.to_le_bytes());
@@ -181,10 +196,9 @@ fn build_event(
     ev.extend_from_slice(body);
     ev.resize(size - crc_len, 0);
     if crc {
-        let c = crc32(&ev);
+        let c = crc32(ev);
         ev.extend_from_slice(&c.to_le_bytes());
     }
-    ev
 }
 
 /// The common-header fields of an event we write.
@@ -220,18 +234,51 @@ pub fn gtid_event(
     size: usize,
     crc: bool,
 ) -> Vec<u8> {
+    let mut ev = Vec::new();
+    gtid_event_into(&mut ev, head, domain, seq_no, fl, size, crc);
+    ev
+}
+
+/// [`gtid_event`] into a reused buffer.
+fn gtid_event_into(
+    ev: &mut Vec<u8>,
+    head: EventHead,
+    domain: u32,
+    seq_no: u64,
+    fl: u8,
+    size: usize,
+    crc: bool,
+) {
     let mut body = [0u8; GTID_BODY_LEN];
     body[..8].copy_from_slice(&seq_no.to_le_bytes());
     body[8..12].copy_from_slice(&domain.to_le_bytes());
     body[12] = fl;
-    build_event(head, EventType::MARIADB_GTID, &body, size, crc)
+    build_event_into(ev, head, EventType::MARIADB_GTID, &body, size, crc);
 }
 
 /// A MariaDB GTID_LIST event (163) of `size` bytes: count (low 28 bits; flags 0), then per
 /// GTID domain 4, server id 4, seq_no 8.
 pub fn gtid_list_event(head: EventHead, list: &[MariaGtid], size: usize, crc: bool) -> Vec<u8> {
+    gtid_list_event_flagged(head, list, 0, size, crc)
+}
+
+/// `Gtid_list_log_event::FLAG_UNTIL_REACHED`: the fake GTID_LIST a master sends when a
+/// replica's `START SLAVE UNTIL master_gtid_pos` position is reached (high 4 bits of the
+/// count word).
+pub const GTID_LIST_UNTIL_REACHED: u32 = 1 << 28;
+
+/// [`gtid_list_event`] with flags (high 4 bits of the count word), e.g.
+/// [`GTID_LIST_UNTIL_REACHED`].
+pub fn gtid_list_event_flagged(
+    head: EventHead,
+    list: &[MariaGtid],
+    gl_flags: u32,
+    size: usize,
+    crc: bool,
+) -> Vec<u8> {
     let mut body = Vec::with_capacity(4 + 16 * list.len());
-    body.extend_from_slice(&(list.len() as u32 & 0x0fff_ffff).to_le_bytes());
+    let count = (list.len() as u32 & 0x0fff_ffff) | (gl_flags & 0xf000_0000);
+    body.extend_from_slice(&count.to_le_bytes());
     for g in list {
         body.extend_from_slice(&g.domain.to_le_bytes());
         body.extend_from_slice(&g.server_id.to_le_bytes());
@@ -275,6 +322,8 @@ pub fn format_description(file_fde: &[u8], alg: u8) -> Option<Vec<u8>> {
 
 /// The per-session rewrite of a MySQL-flavoured event sequence into MariaDB's GTID flavour (see
 /// the module docs). Events are fed in file order, as they would be sent (CRC stripped or not).
+/// Events that keep their size are rewritten in place; the GTID events it writes go through
+/// two reused buffers, so a session allocates nothing per event.
 #[derive(Debug)]
 pub struct GtidFlavour {
     /// Our `@@server_id`: the server id of every MariaDB GTID.
@@ -283,8 +332,21 @@ pub struct GtidFlavour {
     sid: [u8; 16],
     /// Events carry a CRC32.
     crc: bool,
-    /// A MySQL GTID event waiting for the event that tells whether it opens a transaction.
-    pending: Option<Vec<u8>>,
+    /// A MySQL GTID event waiting for the event that tells whether it opens a transaction
+    /// (its bytes are in `pending`).
+    has_pending: bool,
+    pending: Vec<u8>,
+    /// The event being written in place of the pending one.
+    out: Vec<u8>,
+}
+
+/// What [`GtidFlavour::feed`] learnt from a MySQL GTID event it turned into a MariaDB one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FedGtid {
+    /// The sequence number (our GNO).
+    pub seq_no: u64,
+    /// The group is a single statement (DDL), not a BEGIN … XID transaction.
+    pub standalone: bool,
 }
 
 impl GtidFlavour {
@@ -293,27 +355,34 @@ impl GtidFlavour {
             server_id,
             sid,
             crc,
-            pending: None,
+            has_pending: false,
+            pending: Vec::new(),
+            out: Vec::new(),
         }
     }
 
     /// A GTID event is waiting for its next event.
     pub fn has_pending(&self) -> bool {
-        self.pending.is_some()
+        self.has_pending
     }
 
     /// Forgets a waiting GTID event (a new file starts).
     pub fn reset(&mut self) {
-        self.pending = None;
+        self.has_pending = false;
     }
 
-    /// Takes one event; appends what goes out instead to `out` (nothing for a MySQL GTID event,
-    /// which waits for the next one; one event for BEGIN, which merges into the GTID).
-    pub fn feed(&mut self, mut ev: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+    /// Takes one event and passes what goes out instead to `emit`: nothing for a MySQL GTID
+    /// event, which waits for the next one; one GTID event for the BEGIN that merges into it;
+    /// the GTID event, then the event, for a standalone statement. Returns the GTID sent, if
+    /// this call sent one (it is emitted before `ev`).
+    pub fn feed(&mut self, ev: &mut [u8], mut emit: impl FnMut(&[u8])) -> Option<FedGtid> {
         let ty = ev.get(4).map(|t| EventType(*t));
-        if let Some(gtid) = self.pending.take() {
-            let seq_no = mysql_gno(&gtid).unwrap_or(0);
-            let head = EventHead::of(&gtid).unwrap_or(EventHead {
+        let mut fed = None;
+        if self.has_pending {
+            self.has_pending = false;
+            let gtid = &self.pending;
+            let seq_no = mysql_gno(gtid).unwrap_or(0);
+            let head = EventHead::of(gtid).unwrap_or(EventHead {
                 timestamp: 0,
                 server_id: self.server_id,
                 log_pos: 0,
@@ -324,52 +393,69 @@ impl GtidFlavour {
                 flags: flags::SUPPRESS_USE,
                 ..head
             };
-            if ty == Some(EventType::QUERY) && query_text(&ev, self.crc) == Some(&b"BEGIN"[..]) {
-                let log_pos = EventHead::of(&ev).map_or(head.log_pos, |h| h.log_pos);
+            if ty == Some(EventType::QUERY) && query_text(ev, self.crc) == Some(&b"BEGIN"[..]) {
+                let log_pos = EventHead::of(ev).map_or(head.log_pos, |h| h.log_pos);
                 let fl = gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL;
-                out.push(gtid_event(
+                let size = gtid.len() + ev.len();
+                gtid_event_into(
+                    &mut self.out,
                     EventHead { log_pos, ..head },
                     DOMAIN,
                     seq_no,
                     fl,
-                    gtid.len() + ev.len(),
+                    size,
                     self.crc,
-                ));
-                return;
+                );
+                emit(&self.out);
+                return Some(FedGtid {
+                    seq_no,
+                    standalone: false,
+                });
             }
             let fl = if ty == Some(EventType::QUERY) {
                 gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
             } else {
                 gtid_flags::STANDALONE
             };
-            out.push(gtid_event(head, DOMAIN, seq_no, fl, gtid.len(), self.crc));
+            let size = gtid.len();
+            gtid_event_into(&mut self.out, head, DOMAIN, seq_no, fl, size, self.crc);
+            emit(&self.out);
+            fed = Some(FedGtid {
+                seq_no,
+                standalone: true,
+            });
         }
         match ty {
-            Some(EventType::GTID) => self.pending = Some(ev),
+            Some(EventType::GTID) => {
+                self.pending.clear();
+                self.pending.extend_from_slice(ev);
+                self.has_pending = true;
+            }
             Some(EventType::PREVIOUS_GTIDS) => {
-                let list = self.state_of_previous_gtids(&ev);
+                let list = self.state_of_previous_gtids(ev);
                 // Header flags 0 as MariaDB writes them: MySQL marks PREVIOUS_GTIDS
                 // LOG_EVENT_IGNORABLE_F, which would make a replica skip the list.
-                match EventHead::of(&ev) {
-                    Some(head) => out.push(gtid_list_event(
+                match EventHead::of(ev) {
+                    Some(head) => emit(&gtid_list_event(
                         EventHead { flags: 0, ..head },
                         &list,
                         ev.len(),
                         self.crc,
                     )),
-                    None => out.push(ev),
+                    None => emit(ev),
                 }
             }
             Some(EventType::QUERY) => {
-                patch_query_event(&mut ev, self.crc);
-                out.push(ev);
+                patch_query_event(ev, self.crc);
+                emit(ev);
             }
-            _ => out.push(ev),
+            _ => emit(ev),
         }
+        fed
     }
 
     /// The MariaDB binlog state a PREVIOUS_GTIDS event stands for: the last GNO of our SID.
-    fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
+    pub fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
         let end = ev
             .len()
             .saturating_sub(if self.crc { CHECKSUM_LEN } else { 0 });
@@ -757,8 +843,8 @@ mod tests {
         let file = mysql_file(sid);
         let mut f = GtidFlavour::new(1, sid.0, true);
         let mut out = Vec::new();
-        for ev in file.clone() {
-            f.feed(ev, &mut out);
+        for mut ev in file.clone() {
+            f.feed(&mut ev, |e| out.push(e.to_vec()));
         }
         assert!(!f.has_pending());
         let types: Vec<u8> = out.iter().map(|e| e[4]).collect();
@@ -832,7 +918,7 @@ mod tests {
             .is_ok());
         let mut f = GtidFlavour::new(1, [7; 16], true);
         let mut out = Vec::new();
-        f.feed(b.clone(), &mut out);
+        f.feed(&mut b.clone(), |e| out.push(e.to_vec()));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].len(), b.len());
         assert_eq!(out[0][4], EventType::MARIADB_GTID_LIST.0);

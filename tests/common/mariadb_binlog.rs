@@ -145,6 +145,15 @@ pub fn parse_listing(listing: &[u8]) -> Vec<Item> {
             tables.insert((db, table), cols);
             continue;
         }
+        // A MariaDB GTID event that opens a transaction stands for its BEGIN (`GTID 0-1-5
+        // trans`; a standalone statement's GTID has no `trans`).
+        if s.starts_with('#') && s.contains("\tGTID ") {
+            if s.trim_end().ends_with(" trans") {
+                assert!(open.is_none(), "GTID trans inside a transaction");
+                open = Some(Vec::new());
+            }
+            continue;
+        }
         if s.starts_with('#') && s.contains("\tQuery\t") {
             // Statement lines until `/*!*/;`; session `SET`s and `use` end with `/*!*/;` too.
             let mut stmt: Vec<String> = Vec::new();
