@@ -1000,6 +1000,76 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     demo.stop().await;
 }
 
+/// `START SLAVE UNTIL master_gtid_pos`: the replica's I/O and SQL threads stop at that GTID
+/// without an error, with exactly the transactions up to it applied; `START SLAVE` then
+/// replicates the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_replica_stops_at_until_master_gtid_pos() {
+    let replica = tokio::task::spawn_blocking(|| {
+        MariaDb::start(&[&format!("--server-id={REPLICA_SERVER_ID}")])
+    });
+    let Some(db) = replica.await.expect("start MariaDB") else {
+        return;
+    };
+    let seed = 34;
+    let demo = run_demo(seed, |_, _| async {}).await;
+    let addr = demo.app.mariadb_addr().expect("MariaDB-flavoured listener");
+    let until = demo.truth.len() / 2;
+    replica_sql(
+        &db,
+        &format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos",
+            addr.port()
+        ),
+    )
+    .await;
+    replica_sql(
+        &db,
+        &format!(
+            "START SLAVE UNTIL master_gtid_pos = '{}'",
+            mariadb_gtid(until)
+        ),
+    )
+    .await;
+    let s = wait_status(&db, "UNTIL master_gtid_pos", |s| {
+        s.io_running == "No" && s.sql_running == "No"
+    })
+    .await;
+    assert_eq!(s.last_io_errno, 0, "{s:?}");
+    assert_eq!(s.last_sql_error, "", "{s:?}");
+    let mut conn = db.conn().await;
+    let slave_pos: Option<String> = conn
+        .query_first("SELECT @@gtid_slave_pos")
+        .await
+        .expect("gtid_slave_pos");
+    let _ = conn.disconnect().await;
+    assert_eq!(
+        slave_pos,
+        Some(mariadb_gtid(until)),
+        "seed {seed}: stopped there"
+    );
+    let mut model = Model::default();
+    for txn in &demo.truth[..until] {
+        model.apply(txn);
+    }
+    let compared_until = assert_replica_equals_model(&db, &model).await;
+
+    replica_sql(&db, "START SLAVE").await;
+    assert_caught_up(&db, &demo, "START SLAVE after the UNTIL stop").await;
+    for txn in &demo.truth[until..] {
+        model.apply(txn);
+    }
+    let compared = assert_replica_equals_model(&db, &model).await;
+    eprintln!(
+        "seed {seed}: stopped at {} of {} transactions ({compared_until} values equal), then \
+         caught up ({compared} values equal)",
+        mariadb_gtid(until),
+        demo.truth.len()
+    );
+    demo.stop().await;
+}
+
 #[test]
 fn format_g_prints_like_c_printf() {
     use common::mariadb_binlog::format_g;

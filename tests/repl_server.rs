@@ -954,15 +954,28 @@ async fn fake_rotate_at_a_file_switch_follows_the_stream_checksum() {
 
 /// A MariaDB GTID dump over the raw protocol: the events it sends, or the ERR packet.
 async fn mariadb_gtid_dump(f: &Fixture, state: &str) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+    mariadb_gtid_dump_until(f, state, None).await
+}
+
+/// [`mariadb_gtid_dump`] with `@slave_until_gtid` set when `until` is given.
+async fn mariadb_gtid_dump_until(
+    f: &Fixture,
+    state: &str,
+    until: Option<&str>,
+) -> Result<Vec<Vec<u8>>, Vec<u8>> {
     let mut c = RawClient::connect(f.addr).await;
     c.login_native().await;
+    let until = until.map(|u| format!("SET @slave_until_gtid='{u}'"));
     for sql in [
         "SET @master_binlog_checksum='CRC32'".to_string(),
         "SET @mariadb_slave_capability=4".to_string(),
         format!("SET @slave_connect_state='{state}'"),
         "SET @slave_gtid_strict_mode=1".to_string(),
         "SET @slave_gtid_ignore_duplicates=0".to_string(),
-    ] {
+    ]
+    .into_iter()
+    .chain(until)
+    {
         let mut q = vec![0x03];
         q.extend_from_slice(sql.as_bytes());
         let ok = c.command(&q).await;
@@ -1156,6 +1169,85 @@ async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
         .await
         .expect("dump");
     assert_eq!(check_mariadb_stream(&f, &events).0, vec![4, 5]);
+    f.stop().await;
+}
+
+/// `@slave_until_gtid` (`START SLAVE UNTIL master_gtid_pos`): the dump ends after that GTID's
+/// transaction with MariaDB's fake GTID_LIST flagged `FLAG_UNTIL_REACHED` (the state up to the
+/// last GTID read, log_pos after it), then EOF; a GTID past the UNTIL one is not sent.
+#[tokio::test]
+async fn mariadb_until_gtid_ends_the_dump_after_that_transaction() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    for i in 0..3 {
+        f.source.append_insert(&[(i, "a")]);
+    }
+    f.source.rotate();
+    f.source.append_insert(&[(3, "b")]);
+    f.source.append_insert(&[(4, "c")]);
+    const UNTIL_REACHED: u32 = 1 << 28;
+    let until_flag = |ev: &[u8]| ev[4] == 0xa3 && u32_at(ev, 19) & UNTIL_REACHED != 0;
+    let cases = [
+        // (start, until, GTIDs sent, the until list's state)
+        (
+            String::new(),
+            format!("0-{SERVER_ID}-2"),
+            vec![1, 2],
+            Some(2),
+        ),
+        (
+            format!("0-{SERVER_ID}-2"),
+            format!("0-{SERVER_ID}-4"),
+            vec![3, 4],
+            Some(4),
+        ),
+        // Before the first GTID: its transaction is already past the position.
+        (String::new(), format!("0-{SERVER_ID}-0"), vec![], Some(1)),
+        // Another server in domain 0 never matches: no stop; another domain only: domain 0
+        // has nothing to send.
+        (
+            String::new(),
+            "0-77-2".to_string(),
+            vec![1, 2, 3, 4, 5],
+            None,
+        ),
+        (String::new(), "7-99-3".to_string(), vec![], None),
+    ];
+    for (start, until, want, state) in cases {
+        let ctx = format!("start '{start}', until {until}");
+        let events = mariadb_gtid_dump_until(&f, &start, Some(&until))
+            .await
+            .expect("dump");
+        let gtids: Vec<u64> = events
+            .iter()
+            .filter(|e| e[4] == 0xa2)
+            .map(|e| u64::from_le_bytes(e[19..27].try_into().expect("seq")))
+            .collect();
+        assert_eq!(gtids, want, "{ctx}");
+        let flagged: Vec<&Vec<u8>> = events.iter().filter(|e| until_flag(e)).collect();
+        let Some(state) = state else {
+            assert!(flagged.is_empty(), "{ctx}: no UNTIL stop");
+            continue;
+        };
+        assert_eq!(flagged.len(), 1, "{ctx}: one UNTIL stop");
+        let last = events.last().expect("events");
+        assert!(until_flag(last), "{ctx}: the UNTIL list ends the dump");
+        assert_eq!(gtid_list_seqs(last), vec![state], "{ctx}: binlog state");
+        assert_eq!(
+            u16::from_le_bytes([last[17], last[18]]),
+            0x20,
+            "{ctx}: ARTIFICIAL"
+        );
+        // Its log_pos is the end of the last transaction read, as in the files.
+        let before = &events[events.len() - 2];
+        if before[4] == 16 {
+            assert_eq!(u32_at(last, 13), u32_at(before, 13), "{ctx}: after the XID");
+        }
+        check_mariadb_stream(&f, &events);
+    }
+    let e = mariadb_gtid_dump_until(&f, "", Some("0-1"))
+        .await
+        .expect_err("malformed");
+    assert_eq!(err_code(&e), Some(1236));
     f.stop().await;
 }
 
