@@ -12,7 +12,9 @@
 //!   it costs per event). `mariadb-binlog` is a GTID-aware MariaDB peer, so both masters send
 //!   it MariaDB's GTID flavour: four events per transaction (the raw client gets our MySQL
 //!   stream, five). One read takes about a second, so the two masters are read in
-//!   `SERVE_ROUNDS` (5) alternating rounds and medians printed.
+//!   `SERVE_ROUNDS` (5) alternating rounds and medians printed. `SERVE_MARIADB_ROW_METADATA`
+//!   (MariaDB's default `NO_LOG`) sets the MariaDB master's `binlog_row_metadata`: `FULL` makes
+//!   its TABLE_MAP events carry the optional metadata ours always carries.
 //! * `clients`: `SERVE_CLIENTS` (100) raw COM_BINLOG_DUMP clients read the whole prepared
 //!   binlog at once (non-blocking); prints the aggregate and the slowest client.
 //! * `latency`: the simulated cluster (resolved-ts interval `LATENCY_RESOLVED_MS`, 200 ms) and a
@@ -409,7 +411,13 @@ fn free_port() -> u16 {
 async fn mariadb_master(txns: u64, txn_rows: usize) -> Option<(mariadb::MariaDb, u16)> {
     let port = free_port();
     let port_arg = format!("--port={port}");
+    // MariaDB's default leaves TABLE_MAP without optional metadata; `FULL` makes it carry what
+    // ours always does (column names, signedness, charsets, primary key).
+    let metadata = std::env::var("SERVE_MARIADB_ROW_METADATA").unwrap_or_else(|_| "NO_LOG".into());
+    let metadata_arg = format!("--binlog-row-metadata={metadata}");
+    println!("  MariaDB master with {metadata_arg}");
     let db = mariadb::MariaDb::start(&[
+        &metadata_arg,
         "--skip-networking=0",
         "--bind-address=127.0.0.1",
         &port_arg,

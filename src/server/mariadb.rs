@@ -22,17 +22,23 @@
 //! ```text
 //! file:   FDE | PREVIOUS_GTIDS        | GTID(33) BEGIN       TABLE_MAP ROWS… XID | GTID(33) QUERY(DDL)
 //! stream: FDE'| GTID_LIST(163)        | GTID(162, TRANS.)    TABLE_MAP ROWS… XID | GTID(162, STANDALONE|DDL) QUERY
-//!             | same size and end     | size of GTID+BEGIN,                      | size of the GTID,
-//!             |                       | ends where BEGIN ends                    | ends where it ends
+//!             | same size and end     | 42 bytes, ends where                     | 42 bytes, ends
+//!             |                       | BEGIN ends                               | where it ends
 //! ```
 //!
-//! Position rule: every event keeps the end offset (`log_pos`) it has in the file, and the
-//! sizes of the events sent add up to the file offsets, so `Read_Master_Log_Pos`,
-//! `Exec_Master_Log_Pos`, heartbeats and a later file/position restart all use the files'
-//! coordinates. The GTID event (162) is zero-padded to the size of the events it replaces
-//! (MariaDB's parser accepts zero-padded trailing bytes after the extra-flags byte, and pads
-//! its own empty GTID_LIST the same way); the GTID_LIST (163) is padded to the size of the
-//! PREVIOUS_GTIDS it replaces. The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171
+//! Position rule: every event keeps the end offset (`log_pos`) it has in the file, so
+//! `Read_Master_Log_Pos`, `Exec_Master_Log_Pos`, heartbeats and a later file/position restart
+//! all use the files' coordinates. A MariaDB GTID event (42 bytes with its CRC) is shorter
+//! than the MySQL GTID (+ BEGIN) it stands for: the peer sees a hole before its end, as it
+//! does when a MariaDB master leaves out events the peer did not ask for (ANNOTATE_ROWS,
+//! `@@skip_replication`). Every GTID-aware peer tolerates holes (MariaDB's capability levels:
+//! `MARIA_SLAVE_CAPABILITY_TOLERATE_HOLES` 3 < `MARIA_SLAVE_CAPABILITY_GTID` 4): a replica's I/O
+//! thread, seeing a log_pos past its running position, moves the position to it; clients
+//! that keep positions (Debezium, Canal, python-mysql-replication, go-mysql) take them from
+//! log_pos. Sending the unpadded event saves a third of the bytes of a small transaction.
+//! The GTID_LIST (163) is padded to the size of the PREVIOUS_GTIDS it replaces (MariaDB's
+//! parser accepts zero bytes after the list, and pads its own empty GTID_LIST the same way).
+//! The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171
 //! entries, 252 bytes, with the files' MySQL server version) is larger than MySQL's, so it is sent the way a master sends the FDE of a start
 //! inside a file: log_pos 0, which a replica does not add to its position, after a fake ROTATE
 //! that names the offset where the file's own FDE ends.
@@ -396,14 +402,13 @@ impl GtidFlavour {
             if ty == Some(EventType::QUERY) && query_text(ev, self.crc) == Some(&b"BEGIN"[..]) {
                 let log_pos = EventHead::of(ev).map_or(head.log_pos, |h| h.log_pos);
                 let fl = gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL;
-                let size = gtid.len() + ev.len();
                 gtid_event_into(
                     &mut self.out,
                     EventHead { log_pos, ..head },
                     DOMAIN,
                     seq_no,
                     fl,
-                    size,
+                    0,
                     self.crc,
                 );
                 emit(&self.out);
@@ -417,8 +422,7 @@ impl GtidFlavour {
             } else {
                 gtid_flags::STANDALONE
             };
-            let size = gtid.len();
-            gtid_event_into(&mut self.out, head, DOMAIN, seq_no, fl, size, self.crc);
+            gtid_event_into(&mut self.out, head, DOMAIN, seq_no, fl, 0, self.crc);
             emit(&self.out);
             fed = Some(FedGtid {
                 seq_no,
@@ -838,7 +842,7 @@ mod tests {
     }
 
     #[test]
-    fn flavour_keeps_every_end_offset_and_the_running_sum() {
+    fn flavour_keeps_every_end_offset_with_holes_only_at_gtids() {
         let sid = Sid([7; 16]);
         let file = mysql_file(sid);
         let mut f = GtidFlavour::new(1, sid.0, true);
@@ -858,10 +862,15 @@ mod tests {
                 EventType::QUERY.0
             ]
         );
-        // Running sum of sizes from the offset after the FDE equals every log_pos.
+        // The running sum of sizes from the offset after the FDE equals every log_pos, except
+        // before a GTID event's end: a hole the peer moves over to the GTID's log_pos.
         let mut at = u64::from(log_pos(&file[0])) - file[0].len() as u64;
         for ev in &out {
             at += ev.len() as u64;
+            if ev[4] == EventType::MARIADB_GTID.0 {
+                assert!(u64::from(log_pos(ev)) > at, "a hole before the GTID's end");
+                at = u64::from(log_pos(ev));
+            }
             assert_eq!(u64::from(log_pos(ev)), at);
             assert!(verify_event(ev).is_ok());
             assert_eq!(
@@ -878,9 +887,10 @@ mod tests {
         assert_eq!(&gl[HEADER_LEN + 4..HEADER_LEN + 8], &0u32.to_le_bytes());
         assert_eq!(&gl[HEADER_LEN + 8..HEADER_LEN + 12], &1u32.to_le_bytes());
         assert_eq!(&gl[HEADER_LEN + 12..HEADER_LEN + 20], &5u64.to_le_bytes());
-        // Row transaction: seq 6, TRANSACTIONAL, replaces GTID + BEGIN.
+        // Row transaction: seq 6, TRANSACTIONAL, replaces GTID + BEGIN and ends where BEGIN did.
         let t = &out[1];
-        assert_eq!(t.len(), file[1].len() + file[2].len());
+        assert_eq!(t.len(), HEADER_LEN + GTID_BODY_LEN + 4, "MariaDB's size");
+        assert_eq!(log_pos(t), log_pos(&file[2]));
         assert_eq!(&t[HEADER_LEN..HEADER_LEN + 8], &6u64.to_le_bytes());
         assert_eq!(&t[HEADER_LEN + 8..HEADER_LEN + 12], &0u32.to_le_bytes());
         assert_eq!(
@@ -890,7 +900,8 @@ mod tests {
         assert_eq!(u32::from_le_bytes([t[5], t[6], t[7], t[8]]), 1, "server id");
         // DDL: seq 7, STANDALONE | DDL, then the QUERY with MariaDB collations.
         let d = &out[3];
-        assert_eq!(d.len(), file[4].len());
+        assert_eq!(d.len(), HEADER_LEN + GTID_BODY_LEN + 4);
+        assert_eq!(log_pos(d), log_pos(&file[4]));
         assert_eq!(&d[HEADER_LEN..HEADER_LEN + 8], &7u64.to_le_bytes());
         assert_eq!(
             d[HEADER_LEN + 12],
