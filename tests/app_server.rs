@@ -283,7 +283,7 @@ async fn status_on(conn: &mut mysql_async::Conn) -> (String, u64, String) {
 async fn read_lock_pins_master_status_and_catalog() {
     use tibinlog::sim::cli::{SimArgs, WorkloadKind};
     use tibinlog::sim::tidb::types as ty;
-    use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+    use tibinlog::sim::tidb::{ColumnDef, Ddl};
     use tibinlog::tidb::schema::mysql;
     use tibinlog_protocol::value::Value;
 
@@ -325,17 +325,7 @@ async fn read_lock_pins_master_status_and_catalog() {
     };
     ddl(Ddl::CreateTable {
         db: "test".into(),
-        table: TableDef {
-            name: "locked".into(),
-            columns: vec![
-                ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
-                ColumnDef::new("v", ty::varchar(20)),
-            ],
-            primary_key: vec!["id".into()],
-            clustered: true,
-            indexes: Vec::new(),
-            partition: None,
-        },
+        table: common::sim::small_table("locked", None),
     });
     insert(vec![Value::Int(1), Value::Bytes(b"v".to_vec())]);
     let run = Run {

@@ -711,12 +711,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     );
     // Set up by file and position, it still records our GTIDs (the MariaDB flavour), so it
     // could switch to MASTER_USE_GTID=slave_pos.
-    let mut conn = db.conn().await;
-    let slave_pos: Option<String> = conn
-        .query_first("SELECT @@gtid_slave_pos")
-        .await
-        .expect("gtid_slave_pos");
-    let _ = conn.disconnect().await;
+    let slave_pos = gtid_slave_pos(&db).await;
     assert_eq!(
         slave_pos,
         Some(mariadb_gtid(demo.truth.len())),
@@ -777,6 +772,17 @@ fn domain0_seq(pos: &str) -> Option<u64> {
         .find_map(|rest| rest.split('-').nth(1)?.parse().ok())
 }
 
+/// The replica's `@@gtid_slave_pos`.
+async fn gtid_slave_pos(db: &MariaDb) -> Option<String> {
+    let mut conn = db.conn().await;
+    let pos = conn
+        .query_first("SELECT @@gtid_slave_pos")
+        .await
+        .expect("gtid_slave_pos");
+    let _ = conn.disconnect().await;
+    pos
+}
+
 /// Runs SQL on the replica.
 async fn replica_sql(db: &MariaDb, sql: &str) {
     let mut conn = db.conn().await;
@@ -829,12 +835,7 @@ async fn assert_caught_up(db: &MariaDb, demo: &Demo, what: &str) {
         (demo.end.file.as_str(), demo.end.position),
         "{what}: the I/O thread's position is the files' end"
     );
-    let mut conn = db.conn().await;
-    let slave_pos: Option<String> = conn
-        .query_first("SELECT @@gtid_slave_pos")
-        .await
-        .expect("gtid_slave_pos");
-    let _ = conn.disconnect().await;
+    let slave_pos = gtid_slave_pos(db).await;
     assert_eq!(
         slave_pos.as_deref(),
         Some(last.as_str()),
@@ -1043,12 +1044,7 @@ async fn mariadb_replica_stops_at_until_master_gtid_pos() {
     .await;
     assert_eq!(s.last_io_errno, 0, "{s:?}");
     assert_eq!(s.last_sql_error, "", "{s:?}");
-    let mut conn = db.conn().await;
-    let slave_pos: Option<String> = conn
-        .query_first("SELECT @@gtid_slave_pos")
-        .await
-        .expect("gtid_slave_pos");
-    let _ = conn.disconnect().await;
+    let slave_pos = gtid_slave_pos(&db).await;
     assert_eq!(
         slave_pos,
         Some(mariadb_gtid(until)),

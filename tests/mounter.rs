@@ -221,19 +221,7 @@ fn all_types_table(name: &str) -> TableDef {
     }
 }
 
-fn small(name: &str, partition: Option<PartitionDef>) -> TableDef {
-    TableDef {
-        name: name.into(),
-        columns: vec![
-            ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
-            ColumnDef::new("v", ty::varchar(20)),
-        ],
-        primary_key: vec!["id".into()],
-        clustered: true,
-        indexes: Vec::new(),
-        partition,
-    }
-}
+use common::sim::small_table as small;
 
 fn ddl(core: &mut SimCore, tidb: &mut Tidb, d: Ddl) -> Ts {
     Ts(tidb.execute_ddl(core, &d).expect("ddl").finished_ts.0)

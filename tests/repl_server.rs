@@ -1090,10 +1090,8 @@ fn gtid_list_seqs(ev: &[u8]) -> Vec<u64> {
         .collect()
 }
 
-/// `@slave_connect_state` starts a MariaDB-flavoured dump after the requested GTID, with the
-/// files' positions; starts we cannot serve get 1236 with MariaDB's wording.
-#[tokio::test]
-async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
+/// A fixture with GTIDs 1–3 in the first file and 4–5 in the second.
+async fn two_files() -> Fixture {
     let f = Fixture::start(true, AuthMethod::NativePassword).await;
     for i in 0..3 {
         f.source.append_insert(&[(i, "a")]);
@@ -1101,6 +1099,14 @@ async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
     f.source.rotate();
     f.source.append_insert(&[(3, "b")]);
     f.source.append_insert(&[(4, "c")]);
+    f
+}
+
+/// `@slave_connect_state` starts a MariaDB-flavoured dump after the requested GTID, with the
+/// files' positions; starts we cannot serve get 1236 with MariaDB's wording.
+#[tokio::test]
+async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
+    let f = two_files().await;
 
     // After 0-<id>-2: skips 1 and 2, says so with a fake GTID_LIST, then 3; file 2 starts with
     // its GTID_LIST (state 3), then 4 and 5.
@@ -1183,13 +1189,7 @@ async fn mariadb_gtid_start_streams_the_mariadb_flavour() {
 /// last GTID read, log_pos after it), then EOF; a GTID past the UNTIL one is not sent.
 #[tokio::test]
 async fn mariadb_until_gtid_ends_the_dump_after_that_transaction() {
-    let f = Fixture::start(true, AuthMethod::NativePassword).await;
-    for i in 0..3 {
-        f.source.append_insert(&[(i, "a")]);
-    }
-    f.source.rotate();
-    f.source.append_insert(&[(3, "b")]);
-    f.source.append_insert(&[(4, "c")]);
+    let f = two_files().await;
     const UNTIL_REACHED: u32 = 1 << 28;
     let until_flag = |ev: &[u8]| ev[4] == 0xa3 && u32_at(ev, 19) & UNTIL_REACHED != 0;
     let cases = [

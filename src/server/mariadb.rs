@@ -231,8 +231,10 @@ impl EventHead {
     }
 }
 
-/// A MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`).
-pub fn gtid_event(
+/// A MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`); the
+/// tests' owned form of [`gtid_event_into`].
+#[cfg(test)]
+fn gtid_event(
     head: EventHead,
     domain: u32,
     seq_no: u64,
@@ -245,7 +247,8 @@ pub fn gtid_event(
     ev
 }
 
-/// [`gtid_event`] into a reused buffer.
+/// Writes a MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`) into
+/// a reused buffer.
 fn gtid_event_into(
     ev: &mut Vec<u8>,
     head: EventHead,
@@ -346,15 +349,6 @@ pub struct GtidFlavour {
     out: Vec<u8>,
 }
 
-/// What [`GtidFlavour::feed`] learnt from a MySQL GTID event it turned into a MariaDB one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FedGtid {
-    /// The sequence number (our GNO).
-    pub seq_no: u64,
-    /// The group is a single statement (DDL), not a BEGIN … XID transaction.
-    pub standalone: bool,
-}
-
 impl GtidFlavour {
     pub fn new(server_id: u32, sid: [u8; 16], crc: bool) -> Self {
         Self {
@@ -379,11 +373,9 @@ impl GtidFlavour {
 
     /// Takes one event and passes what goes out instead to `emit`: nothing for a MySQL GTID
     /// event, which waits for the next one; one GTID event for the BEGIN that merges into it;
-    /// the GTID event, then the event, for a standalone statement. Returns the GTID sent, if
-    /// this call sent one (it is emitted before `ev`).
-    pub fn feed(&mut self, ev: &mut [u8], mut emit: impl FnMut(&[u8])) -> Option<FedGtid> {
+    /// the GTID event, then the event, for a standalone statement.
+    pub fn feed(&mut self, ev: &mut [u8], mut emit: impl FnMut(&[u8])) {
         let ty = ev.get(4).map(|t| EventType(*t));
-        let mut fed = None;
         if self.has_pending {
             self.has_pending = false;
             let gtid = &self.pending;
@@ -412,10 +404,7 @@ impl GtidFlavour {
                     self.crc,
                 );
                 emit(&self.out);
-                return Some(FedGtid {
-                    seq_no,
-                    standalone: false,
-                });
+                return;
             }
             let fl = if ty == Some(EventType::QUERY) {
                 gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
@@ -424,10 +413,6 @@ impl GtidFlavour {
             };
             gtid_event_into(&mut self.out, head, DOMAIN, seq_no, fl, 0, self.crc);
             emit(&self.out);
-            fed = Some(FedGtid {
-                seq_no,
-                standalone: true,
-            });
         }
         match ty {
             Some(EventType::GTID) => {
@@ -455,11 +440,10 @@ impl GtidFlavour {
             }
             _ => emit(ev),
         }
-        fed
     }
 
     /// The MariaDB binlog state a PREVIOUS_GTIDS event stands for: the last GNO of our SID.
-    pub fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
+    fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
         let end = ev
             .len()
             .saturating_sub(if self.crc { CHECKSUM_LEN } else { 0 });

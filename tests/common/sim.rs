@@ -16,6 +16,26 @@ use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 use tonic::{Request, Status, Streaming};
 
+/// A small table: `id BIGINT NOT NULL` (clustered primary key) and `v VARCHAR(20)`.
+pub fn small_table(
+    name: &str,
+    partition: Option<tibinlog::sim::tidb::PartitionDef>,
+) -> tibinlog::sim::tidb::TableDef {
+    use tibinlog::sim::tidb::{types as ty, ColumnDef, TableDef};
+    use tibinlog::tidb::schema::mysql;
+    TableDef {
+        name: name.into(),
+        columns: vec![
+            ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+            ColumnDef::new("v", ty::varchar(20)),
+        ],
+        primary_key: vec!["id".into()],
+        clustered: true,
+        indexes: Vec::new(),
+        partition,
+    }
+}
+
 /// Upper bound for any single wait in a test.
 pub const WAIT: Duration = Duration::from_secs(10);
 
