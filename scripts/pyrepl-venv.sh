@@ -29,17 +29,11 @@ install() {
     && "$dir/bin/python" -c 'import pymysqlreplication, pymysql' >/dev/null 2>&1; then
     return 0
   fi
-  local py
-  py="$(command -v python3 || true)"
-  if [ -z "$py" ] || ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    # Debian ships venv/ensurepip in a separate package.
-    echo "installing: python3 python3-venv"
-    local sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends python3 python3-venv >/dev/null
-    py="$(command -v python3)"
+  # Debian's Python (packages python3 and python3-venv, which scripts/install-deps.sh installs).
+  local py="${TIBINLOG_PYTHON:-/usr/bin/python3}"
+  if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "error: $py cannot make a virtualenv: install the Debian packages python3 python3-venv" >&2
+    exit 1
   fi
   echo "installing: ${PINS[*]} into $dir"
   rm -rf "$dir"

@@ -32,12 +32,8 @@ install() {
     return 0
   fi
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "installing: nodejs npm"
-    local sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+    echo "error: node and npm are needed: install the Debian packages nodejs npm" >&2
+    exit 1
   fi
   echo "installing: ${PINS[*]} into $dir"
   rm -rf "$dir"

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::app::{
-    dense_set, finish_workload, master_gtids, opts, start_app, start_sim, truth_after, wait_until,
-    Run, WAIT,
+    dense_set, finish_workload, master_gtids, max_commit_ts, opts, start_app, start_sim,
+    start_sim_paused, truth_after, wait_until, Run, WAIT,
 };
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
 use mysql_async::prelude::*;
@@ -134,18 +134,28 @@ fn last_binlog_file(dir: &Path) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn crash_and_restart_keep_every_transaction_exactly_once() {
     let seed = 22;
-    let run = start_sim(seed, 3_000).await;
+    // Started with the first incarnation and rate-limited (15 s), so that the workload is
+    // still committing at every kill on any machine.
+    let run = start_sim_paused(seed, 3_000, 200.0).await;
     let dir = tempfile::tempdir().expect("tempdir");
+    let mut killed_at = Vec::new();
     for round in 0..2 {
         let app = start_app(&run, dir.path()).await;
-        // Let it write a few hundred more transactions, then kill it.
+        run.sim.start_workload();
+        // Kill only once this incarnation has made a few hundred transactions durable: the
+        // durable checkpoint moved past where it started, and 300 more were written.
         let written_at_start = app.txns_written();
-        wait_until("transactions written", || {
-            app.txns_written() >= written_at_start + 300 || run.sim.summary().txns >= 3_000
+        let checkpoint_at_start = *app.checkpoint().borrow();
+        wait_until("300 transactions written and made durable", || {
+            app.txns_written() >= written_at_start + 300
+                && app.checkpoint().borrow().0 > checkpoint_at_start.0
         })
         .await;
+        let durable = *app.checkpoint().borrow();
+        let workload_running = run.sim.summary().txns < 3_000;
         let binlog_dir = app.binlog_dir().to_path_buf();
         app.kill().await;
+        killed_at.push(durable);
         // As if killed in the middle of writing a transaction: cut the last file mid-event.
         let last = last_binlog_file(&binlog_dir);
         let len = std::fs::metadata(&last).expect("stat").len();
@@ -158,7 +168,9 @@ async fn crash_and_restart_keep_every_transaction_exactly_once() {
             f.sync_all().expect("sync");
         }
         eprintln!(
-            "round {round}: killed; {} ({len} bytes) {}",
+            "round {round}: killed at durable checkpoint {} (workload still running: \
+             {workload_running}); {} ({len} bytes) {}",
+            durable.0,
             last.display(),
             if len > 400 {
                 "cut by 13 bytes"
@@ -170,9 +182,21 @@ async fn crash_and_restart_keep_every_transaction_exactly_once() {
     let app = start_app(&run, dir.path()).await;
     assert!(
         app.start_ts() > run.start_ts,
-        "restart resumes from the checkpoint"
+        "the restart resumes from a recovered checkpoint ({:?}), not from the first start ts",
+        app.start_ts()
     );
     finish_and_check(&run, &app, seed).await;
+    // Every kill happened mid-stream: transactions committed after its durable checkpoint
+    // reached the binlog only through a later incarnation.
+    let last_commit = max_commit_ts(&run.truth.lines());
+    for (round, durable) in killed_at.iter().enumerate() {
+        assert!(
+            durable.0 > run.start_ts.0 && durable.0 < last_commit,
+            "round {round}: killed at checkpoint {} outside the stream ({}, {last_commit})",
+            durable.0,
+            run.start_ts.0
+        );
+    }
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }

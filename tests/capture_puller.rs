@@ -279,30 +279,32 @@ async fn a_held_lock_stalls_the_watermark_until_it_commits() {
         let t = write_batch(&c, 1, &mut expected).await;
         log.until(&mut rx, t).await;
 
+        // Held until the checks below are done (`commit_now`), however slow the machine.
         let held = c
-            .hold_lock(key(T1, 500), b"locked".to_vec(), Duration::from_millis(800))
+            .hold_lock(key(T1, 500), b"locked".to_vec(), Duration::from_secs(600))
             .await
             .expect("lock");
         let lock_ts = ts(held.start_ts());
-        // Traffic on the other table keeps flowing meanwhile.
+        // Traffic on the other table keeps flowing meanwhile: its row arrives while the
+        // watermark stays at or below the lock.
         let mut other = c.begin().await.expect("begin");
         other.put(key(T2, 500), b"free".to_vec());
         let other_start = ts(other.start_ts());
         let other_commit = ts(other.commit().await.expect("commit"));
         expected.insert((other_start, key(T2, 500)), (other_commit, Op::Put));
-
-        let commit = held.committed();
-        tokio::pin!(commit);
-        let lock_commit = loop {
-            tokio::select! {
-                c = &mut commit => break ts(c.expect("delayed commit")),
-                ev = rx.recv() => {
-                    log.on_event(ev.expect("puller alive"));
-                    assert!(log.watermark <= lock_ts, "watermark {} passed the lock {lock_ts}", log.watermark);
-                }
-            }
-        };
-        assert!(log.watermark <= lock_ts);
+        while !log.rows.iter().any(|r| r.start_ts == other_start) {
+            let ev = tokio::time::timeout(WAIT, rx.recv())
+                .await
+                .expect("the other table's row in time")
+                .expect("puller alive");
+            log.on_event(ev);
+            assert!(
+                log.watermark <= lock_ts,
+                "watermark {} passed the lock {lock_ts}",
+                log.watermark
+            );
+        }
+        let lock_commit = ts(held.commit_now().await.expect("commit"));
         expected.insert((lock_ts, key(T1, 500)), (lock_commit, Op::Put));
         log.until(&mut rx, lock_commit).await;
         log.assert_exactly(&expected);
@@ -320,15 +322,25 @@ async fn commit_before_the_scans_prewrite_is_matched_once() {
         let mut expected = BTreeMap::new();
         // Lock taken before the puller starts: the incremental scan reports it as PREWRITE.
         let held = c
-            .hold_lock(key(T1, 7), b"late".to_vec(), Duration::from_millis(300))
+            .hold_lock(key(T1, 7), b"late".to_vec(), Duration::from_secs(600))
             .await
             .expect("lock");
         let lock_ts = ts(held.start_ts());
         let r = c.region_by_raw_key(&key(T1, 7)).expect("region").id();
-        c.stall_scan(r, 0.95).await;
+        // The region's scan cannot finish until the stall is lifted, so the commit below lands
+        // while it runs: before the scan has reported the lock as PREWRITE.
+        c.stall_scan(r, 1.0).await;
         let start_ts = ts(c.tso());
         let (h, mut rx, cancel) = start_puller(config(&c, start_ts, seed)).await;
-        let lock_commit = ts(held.committed().await.expect("commit"));
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !c.scan_running(r) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "region {r} never scanned"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let lock_commit = ts(held.commit_now().await.expect("commit"));
         expected.insert((lock_ts, key(T1, 7)), (lock_commit, Op::Put));
         let t = write_batch(&c, 1, &mut expected).await;
         c.stall_scan(r, 0.0).await;
@@ -504,13 +516,20 @@ async fn snapshot_scan_spans_two_regions_at_a_ts_and_waits_for_locks() {
         // A lock below the read ts: the read waits until the transaction commits (after the
         // read ts, so the old value is the answer).
         let held = c
-            .hold_lock(key(T1, 6), b"c6".to_vec(), Duration::from_millis(200))
+            .hold_lock(key(T1, 6), b"c6".to_vec(), Duration::from_secs(600))
             .await
             .expect("lock");
         let read_ts = ts(c.tso());
-        let got = reader.get(&key(T1, 6), read_ts).await.expect("get");
+        let read = {
+            let reader = reader.clone();
+            tokio::spawn(async move { reader.get(&key(T1, 6), read_ts).await })
+        };
+        // The read is waiting on the lock (it has not answered); then the lock commits.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!read.is_finished(), "the read did not wait for the lock");
+        let commit = ts(held.commit_now().await.expect("commit"));
+        let got = read.await.expect("read task").expect("get");
         assert_eq!(got, Some(b"b6".to_vec()));
-        let commit = ts(held.committed().await.expect("commit"));
         assert!(commit > read_ts);
         let scanned = reader
             .scan(&key(T1, 6), &key(T1, 7), commit)

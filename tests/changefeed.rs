@@ -130,12 +130,14 @@ struct Run {
     sorter_dir: tempfile::TempDir,
 }
 
-async fn start_sim(seed: u64, txns: u64, chaos: bool) -> Run {
+/// A cluster ready to run `txns` transactions at `rate` per second (0 = as fast as it can) once
+/// the test calls `start_workload`.
+async fn start_sim(seed: u64, txns: u64, rate: f64, chaos: bool) -> Run {
     let truth = TruthCollector::new();
     let args = SimArgs {
         stores: 3,
         regions_per_table: 2,
-        rate: 0.0,
+        rate,
         txns: Some(txns),
         seed: Some(seed),
         resolved_ts_interval: Duration::from_millis(50),
@@ -143,8 +145,10 @@ async fn start_sim(seed: u64, txns: u64, chaos: bool) -> Run {
         progress_interval: Duration::from_secs(3600),
         ..SimArgs::default()
     };
+    // Held back until the test's feed is running (`start_workload`).
     let sim = SimBuilder::new(args)
         .truth_sink(Box::new(truth.clone()))
+        .paused()
         .start(CancellationToken::new())
         .await
         .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
@@ -177,14 +181,14 @@ async fn start_feed(run: &Run, start_ts: Ts) -> Changefeed {
 }
 
 /// Consumes until the resolved ts passes `until`, advancing the checkpoint on each resolved ts.
-/// With `stop_after_resolved = Some(n)` it returns after the n-th resolved ts instead.
+/// With `stop_after_txns = Some(n)` it returns at the first resolved ts once the consumer holds
+/// at least n transactions instead.
 async fn consume(
     feed: &mut Changefeed,
     c: &mut Consumer,
     until: Option<u64>,
-    stop_after_resolved: Option<u64>,
+    stop_after_txns: Option<usize>,
 ) {
-    let mut resolved_seen = 0;
     loop {
         let ev = tokio::time::timeout(CATCH_UP, feed.next())
             .await
@@ -194,12 +198,11 @@ async fn consume(
         let resolved = matches!(ev, ChangeEvent::Resolved(_));
         c.on_event(ev);
         if resolved {
-            resolved_seen += 1;
             feed.advance_checkpoint(Ts(c.resolved));
             if until.is_some_and(|u| c.resolved >= u) {
                 return;
             }
-            if stop_after_resolved.is_some_and(|n| resolved_seen >= n) {
+            if stop_after_txns.is_some_and(|n| c.txns.len() >= n) {
                 return;
             }
         }
@@ -235,8 +238,9 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
 }
 
 async fn run_seed(seed: u64, txns: u64, chaos: bool) {
-    let run = start_sim(seed, txns, chaos).await;
+    let run = start_sim(seed, txns, 0.0, chaos).await;
     let mut feed = start_feed(&run, run.start_ts).await;
+    run.sim.start_workload();
     let mut c = Consumer::default();
     tokio::select! {
         _ = consume(&mut feed, &mut c, None, None) => unreachable!("consume without a bound"),
@@ -289,11 +293,14 @@ async fn workload_with_faults_equals_truth_seed_3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn restart_from_checkpoint_loses_and_doubles_nothing() {
     for seed in [7u64, 8] {
-        let run = start_sim(seed, 3_000, true).await;
+        // Started once the feed runs and paced (3,000 transactions take 10 s), so that the stop
+        // lands inside the stream on a loaded machine too.
+        let run = start_sim(seed, 3_000, 300.0, true).await;
         let mut feed = start_feed(&run, run.start_ts).await;
+        run.sim.start_workload();
         let mut c = Consumer::default();
-        // A seeded stop point: after 3..=12 resolved ticks (each tick is 50 ms of workload).
-        let stop_after = 3 + seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 10;
+        // A seeded stop point: the first resolved ts after 200..=1100 transactions.
+        let stop_after = 200 + (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 900) as usize;
         consume(&mut feed, &mut c, None, Some(stop_after)).await;
         // Some output past the checkpoint may have been seen but not checkpointed.
         let checkpoint = feed.checkpoint();

@@ -31,8 +31,8 @@ use tibinlog_protocol::binlog::checksum::verify_event;
 use tibinlog_protocol::binlog::{EventType, HEADER_LEN};
 
 use common::app::{
-    dense_set, master_status, max_commit_ts, start_app_with as start_app,
-    start_sim_with as start_sim, truth_after, wait_checkpoint, MasterStatus, Sim,
+    dense_set, master_status, max_commit_ts, start_app_with as start_app, start_sim_paused_with,
+    truth_after, wait_checkpoint, MasterStatus, Sim,
 };
 use common::mariadb::{require_tool, MariaDb};
 use common::mariadb_binlog::{image_matches, parse_listing, Item};
@@ -77,10 +77,12 @@ where
     F: FnOnce(SocketAddr, SocketAddr) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let sim = start_sim(SimArgs {
+    // The workload starts once `before_wait` has run (a replica started by it streams the
+    // workload live) and is paced (4 s), so that it is still running when a replica acts on it.
+    let sim = start_sim_paused_with(SimArgs {
         stores: 2,
         regions_per_table: 2,
-        rate: 0.0,
+        rate: 100.0,
         txns: Some(TXNS),
         seed: Some(seed),
         resolved_ts_interval: Duration::from_millis(50),
@@ -115,10 +117,16 @@ where
     let app = start_app(cfg).await;
     let mariadb_addr = app.mariadb_addr().expect("MariaDB-flavoured listener");
     before_wait(app.local_addr(), mariadb_addr).await;
+    sim.handle.start_workload();
 
     tokio::time::timeout(WAIT, sim.handle.workload_done())
         .await
         .expect("workload finishes");
+    assert_eq!(
+        sim.handle.failure(),
+        None,
+        "seed {seed}: the workload failed"
+    );
     let lines = sim.truth.lines();
     wait_checkpoint(&app, max_commit_ts(&lines)).await;
     let truth = truth_after(&lines, start_ts);
@@ -911,11 +919,15 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
         .lock()
         .expect("lock")
         .expect("stopped with a GTID position");
-    // The stop comes once the replica has 40 transactions, normally while the workload still
-    // writes (the replica follows the writer closely); whether the restart skips part of a
-    // file is timing, the dump tests in repl_server.rs cover every start point exactly.
+    // The stop comes once the replica has 40 transactions, inside the stream (the paced
+    // workload has hundreds more to write); whether the restart skips part of a file is
+    // timing, the dump tests in repl_server.rs cover every start point exactly.
     assert!(stopped_at >= 40, "seed {seed}: stopped at {stopped_at}");
     let mid_stream = stopped_at < demo.truth.len() as u64;
+    assert!(
+        mid_stream,
+        "seed {seed}: the replica stopped at the end of the stream ({stopped_at})"
+    );
     assert_caught_up(&db, &demo, "after STOP/START SLAVE").await;
 
     let mut model = Model::default();

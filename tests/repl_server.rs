@@ -1316,3 +1316,98 @@ async fn mariadb_gtid_variables_and_binlog_gtid_pos() {
     let _ = conn.disconnect().await;
     f.stop().await;
 }
+
+/// Statements built to exhaust the server: pathological LIKE patterns (exponential for a
+/// backtracking matcher, stack-deep for a recursive one), huge patterns and expressions nested
+/// or chained as deep as the statement is long. Each gets an answer, and the server keeps
+/// serving other sessions.
+#[tokio::test]
+async fn hostile_statements_get_answers_and_the_server_stays_up() {
+    let f = Fixture::start(true, AuthMethod::CachingSha2Password).await;
+    let mut conn = f.conn().await;
+    let names = |rows: Vec<(String, String)>| rows.into_iter().map(|r| r.0).collect::<Vec<_>>();
+
+    // 25 × `%` then `x`: the same answer as `%x`.
+    let want = names(
+        conn.query("SHOW VARIABLES LIKE '%x'")
+            .await
+            .expect("LIKE '%x'"),
+    );
+    let got = names(
+        conn.query(format!("SHOW VARIABLES LIKE '{}x'", "%".repeat(25)))
+            .await
+            .expect("LIKE '%…%x'"),
+    );
+    assert_eq!(got, want);
+    // `%a%a…%b` over every name: each `%` a backtracking point for a naive matcher.
+    let none: Vec<(String, String)> = conn
+        .query(format!("SHOW VARIABLES LIKE '{}b'", "%_".repeat(30_000)))
+        .await
+        .expect("LIKE '%_%_…b'");
+    assert!(none.is_empty());
+    // 60,000 × `%` (under the length cap): every variable.
+    let all = names(conn.query("SHOW VARIABLES").await.expect("SHOW VARIABLES"));
+    let got = names(
+        conn.query(format!("SHOW VARIABLES LIKE '{}'", "%".repeat(60_000)))
+            .await
+            .expect("LIKE '%…%'"),
+    );
+    assert_eq!(got, all);
+    // Over the cap (300,000 × `%`, then a 1 MiB pattern): a clear error.
+    for len in [300_000, 1 << 20] {
+        let e = conn
+            .query_drop(format!("SHOW VARIABLES LIKE '{}'", "%".repeat(len)))
+            .await
+            .expect_err("pattern over the cap");
+        assert_eq!(server_code(&e), Some(1210), "{e}");
+    }
+    // A chain of ORs is as deep as it is long: 900 are evaluated, 100,000 refused unparsed.
+    let chain = vec!["Variable_name = 'server_id'"; 900].join(" OR ");
+    let rows: Vec<(String, String)> = conn
+        .query(format!("SHOW VARIABLES WHERE {chain}"))
+        .await
+        .expect("an OR chain");
+    assert_eq!(names(rows), ["server_id"]);
+    let chain = vec!["Variable_name = 'server_id'"; 100_000].join(" OR ");
+    let e = conn
+        .query_drop(format!("SHOW VARIABLES WHERE {chain}"))
+        .await
+        .expect_err("too deep");
+    assert_eq!(server_code(&e), Some(1436), "{e}");
+    // A LIKE in a WHERE clause has the same cap.
+    let e = conn
+        .query_drop(format!(
+            "SHOW VARIABLES WHERE Variable_name LIKE '{}'",
+            "%".repeat(1 << 20)
+        ))
+        .await
+        .expect_err("pattern over the cap");
+    assert_eq!(server_code(&e), Some(1210), "{e}");
+    // Deep nesting and long operator chains in a SELECT list.
+    for sql in [
+        format!("SELECT {}1{}", "(".repeat(100_000), ")".repeat(100_000)),
+        format!("SELECT {}1", "-".repeat(100_000)),
+        format!("SELECT 1{}", "+1".repeat(200_000)),
+        format!("SELECT {}", vec!["@@server_id"; 100_000].join(" AND ")),
+    ] {
+        let e = conn.query_drop(&sql).await.expect_err("refused");
+        assert!(
+            server_code(&e).is_some(),
+            "an ERR packet, not a dropped connection: {e}"
+        );
+    }
+    // The session and the server still answer.
+    let one: Option<u32> = conn
+        .query_first("SELECT @@server_id")
+        .await
+        .expect("select");
+    assert_eq!(one, Some(SERVER_ID));
+    let mut other = f.conn().await;
+    let v: Option<String> = other
+        .query_first("SELECT @@version")
+        .await
+        .expect("a new session");
+    assert!(v.is_some());
+    drop((conn, other));
+    f.stop().await;
+}

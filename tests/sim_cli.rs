@@ -68,6 +68,10 @@ impl Sim {
         }
     }
 
+    fn child_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     fn stderr(&self) -> String {
         self.stderr.lock().expect("stderr lock").clone()
     }
@@ -126,8 +130,13 @@ impl Sim {
 
     #[cfg(unix)]
     fn sigterm(&self) {
+        self.signal("-TERM");
+    }
+
+    #[cfg(unix)]
+    fn signal(&self, sig: &str) {
         let st = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([sig, &self.child.id().to_string()])
             .status()
             .expect("run kill");
         assert!(st.success());
@@ -372,6 +381,38 @@ fn sigterm_stops_cleanly_with_a_complete_truth_log() {
     assert!(lines.len() >= 30);
     assert_eq!(done["truth_lines"], lines.len() as u64, "{done}");
     assert!(sim.stderr().contains("SIGTERM"));
+}
+
+/// SIGUSR1 ends an unlimited workload as `--txns` would: `workload_done` with the totals, the
+/// truth log complete, the cluster still serving until SIGTERM.
+#[cfg(unix)]
+#[test]
+fn sigusr1_ends_the_workload_and_the_cluster_keeps_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("truth.jsonl");
+    let mut sim = Sim::spawn(&[
+        "--stores",
+        "1",
+        "--rate",
+        "500",
+        "--seed",
+        "6",
+        "--truth",
+        f.to_str().expect("utf-8 path"),
+    ]);
+    sim.ready();
+    wait_for_lines(&sim, &f, 30);
+    sim.signal("-USR1");
+    let done: Json = serde_json::from_str(&sim.line()).expect("JSON line");
+    assert_eq!(done["event"], "workload_done", "{done}");
+    let lines = check_truth(&f);
+    assert_eq!(done["truth_lines"], lines.len() as u64, "{done}");
+    // Still serving: nothing more is committed, and only SIGTERM ends it.
+    assert!(sim.child_running(), "the cluster keeps serving");
+    sim.sigterm();
+    let end = sim.done();
+    assert_eq!(end["truth_lines"], lines.len() as u64, "{end}");
+    assert_eq!(check_truth(&f).len(), lines.len());
 }
 
 #[test]

@@ -45,7 +45,7 @@ use crate::capture::pd::{PdClient, PdConfig};
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
-use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, TlsFiles};
+use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
 
 use schema::{SchemaHistory, SchemaView};
 use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
@@ -174,6 +174,8 @@ pub struct App {
     files: BinlogFiles,
     checkpoint: watch::Receiver<Ts>,
     stats: Arc<Stats>,
+    /// The MySQL listener's connection registry.
+    shared: Arc<Shared>,
     /// Cancelled on stop or on a failure of any part.
     stop: CancellationToken,
     /// Set before `stop` fires: the writer drops the store without closing it.
@@ -334,6 +336,7 @@ impl App {
         };
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
+        let shared = server.shared();
         let mariadb_server = maria.map(|maria| {
             let (failure, stop) = (failure.clone(), stop.clone());
             tokio::spawn(async move {
@@ -374,6 +377,7 @@ impl App {
             files,
             checkpoint,
             stats,
+            shared,
             stop,
             abrupt,
             failure,
@@ -433,6 +437,11 @@ impl App {
     /// A watch of the durable checkpoint: everything with `commit_ts <=` it is in the binlog.
     pub fn checkpoint(&self) -> watch::Receiver<Ts> {
         self.checkpoint.clone()
+    }
+
+    /// Server ids of the dump sessions running on the MySQL listener.
+    pub fn dump_server_ids(&self) -> Vec<u32> {
+        self.shared.dump_server_ids()
     }
 
     /// Transactions written since start (skipped resends not counted).

@@ -60,25 +60,41 @@ impl Pattern {
     }
 }
 
+/// Wildcard matching without recursion: on a mismatch, the last `*` seen takes one more
+/// character and matching resumes after it. Earlier stars never need to be revisited (the last
+/// one can absorb whatever they would), so the cost is at most `|p| · |s|` steps, whatever the
+/// pattern's shape.
 fn match_from(p: &[Tok], s: &[char]) -> bool {
-    match p.split_first() {
-        None => s.is_empty(),
-        Some((Tok::Star, rest)) => (0..=s.len()).any(|i| match_from(rest, &s[i..])),
-        Some((t, rest)) => match s.split_first() {
-            None => false,
-            Some((&c, srest)) => {
-                let ok = match t {
-                    Tok::Lit(l) => *l == c,
-                    Tok::One => true,
-                    Tok::Class { negated, ranges } => {
-                        ranges.iter().any(|&(a, b)| a <= c && c <= b) != *negated
-                    }
-                    Tok::Star => false,
-                };
-                ok && match_from(rest, srest)
+    let (mut pi, mut si) = (0, 0);
+    // After the last `*`: the pattern index following it and the text index it resumes from.
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        let c = s[si];
+        let step = match p.get(pi) {
+            Some(Tok::Star) => {
+                star = Some((pi + 1, si));
+                pi += 1;
+                continue;
             }
-        },
+            Some(Tok::Lit(l)) => *l == c,
+            Some(Tok::One) => true,
+            Some(Tok::Class { negated, ranges }) => {
+                ranges.iter().any(|&(a, b)| a <= c && c <= b) != *negated
+            }
+            None => false,
+        };
+        if step {
+            pi += 1;
+            si += 1;
+        } else if let Some((after, from)) = star {
+            pi = after;
+            si = from + 1;
+            star = Some((after, from + 1));
+        } else {
+            return false;
+        }
     }
+    p[pi..].iter().all(|t| *t == Tok::Star)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,5 +342,20 @@ mod tests {
         for bad in ["app", "/re/.t", "@file", "a.b.c", "a b.c", r"a\n.b", "[a.b"] {
             assert!(TableFilter::parse(&[bad]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn stars_never_backtrack_exponentially() {
+        // `*a*a*…*b` against `aaaa…`: exponential for a recursive matcher.
+        let rule = format!("x.{}b", "*a".repeat(30));
+        let f = TableFilter::parse(&[rule.as_str()]).unwrap();
+        assert!(!f.matches("x", &"a".repeat(64)));
+        assert!(f.matches("x", &format!("{}b", "a".repeat(63))));
+        let g = TableFilter::parse(&["x.a*b*c", "y.*?x"]).unwrap();
+        assert!(g.matches("x", "abbbc"));
+        assert!(g.matches("x", "a-b-c-b-c"));
+        assert!(!g.matches("x", "a-c-b"));
+        assert!(g.matches("y", "xx"));
+        assert!(!g.matches("y", "x"));
     }
 }

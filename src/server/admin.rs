@@ -27,20 +27,22 @@ use sqlparser::ast::{
     InTarget, ObjectName, SelectItem, Set, SetExpr, ShowCreateObject, ShowStatementFilter,
     Statement, UnaryOperator, Value,
 };
-use sqlparser::dialect::MySqlDialect;
-use sqlparser::parser::{Parser, ParserError};
+use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
     ErrorCode, ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
-    ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_VALUE_FOR_VAR,
+    ER_STACK_OVERRUN_NEED_MORE, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
+    ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
 };
 use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 
 use super::binlog_events::show_binlog_events;
 use super::conn::ConnInfo;
 use super::source::SourceError;
-use super::vars::{global_variables, like_matches, Scope, Session};
+use super::sql::like::{CaseRule, LikePattern};
+use super::sql::parse::{parse, ParseFailure};
+use super::vars::{global_variables, Scope, Session};
 use super::words::Words;
 use super::Shared;
 
@@ -90,7 +92,7 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
     if let Some(reply) = ctx.fallback(&words) {
         return vec![reply];
     }
-    match Parser::parse_sql(&MySqlDialect {}, sql) {
+    match parse(sql) {
         Ok(stmts) if stmts.is_empty() => vec![Reply::err(ER_PARSE_ERROR, "Query was empty")],
         Ok(stmts) => {
             let mut out = Vec::with_capacity(stmts.len());
@@ -104,7 +106,10 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
             }
             out
         }
-        Err(e) => vec![syntax_error(sql, &e)],
+        Err(ParseFailure::Syntax(e)) => vec![syntax_error(sql, &e)],
+        Err(e @ ParseFailure::TooComplex { .. }) => {
+            vec![Reply::err(ER_STACK_OVERRUN_NEED_MORE, e.to_string())]
+        }
     }
 }
 
@@ -971,18 +976,26 @@ fn literal(v: &Value) -> SqlValue {
 
 /// `SHOW VARIABLES` / `SHOW STATUS` rows filtered by LIKE or a simple WHERE.
 fn name_value_rows(vars: BTreeMap<String, String>, filter: Option<&ShowStatementFilter>) -> Reply {
+    let like = match filter {
+        Some(
+            ShowStatementFilter::Like(p)
+            | ShowStatementFilter::ILike(p)
+            | ShowStatementFilter::NoKeyword(p),
+        ) => match name_pattern(p) {
+            Ok(like) => Some(like),
+            Err(reply) => return reply,
+        },
+        _ => None,
+    };
     let mut rows = Vec::new();
     for (k, v) in vars {
-        let keep = match filter {
-            None => true,
-            Some(ShowStatementFilter::Like(p)) | Some(ShowStatementFilter::ILike(p)) => {
-                like_matches(p, &k)
-            }
-            Some(ShowStatementFilter::NoKeyword(p)) => like_matches(p, &k),
-            Some(ShowStatementFilter::Where(e)) => match where_matches(e, &k, &v) {
-                Some(b) => b,
-                None => return unsupported("this WHERE clause"),
+        let keep = match (filter, &like) {
+            (_, Some(like)) => like.matches(&k),
+            (Some(ShowStatementFilter::Where(e)), None) => match where_matches(e, &k, &v) {
+                Ok(b) => b,
+                Err(reply) => return reply,
             },
+            _ => true,
         };
         if keep {
             rows.push(vec![Some(k), Some(v)]);
@@ -991,54 +1004,102 @@ fn name_value_rows(vars: BTreeMap<String, String>, filter: Option<&ShowStatement
     Reply::text(&["Variable_name", "Value"], rows)
 }
 
-/// Evaluates a WHERE over the two columns `Variable_name` and `Value`; `None` if the
-/// expression uses anything else.
-fn where_matches(e: &Expr, name: &str, value: &str) -> Option<bool> {
-    let column = |e: &Expr| -> Option<String> {
+/// A LIKE pattern over a name column (`Variable_name`: a case-insensitive collation).
+fn name_pattern(pattern: &str) -> Result<LikePattern, Reply> {
+    LikePattern::compile(pattern, Some('\\'), CaseRule::Insensitive).map_err(|e| {
+        Reply::err(
+            ER_WRONG_ARGUMENTS,
+            format!("Incorrect arguments to LIKE: {e}"),
+        )
+    })
+}
+
+/// Evaluates a WHERE over the two columns `Variable_name` and `Value`; the reply to send
+/// instead if the expression uses anything else. The expression tree is walked with an explicit
+/// stack: a client's `a=1 OR a=1 OR …` nests as deep as it is long.
+fn where_matches(e: &Expr, name: &str, value: &str) -> Result<bool, Reply> {
+    let column = |e: &Expr| -> Result<String, Reply> {
         match e {
             Expr::Identifier(i) => match i.value.to_ascii_lowercase().as_str() {
-                "variable_name" => Some(name.to_string()),
-                "value" => Some(value.to_string()),
-                _ => None,
+                "variable_name" => Ok(name.to_string()),
+                "value" => Ok(value.to_string()),
+                _ => Err(unsupported("this WHERE clause")),
             },
-            Expr::Value(v) => literal(&v.value),
-            _ => None,
+            Expr::Value(v) => {
+                literal(&v.value).ok_or_else(|| unsupported("NULL in this WHERE clause"))
+            }
+            _ => Err(unsupported("this WHERE clause")),
         }
     };
-    match e {
-        Expr::Nested(inner) => where_matches(inner, name, value),
-        Expr::BinaryOp { left, op, right } => match op {
-            BinaryOperator::And => {
-                Some(where_matches(left, name, value)? && where_matches(right, name, value)?)
-            }
-            BinaryOperator::Or => {
-                Some(where_matches(left, name, value)? || where_matches(right, name, value)?)
-            }
-            BinaryOperator::Eq => Some(column(left)?.eq_ignore_ascii_case(&column(right)?)),
-            BinaryOperator::NotEq => Some(!column(left)?.eq_ignore_ascii_case(&column(right)?)),
-            _ => None,
-        },
-        Expr::In {
-            expr,
-            target: InTarget::List(list),
-            negated,
-            ..
-        } => {
-            let l = column(expr)?;
-            let mut found = false;
-            for item in list {
-                found |= column(item)?.eq_ignore_ascii_case(&l);
-            }
-            Some(found != *negated)
-        }
-        Expr::Like {
-            negated,
-            expr,
-            pattern,
-            ..
-        } => Some(like_matches(&column(pattern)?, &column(expr)?) != *negated),
-        _ => None,
+    // Post-order evaluation: `Visit` expands a node, `And`/`Or` combine the two results on top.
+    enum Step<'a> {
+        Visit(&'a Expr),
+        And,
+        Or,
     }
+    let mut work = vec![Step::Visit(e)];
+    let mut results: Vec<bool> = Vec::new();
+    while let Some(step) = work.pop() {
+        let e = match step {
+            Step::And | Step::Or => {
+                let (Some(r), Some(l)) = (results.pop(), results.pop()) else {
+                    return Err(unsupported("this WHERE clause"));
+                };
+                results.push(if matches!(step, Step::And) {
+                    l && r
+                } else {
+                    l || r
+                });
+                continue;
+            }
+            Step::Visit(e) => e,
+        };
+        let b = match e {
+            Expr::Nested(inner) => {
+                work.push(Step::Visit(inner));
+                continue;
+            }
+            Expr::BinaryOp { left, op, right } => match op {
+                BinaryOperator::And | BinaryOperator::Or => {
+                    work.push(if *op == BinaryOperator::And {
+                        Step::And
+                    } else {
+                        Step::Or
+                    });
+                    work.push(Step::Visit(right));
+                    work.push(Step::Visit(left));
+                    continue;
+                }
+                BinaryOperator::Eq => column(left)?.eq_ignore_ascii_case(&column(right)?),
+                BinaryOperator::NotEq => !column(left)?.eq_ignore_ascii_case(&column(right)?),
+                _ => return Err(unsupported("this WHERE clause")),
+            },
+            Expr::In {
+                expr,
+                target: InTarget::List(list),
+                negated,
+                ..
+            } => {
+                let l = column(expr)?;
+                let mut found = false;
+                for item in list {
+                    found |= column(item)?.eq_ignore_ascii_case(&l);
+                }
+                found != *negated
+            }
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => name_pattern(&column(pattern)?)?.matches(&column(expr)?) != *negated,
+            _ => return Err(unsupported("this WHERE clause")),
+        };
+        results.push(b);
+    }
+    results
+        .pop()
+        .ok_or_else(|| unsupported("this WHERE clause"))
 }
 
 /// `YYYY-MM-DD[ HH:MM:SS]` (UTC) → seconds since the epoch.
@@ -1091,7 +1152,7 @@ mod tests {
     #[test]
     fn syntax_error_points_at_the_rest() {
         let sql = "SELECT FROM WHERE";
-        let Err(e) = Parser::parse_sql(&MySqlDialect {}, sql) else {
+        let Err(ParseFailure::Syntax(e)) = parse(sql) else {
             panic!("should not parse");
         };
         let Reply::Err(err) = syntax_error(sql, &e) else {

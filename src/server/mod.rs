@@ -16,6 +16,7 @@
 //! - `binlog_events`: `SHOW BINLOG EVENTS`; `words`: the tokenizer for statements sqlparser
 //!   does not parse.
 //! - [`vars`]: system variables and per-session state.
+//! - [`sql`]: SQL semantics (`LIKE`).
 //! - [`dump`]: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID sessions.
 //! - [`mariadb`]: the size-preserving rewrites a MariaDB replica or tool needs.
 //! - [`testing`]: an in-memory binlog for tests (not the product's store).
@@ -30,6 +31,7 @@ pub mod conn;
 pub mod dump;
 pub mod mariadb;
 pub mod source;
+pub mod sql;
 pub mod testing;
 pub mod vars;
 mod words;
@@ -223,6 +225,14 @@ impl Shared {
                 uuid,
             },
         );
+    }
+
+    /// Server ids of the dumps running now, one per dump session.
+    pub fn dump_server_ids(&self) -> Vec<u32> {
+        lock(&self.conns)
+            .values()
+            .filter_map(|e| e.dump_server_id)
+            .collect()
     }
 
     /// Replicas registered on live connections.

@@ -217,36 +217,9 @@ fn parse_number(v: &str) -> Option<u64> {
     int.parse().ok()
 }
 
-/// True if `value` matches the SQL LIKE `pattern` (case-insensitive; `%`, `_`, `\` escape).
-pub fn like_matches(pattern: &str, value: &str) -> bool {
-    let p: Vec<char> = pattern.to_lowercase().chars().collect();
-    let v: Vec<char> = value.to_lowercase().chars().collect();
-    like_at(&p, &v)
-}
-
-fn like_at(p: &[char], v: &[char]) -> bool {
-    match p.first() {
-        None => v.is_empty(),
-        Some('%') => (0..=v.len()).any(|i| like_at(&p[1..], &v[i..])),
-        Some('_') => !v.is_empty() && like_at(&p[1..], &v[1..]),
-        Some('\\') if p.len() > 1 => v.first() == Some(&p[1]) && like_at(&p[2..], &v[1..]),
-        Some(c) => v.first() == Some(c) && like_at(&p[1..], &v[1..]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn like_handles_wildcards_case_and_escapes() {
-        assert!(like_matches("BINLOG_CHECKSUM", "binlog_checksum"));
-        assert!(like_matches("binlog%", "binlog_format"));
-        assert!(like_matches("server_i_", "server_id"));
-        assert!(!like_matches("rds\\_%", "rdsx"));
-        assert!(like_matches("rds\\_%", "rds_x"));
-        assert!(!like_matches("server", "server_id"));
-    }
 
     #[test]
     fn heartbeat_period_accepts_decimal_text() {

@@ -22,8 +22,9 @@
 //! The `ready` line is printed once the TiDB layer is bootstrapped, the workload tables exist and
 //! are pre-split, and the workload is about to start: from then on PD answers at `pd`. The
 //! `workload_done` line (the totals so far) is printed when `--txns` transactions are done (at
-//! once for `--workload none`): the truth log is then complete, and the cluster keeps serving
-//! unless `--exit-when-done`. A run stopped or failed before that has no `workload_done` line.
+//! once for `--workload none`), or when SIGUSR1 ends the workload early (between two
+//! transactions): the truth log is then complete, and the cluster keeps serving unless
+//! `--exit-when-done`. A run stopped or failed before that has no `workload_done` line.
 //!
 //! # GC
 //!
@@ -381,6 +382,7 @@ fn apply_tidb<R>(
 pub struct SimBuilder {
     args: SimArgs,
     extra_truth: Option<Box<dyn TruthSink>>,
+    paused: bool,
 }
 
 impl std::fmt::Debug for SimBuilder {
@@ -398,7 +400,15 @@ impl SimBuilder {
         SimBuilder {
             args,
             extra_truth: None,
+            paused: false,
         }
+    }
+
+    /// Prepares everything but holds the workload back until [`SimHandle::start_workload`]
+    /// (a test can then start its consumers before the first transaction).
+    pub fn paused(mut self) -> Self {
+        self.paused = true;
+        self
     }
 
     /// Also sends the truth log to `sink` (e.g. a `TruthCollector`), besides `--truth`.
@@ -487,7 +497,13 @@ impl SimBuilder {
         let failed = CancellationToken::new();
         let failure = Arc::new(Mutex::new(None));
         let tidb = Arc::new(Mutex::new(tidb));
-        let active = Arc::new(AtomicBool::new(workload.is_some()));
+        // The virtual clock follows the wall clock while no workload runs (a paused one too).
+        let active = Arc::new(AtomicBool::new(workload.is_some() && !self.paused));
+        let go = CancellationToken::new();
+        if !self.paused {
+            go.cancel();
+        }
+        let end_workload = cancel.child_token();
         match workload {
             Some(wl) => {
                 tracker.spawn(
@@ -502,6 +518,8 @@ impl SimBuilder {
                         done: done.clone(),
                         failed: failed.clone(),
                         failure: failure.clone(),
+                        go: go.clone(),
+                        end: end_workload.clone(),
                         cancel: cancel.clone(),
                     }
                     .run(),
@@ -549,6 +567,8 @@ impl SimBuilder {
             done,
             failed,
             failure,
+            go,
+            end_workload,
             truth_file,
         })
     }
@@ -703,6 +723,10 @@ pub struct SimHandle {
     done: CancellationToken,
     failed: CancellationToken,
     failure: Arc<Mutex<Option<String>>>,
+    /// Cancelled when the workload may run (at once unless the builder was `paused`).
+    go: CancellationToken,
+    /// Cancelled to end the workload early ([`SimHandle::end_workload`]).
+    end_workload: CancellationToken,
     truth_file: Option<File>,
 }
 
@@ -729,6 +753,18 @@ impl SimHandle {
     /// locks it for every transaction).
     pub fn tidb(&self) -> Arc<Mutex<Tidb>> {
         self.tidb.clone()
+    }
+
+    /// Lets a workload held back by [`SimBuilder::paused`] run (no effect otherwise).
+    pub fn start_workload(&self) {
+        self.go.cancel();
+    }
+
+    /// Ends the workload after the transaction it is running, as if `--txns` were reached:
+    /// [`Self::workload_done`] resolves once it stopped, and the cluster keeps serving.
+    pub fn end_workload(&self) {
+        self.go.cancel();
+        self.end_workload.cancel();
     }
 
     /// Resolves when the workload has run `--txns` transactions (at once for
@@ -810,17 +846,32 @@ struct WorkloadTask {
     done: CancellationToken,
     failed: CancellationToken,
     failure: Arc<Mutex<Option<String>>>,
+    go: CancellationToken,
+    /// Ends the workload early (a child of `cancel`).
+    end: CancellationToken,
     cancel: CancellationToken,
 }
 
 impl WorkloadTask {
     async fn run(self) {
+        tokio::select! {
+            _ = self.cancel.cancelled() => {
+                self.active.store(false, Ordering::SeqCst);
+                return;
+            }
+            _ = self.go.cancelled() => {}
+        }
+        self.active.store(true, Ordering::SeqCst);
         let started = tokio::time::Instant::now();
         let seed = lock(&self.workload).seed();
         tracing::info!(seed, txns = ?self.txns, rate = self.rate, "workload starts");
         let mut i: u64 = 0;
         loop {
-            if self.txns.is_some_and(|n| i >= n) {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            // `end` is a child of `cancel`: only an end without a shutdown completes the run.
+            if self.txns.is_some_and(|n| i >= n) || self.end.is_cancelled() {
                 tracing::info!(txns = i, "workload done");
                 self.done.cancel();
                 break;
@@ -828,14 +879,14 @@ impl WorkloadTask {
             if self.rate > 0.0 {
                 let due = started + Duration::from_secs_f64(i as f64 / self.rate);
                 tokio::select! {
-                    _ = self.cancel.cancelled() => break,
+                    _ = self.end.cancelled() => continue,
                     _ = tokio::time::sleep_until(due) => {}
                 }
             } else {
                 // Let the driver and the gRPC services take the core lock between steps.
                 tokio::task::yield_now().await;
-                if self.cancel.is_cancelled() {
-                    break;
+                if self.end.is_cancelled() {
+                    continue;
                 }
             }
             let (cluster, tidb, wl) = (
@@ -966,6 +1017,10 @@ pub async fn run(mut args: SimArgs, shutdown: CancellationToken) -> anyhow::Resu
     let seed = *args.seed.get_or_insert_with(seed_from_time);
     println!("seed={seed}");
     let exit_when_done = args.exit_when_done;
+    // SIGUSR1 ends the workload early; registered before `ready`, so none sent after it is lost.
+    #[cfg(unix)]
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        .context("listen for SIGUSR1")?;
     let handle = SimBuilder::new(args).start(shutdown.clone()).await?;
     let mut ready = serde_json::to_value(handle.info())?;
     if let Some(o) = ready.as_object_mut() {
@@ -973,11 +1028,22 @@ pub async fn run(mut args: SimArgs, shutdown: CancellationToken) -> anyhow::Resu
     }
     println!("{ready}");
     let mut workload_running = true;
+    #[cfg(unix)]
+    let end_requested = usr1.recv();
+    #[cfg(not(unix))]
+    let end_requested = std::future::pending::<Option<()>>();
+    tokio::pin!(end_requested);
+    let mut end_pending = true;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => {
                 tracing::info!("shutdown requested");
                 break;
+            }
+            _ = &mut end_requested, if end_pending => {
+                end_pending = false;
+                tracing::info!("SIGUSR1: ending the workload");
+                handle.end_workload();
             }
             _ = handle.workload_failed() => break,
             _ = handle.workload_done(), if workload_running => {

@@ -35,7 +35,14 @@ pub async fn start_sim(seed: u64, txns: u64) -> Run {
 
 /// Like [`start_sim`], at `rate` transactions per second (0 = unlimited).
 pub async fn start_sim_at_rate(seed: u64, txns: u64, rate: f64) -> Run {
-    let Sim { handle: sim, truth } = start_sim_with(SimArgs {
+    let run = start_sim_paused(seed, txns, rate).await;
+    run.sim.start_workload();
+    run
+}
+
+/// Like [`start_sim_at_rate`], with the workload held back until `run.sim.start_workload()`.
+pub async fn start_sim_paused(seed: u64, txns: u64, rate: f64) -> Run {
+    let Sim { handle: sim, truth } = start_sim_paused_with(SimArgs {
         stores: 3,
         regions_per_table: 2,
         rate,
@@ -64,10 +71,18 @@ pub struct Sim {
 /// Starts a simulated cluster as `args` describe (tables created, workload running) with its
 /// truth log collected in memory.
 pub async fn start_sim_with(args: SimArgs) -> Sim {
+    let sim = start_sim_paused_with(args).await;
+    sim.handle.start_workload();
+    sim
+}
+
+/// Like [`start_sim_with`], with the workload held back until `start_workload()`.
+pub async fn start_sim_paused_with(args: SimArgs) -> Sim {
     let seed = args.seed;
     let truth = TruthCollector::new();
     let handle = SimBuilder::new(args)
         .truth_sink(Box::new(truth.clone()))
+        .paused()
         .start(CancellationToken::new())
         .await
         .unwrap_or_else(|e| panic!("sim start (seed {seed:?}): {e:#}"));
@@ -155,6 +170,7 @@ pub async fn finish_workload(run: &Run, app: &App) -> Vec<Json> {
     tokio::time::timeout(WAIT, run.sim.workload_done())
         .await
         .expect("workload finishes");
+    assert_eq!(run.sim.failure(), None, "the workload failed");
     let lines = run.truth.lines();
     wait_checkpoint(app, max_commit_ts(&lines)).await;
     truth_after(&lines, run.start_ts)

@@ -65,6 +65,8 @@ error_codes! {
     ER_NET_PACKETS_OUT_OF_ORDER = 1156, b"08S01";
     /// Unknown system variable.
     ER_UNKNOWN_SYSTEM_VARIABLE = 1193, b"HY000";
+    /// Incorrect arguments to a function or operator.
+    ER_WRONG_ARGUMENTS = 1210, b"HY000";
     /// Error when executing command (e.g. SHOW BINLOG EVENTS on a bad file).
     ER_ERROR_WHEN_EXECUTING_COMMAND = 1220, b"HY000";
     /// Access denied; you need (at least one of) the X privilege(s).
@@ -91,6 +93,8 @@ error_codes! {
     ER_UNKNOWN_TARGET_BINLOG = 1373, b"HY000";
     /// You are not using binary logging.
     ER_NO_BINARY_LOGGING = 1381, b"HY000";
+    /// Thread stack overrun: what MySQL answers to an expression too deep to evaluate.
+    ER_STACK_OVERRUN_NEED_MORE = 1436, b"HY000";
     /// Malformed communication packet (a command payload that does not decode).
     ER_MALFORMED_PACKET = 1835, b"HY000";
 }

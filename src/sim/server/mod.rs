@@ -511,6 +511,18 @@ impl SimCluster {
         self.update_faults(region_id, |f| f.stall_resolved_ts = stall);
     }
 
+    /// True while some downstream of `region_id` runs its incremental scan (registered, not
+    /// yet INITIALIZED), on any store.
+    pub fn scan_running(&self, region_id: u64) -> bool {
+        let stores = self.store_ids();
+        self.with_core(|core| {
+            stores.iter().any(|s| {
+                core.endpoint(*s)
+                    .is_ok_and(|ep| ep.initializing().iter().any(|d| d.region_id == region_id))
+            })
+        })
+    }
+
     /// Each scan step of the region makes no progress with this probability, letting
     /// realtime rows overtake the scan.
     pub async fn stall_scan(&self, region_id: u64, probability: f64) {

@@ -122,6 +122,7 @@ impl SimTxn {
             .saturating_add(DEFAULT_LOCK_TTL_MS);
         self.cluster.prewrite(&req)?;
         let (tx, rx) = oneshot::channel();
+        let (release_tx, release_rx) = oneshot::channel::<()>();
         let cluster = self.cluster.clone();
         let start_ts = self.start_ts;
         let cancel = cluster.cancel_token();
@@ -134,9 +135,16 @@ impl SimTxn {
                 _ = tokio::time::sleep(hold) => {
                     let _ = tx.send(commit_keys(&cluster, &keys, start_ts, None));
                 }
+                Ok(()) = release_rx => {
+                    let _ = tx.send(commit_keys(&cluster, &keys, start_ts, None));
+                }
             }
         });
-        Ok(HeldLock { start_ts, done: rx })
+        Ok(HeldLock {
+            start_ts,
+            done: rx,
+            release: Some(release_tx),
+        })
     }
 }
 
@@ -169,6 +177,8 @@ fn commit_keys(
 pub struct HeldLock {
     start_ts: Ts,
     done: oneshot::Receiver<Result<Ts>>,
+    /// Commits before the hold ends ([`HeldLock::commit_now`]).
+    release: Option<oneshot::Sender<()>>,
 }
 
 impl HeldLock {
@@ -180,5 +190,15 @@ impl HeldLock {
     /// Waits for the delayed commit; returns its commit ts.
     pub async fn committed(self) -> Result<Ts> {
         self.done.await.map_err(|_| ServerError::Shutdown)?
+    }
+
+    /// Commits now instead of when the hold ends; returns the commit ts. Tests that must
+    /// observe the lock while it is held take a long hold and end it with this, so that the
+    /// commit never races what they check.
+    pub async fn commit_now(mut self) -> Result<Ts> {
+        if let Some(release) = self.release.take() {
+            let _ = release.send(());
+        }
+        self.committed().await
     }
 }

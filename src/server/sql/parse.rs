@@ -1,0 +1,163 @@
+//! Statement text → sqlparser statements (MySQL dialect), with a bound on how deep the trees can
+//! get.
+//!
+//! sqlparser bounds nesting (parentheses, function arguments, unary operators, subqueries) with
+//! its recursion limit, but it builds a chain of left-associative operators (`a OR b OR c …`,
+//! `1+1+1…`) in a loop: the tree is as deep as the chain is long, and walking or even dropping
+//! it recurses once per operator. A client's statement of a few hundred kilobytes would then
+//! overflow the thread's stack. So the tokens are counted first: a statement with more than
+//! [`MAX_OPERATORS`] operators is refused before any tree is built. Lists (`IN (1, 2, …)`,
+//! select lists) are flat and not limited.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, Tokenizer};
+
+/// Most operators one statement text may hold. A left-deep chain of this many operators is
+/// walked and dropped well within a 2 MiB thread stack.
+pub const MAX_OPERATORS: usize = 2_000;
+
+/// Why a text did not become statements.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseFailure {
+    /// Not valid SQL (MySQL answers 1064).
+    #[error("{0}")]
+    Syntax(ParserError),
+    /// More operators than [`MAX_OPERATORS`].
+    #[error("the statement has {operators} operators, more than the {max} allowed")]
+    TooComplex { operators: usize, max: usize },
+}
+
+/// Parses one COM_QUERY text into statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>, ParseFailure> {
+    let dialect = MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| ParseFailure::Syntax(ParserError::TokenizerError(e.to_string())))?;
+    let operators = tokens.iter().filter(|t| is_operator(&t.token)).count();
+    if operators > MAX_OPERATORS {
+        return Err(ParseFailure::TooComplex {
+            operators,
+            max: MAX_OPERATORS,
+        });
+    }
+    Parser::new(&dialect)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(ParseFailure::Syntax)
+}
+
+/// Tokens that can join two operands into a deeper tree: every symbol but the separators, and
+/// the operator keywords.
+fn is_operator(t: &Token) -> bool {
+    match t {
+        Token::Word(w) => matches!(
+            w.keyword,
+            Keyword::AND
+                | Keyword::OR
+                | Keyword::XOR
+                | Keyword::NOT
+                | Keyword::LIKE
+                | Keyword::ILIKE
+                | Keyword::IS
+                | Keyword::IN
+                | Keyword::BETWEEN
+                | Keyword::REGEXP
+                | Keyword::RLIKE
+                | Keyword::DIV
+                | Keyword::MOD
+                | Keyword::COLLATE
+                | Keyword::ESCAPE
+                | Keyword::SIMILAR
+                | Keyword::MEMBER
+                | Keyword::OVERLAPS
+        ),
+        Token::EOF
+        | Token::Number(..)
+        | Token::Char(_)
+        | Token::SingleQuotedString(_)
+        | Token::DoubleQuotedString(_)
+        | Token::TripleSingleQuotedString(_)
+        | Token::TripleDoubleQuotedString(_)
+        | Token::DollarQuotedString(_)
+        | Token::SingleQuotedByteStringLiteral(_)
+        | Token::DoubleQuotedByteStringLiteral(_)
+        | Token::TripleSingleQuotedByteStringLiteral(_)
+        | Token::TripleDoubleQuotedByteStringLiteral(_)
+        | Token::SingleQuotedRawStringLiteral(_)
+        | Token::DoubleQuotedRawStringLiteral(_)
+        | Token::TripleSingleQuotedRawStringLiteral(_)
+        | Token::TripleDoubleQuotedRawStringLiteral(_)
+        | Token::NationalStringLiteral(_)
+        | Token::QuoteDelimitedStringLiteral(_)
+        | Token::NationalQuoteDelimitedStringLiteral(_)
+        | Token::EscapedStringLiteral(_)
+        | Token::UnicodeStringLiteral(_)
+        | Token::HexStringLiteral(_)
+        | Token::Placeholder(_)
+        | Token::Comma
+        | Token::Whitespace(_)
+        | Token::LParen
+        | Token::RParen
+        | Token::LBrace
+        | Token::RBrace
+        | Token::Period
+        | Token::SemiColon => false,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_chains_are_refused_before_parsing_and_lists_are_not() {
+        let chain = format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS));
+        assert!(parse(&chain).is_ok());
+        let over = format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS + 1));
+        assert!(matches!(
+            parse(&over),
+            Err(ParseFailure::TooComplex { operators, .. }) if operators == MAX_OPERATORS + 1
+        ));
+        let ors = vec!["a = 1"; MAX_OPERATORS].join(" OR ");
+        assert!(matches!(
+            parse(&format!("SELECT * FROM t WHERE {ors}")),
+            Err(ParseFailure::TooComplex { .. })
+        ));
+        let list = (0..100_000).map(|i| i.to_string()).collect::<Vec<_>>();
+        let stmts = parse(&format!(
+            "SELECT * FROM t WHERE id IN ({})",
+            list.join(", ")
+        ))
+        .expect("a long IN list parses");
+        assert_eq!(stmts.len(), 1);
+        assert!(matches!(parse("SELEC 1"), Err(ParseFailure::Syntax(_))));
+        assert!(matches!(
+            parse("SELECT 'unterminated"),
+            Err(ParseFailure::Syntax(_))
+        ));
+    }
+
+    #[test]
+    fn the_deepest_allowed_chain_is_parsed_walked_and_dropped_on_a_small_stack() {
+        // Half the default 2 MiB thread stack, in this (unoptimised) build: a left-deep tree
+        // as deep as the limit allows (`*` counts as one).
+        let sql = format!(
+            "SELECT * FROM t WHERE a = 1{}",
+            " OR 1".repeat(MAX_OPERATORS - 2)
+        );
+        let t = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                let stmts = parse(&sql).expect("parses");
+                let text = stmts[0].to_string();
+                drop(stmts);
+                text.len()
+            })
+            .expect("spawn");
+        assert!(t.join().expect("no stack overflow") > 0);
+    }
+}
