@@ -173,6 +173,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         tls: None,
         auth_plugin: AuthMethod::NativePassword,
         default_heartbeat: None,
+        snapshot: None,
     };
     let server = Server::bind(cfg, Arc::new(source), Arc::new(EmptySchema))
         .await

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::app::{self, dense_set, WAIT};
 use common::java::{self, JavaProgram};
+use mysql_async::prelude::*;
 use serde_json::Value as Json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
@@ -295,6 +296,37 @@ fn image_matches(types: &Json, got: &Json, want: &Json, counts: &mut Counts) -> 
     }
 }
 
+/// Whether two truth images are the same row: equal on every column both have (a column added
+/// or dropped later is in one image only).
+fn same_row(a: &Json, b: &Json) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(x), Some(y)) => x.iter().all(|(k, v)| y.get(k).is_none_or(|w| w == v)),
+        _ => a == b,
+    }
+}
+
+/// Whether a client image agrees with a truth image on every column both have (the client's
+/// current schema may have columns added after the row was last written, or lack dropped ones).
+fn image_covers(types: &Json, got: &Json, want: &Json, counts: &mut Counts) -> bool {
+    let (Some(g), Some(w)) = (got.as_object(), want.as_object()) else {
+        return got == want;
+    };
+    w.iter().all(|(col, wv)| match g.get(col) {
+        None => true,
+        Some(gv) => match compare(kind_of(&types[col]), gv, wv) {
+            Cmp::Equal => {
+                counts.compared += 1;
+                true
+            }
+            Cmp::Skipped => {
+                counts.skipped += 1;
+                true
+            }
+            Cmp::Different => false,
+        },
+    })
+}
+
 /// Asserts that `got` are exactly the truth transactions `want` (numbered from `first_gno`), in
 /// order, each once, with the same rows and values.
 fn assert_equals_truth(got: &[ClientTxn], want: &[Json], uuid: &str, first_gno: usize) -> Counts {
@@ -489,6 +521,12 @@ fn debezium_transactions(lines: &[Json]) -> Vec<DebeziumTxn> {
                 assert!(!t.ended, "two ENDs: {l}");
                 t.ended = true;
             }
+            "row" if l["op"] == "read" => {
+                assert!(
+                    out.is_empty(),
+                    "a snapshot record after streaming began: {l}"
+                );
+            }
             "row" => {
                 let t = out
                     .last_mut()
@@ -509,6 +547,95 @@ fn gno_of(gtid: &str) -> usize {
         .unwrap_or_else(|| panic!("GTID {gtid}"))
 }
 
+/// A running `DebeziumTail`: its stdout lines and the tail of its log.
+struct Debezium {
+    child: tokio::process::Child,
+    reader: tokio::task::JoinHandle<Vec<Json>>,
+    log: tokio::task::JoinHandle<String>,
+}
+
+impl Debezium {
+    /// Starts Debezium's MySQL connector against `addr` as replica `server_id`, with its
+    /// offsets and schema history in `work` and snapshot mode `mode`.
+    fn start(
+        prog: &java::JavaProgram,
+        addr: SocketAddr,
+        server_id: u32,
+        work: &std::path::Path,
+        mode: &str,
+    ) -> Debezium {
+        std::fs::create_dir_all(work).expect("work dir");
+        let mut cmd = prog.command("DebeziumTail");
+        cmd.arg(addr.ip().to_string())
+            .arg(addr.port().to_string())
+            .arg("root")
+            .arg("")
+            .arg(server_id.to_string())
+            .arg(work)
+            .arg(mode)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("start java DebeziumTail");
+        let stdout = child.stdout.take().expect("stdout");
+        let reader = tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stdout).lines();
+            let mut out = Vec::new();
+            while let Some(line) = lines.next_line().await.expect("read Debezium output") {
+                out.push(
+                    serde_json::from_str::<Json>(&line)
+                        .unwrap_or_else(|e| panic!("non-JSON line {line:?}: {e}")),
+                );
+            }
+            out
+        });
+        // Debezium logs a lot; keep it for a failure message only.
+        let stderr = child.stderr.take().expect("stderr");
+        let log = tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            let mut tail = std::collections::VecDeque::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if tail.len() == 40 {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+            tail.into_iter().collect::<Vec<_>>().join("\n")
+        });
+        Debezium { child, reader, log }
+    }
+
+    /// Tells it to stop once transaction `last_gtid` ended, waits, and returns its output
+    /// (panics with its log tail if it failed or did not get there).
+    async fn finish(mut self, last_gtid: &str) -> Vec<Json> {
+        // A client that already failed has closed its stdin; its output says why (below).
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        let _ = stdin.write_all(format!("{last_gtid}\n").as_bytes()).await;
+        let _ = stdin.flush().await;
+        let status = match tokio::time::timeout(WAIT, self.child.wait()).await {
+            Ok(status) => Some(status.expect("wait for java")),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                None
+            }
+        };
+        let lines = self.reader.await.expect("reader");
+        let log = self.log.await.expect("log");
+        if let Some(err) = lines.iter().find(|l| l["ev"] == "error") {
+            panic!("Debezium failed: {}\n--- log tail ---\n{log}", err["what"]);
+        }
+        let Some(status) = status else {
+            let last = lines.iter().rev().find(|l| l["ev"] == "tx");
+            panic!(
+                "Debezium did not reach {last_gtid} in time; last transaction event {last:?}\n--- log tail ---\n{log}"
+            );
+        };
+        assert!(status.success(), "java exited with {status}\n{log}");
+        lines
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn debezium_streams_changes_with_correct_values() {
     let Some(prog) = java::compile_all_jars("DebeziumTail.java") else {
@@ -524,48 +651,11 @@ async fn debezium_streams_changes_with_correct_values() {
     let addr = app.local_addr();
     let uuid = app.server_uuid().to_string();
     let work = dir.path().join("debezium");
-    std::fs::create_dir_all(&work).expect("work dir");
-    let mut cmd = prog.command("DebeziumTail");
-    cmd.arg(addr.ip().to_string())
-        .arg(addr.port().to_string())
-        .arg("root")
-        .arg("")
-        .arg("6102")
-        .arg(&work)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().expect("start java DebeziumTail");
-    let stdout = child.stdout.take().expect("stdout");
-    let reader = tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let mut out = Vec::new();
-        while let Some(line) = lines.next_line().await.expect("read Debezium output") {
-            out.push(
-                serde_json::from_str::<Json>(&line)
-                    .unwrap_or_else(|e| panic!("non-JSON line {line:?}: {e}")),
-            );
-        }
-        out
-    });
-    // Debezium logs a lot; keep it for a failure message only.
-    let stderr = child.stderr.take().expect("stderr");
-    let log = tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        let mut tail = std::collections::VecDeque::new();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if tail.len() == 40 {
-                tail.pop_front();
-            }
-            tail.push_back(line);
-        }
-        tail.into_iter().collect::<Vec<_>>().join("\n")
-    });
+    let debezium = Debezium::start(&prog, addr, 6102, &work, "no_data");
 
     // Its dump session (server id 6102) is running, or it failed (its output says why).
     let deadline = Instant::now() + WAIT;
-    while !app.dump_server_ids().contains(&6102) && !reader.is_finished() {
+    while !app.dump_server_ids().contains(&6102) && !debezium.reader.is_finished() {
         assert!(Instant::now() < deadline, "Debezium never started its dump");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -575,32 +665,7 @@ async fn debezium_streams_changes_with_correct_values() {
         .iter()
         .rposition(|t| t["ddl"].is_null())
         .expect("a row transaction");
-    // A client that already failed has closed its stdin; its output says why (below).
-    let stdin = child.stdin.as_mut().expect("stdin");
-    let _ = stdin
-        .write_all(format!("{uuid}:{}\n", last_rows + 1).as_bytes())
-        .await;
-    let _ = stdin.flush().await;
-    let status = match tokio::time::timeout(WAIT, child.wait()).await {
-        Ok(status) => Some(status.expect("wait for java")),
-        Err(_) => {
-            let _ = child.kill().await;
-            None
-        }
-    };
-    let lines = reader.await.expect("reader");
-    let log = log.await.expect("log");
-    if let Some(err) = lines.iter().find(|l| l["ev"] == "error") {
-        panic!("Debezium failed: {}\n--- log tail ---\n{log}", err["what"]);
-    }
-    let Some(status) = status else {
-        let last = lines.iter().rev().find(|l| l["ev"] == "tx");
-        panic!(
-            "Debezium did not reach gno {} in time; last transaction event {last:?}\n--- log tail ---\n{log}",
-            last_rows + 1
-        );
-    };
-    assert!(status.success(), "java exited with {status}\n{log}");
+    let lines = debezium.finish(&format!("{uuid}:{}", last_rows + 1)).await;
 
     let txns = debezium_transactions(&lines);
     let first = txns.first().expect("Debezium streamed transactions");
@@ -685,6 +750,163 @@ async fn debezium_streams_changes_with_correct_values() {
         counts.rows,
         counts.key_changes,
         counts.compared,
+        started.elapsed().as_secs_f64()
+    );
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}
+
+/// Debezium in its default configuration (`snapshot.mode=initial`) while the workload runs: its
+/// snapshot reads every table at the position it read under FLUSH TABLES WITH READ LOCK, and
+/// those rows equal the truth log's state at that position's timestamp; it then streams from
+/// exactly there, so every transaction after it arrives once, and none before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn debezium_initial_snapshot_then_streams_every_change_once() {
+    let Some(prog) = java::compile_all_jars("DebeziumTail.java") else {
+        return;
+    };
+    let seed = 33;
+    let started = Instant::now();
+    let run = app::start_sim_paused(seed, 900, 60.0).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = app::start_app(&run, &dir.path().join("data")).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+    run.sim.start_workload();
+    // The snapshot starts with a few hundred transactions in the tables and the workload on.
+    let deadline = Instant::now() + WAIT;
+    while app.txns_written() < 200 {
+        assert!(Instant::now() < deadline, "the workload never got going");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let debezium = Debezium::start(&prog, addr, 6103, &dir.path().join("debezium"), "initial");
+    let want = app::finish_workload(&run, &app).await;
+    let last_rows = want
+        .iter()
+        .rposition(|t| t["ddl"].is_null())
+        .expect("a row transaction");
+    let lines = debezium.finish(&format!("{uuid}:{}", last_rows + 1)).await;
+
+    // The snapshot's position, and the timestamp it lines up with.
+    let reads: Vec<&Json> = lines
+        .iter()
+        .filter(|l| l["ev"] == "row" && l["op"] == "read")
+        .collect();
+    assert!(!reads.is_empty(), "Debezium's snapshot read rows");
+    let (file, pos) = (
+        reads[0]["file"].as_str().expect("file").to_owned(),
+        reads[0]["pos"].as_u64().expect("pos"),
+    );
+    assert!(
+        reads
+            .iter()
+            .all(|r| r["file"] == file.as_str() && r["pos"] == pos),
+        "one snapshot position"
+    );
+    let mut conn = mysql_async::Conn::new(app::opts(addr, "root"))
+        .await
+        .expect("connect");
+    let ts: u64 = conn
+        .query_first::<Option<u64>, _>(format!("SELECT TIBINLOG_TS_FOR_POS('{file}', {pos})"))
+        .await
+        .expect("ts for position")
+        .flatten()
+        .expect("the snapshot position lines up with a timestamp");
+    drop(conn);
+    let n = want
+        .iter()
+        .filter(|t| t["commit_ts"].as_u64().is_some_and(|c| c <= ts))
+        .count();
+    assert!(
+        n >= 200 && n < want.len(),
+        "a snapshot mid-stream ({n} of {})",
+        want.len()
+    );
+
+    // Snapshot rows = the truth state after the first n transactions.
+    let mut state: std::collections::BTreeMap<(String, String), Vec<Json>> = Default::default();
+    for t in &want[..n] {
+        if let Some(ddl) = t["ddl"].as_str() {
+            if ddl.to_ascii_uppercase().starts_with("TRUNCATE") {
+                for (id, rows) in state.iter_mut() {
+                    if ddl.contains(&format!("`{}`", id.1)) {
+                        rows.clear();
+                    }
+                }
+            }
+        }
+        for r in t["rows"].as_array().into_iter().flatten() {
+            let id = (
+                r["db"].as_str().unwrap_or_default().to_owned(),
+                r["table"].as_str().unwrap_or_default().to_owned(),
+            );
+            let rows = state.entry(id).or_default();
+            if !r["before"].is_null() {
+                let at = rows
+                    .iter()
+                    .position(|x| same_row(x, &r["before"]))
+                    .unwrap_or_else(|| panic!("truth before image not in the state: {r}"));
+                rows.remove(at);
+            }
+            if !r["after"].is_null() {
+                rows.push(r["after"].clone());
+            }
+        }
+    }
+    let mut counts = Counts::default();
+    let mut read_rows: std::collections::BTreeMap<(String, String), Vec<&Json>> =
+        Default::default();
+    for r in &reads {
+        read_rows
+            .entry((
+                r["db"].as_str().unwrap_or_default().to_owned(),
+                r["table"].as_str().unwrap_or_default().to_owned(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    for (id, rows) in &state {
+        let mut left = read_rows.remove(id).unwrap_or_default();
+        assert_eq!(left.len(), rows.len(), "{id:?}: snapshot rows");
+        for want_row in rows {
+            let at = left
+                .iter()
+                .position(|r| {
+                    image_covers(&r["types"], &r["after"], want_row, &mut Counts::default())
+                })
+                .unwrap_or_else(|| panic!("{id:?}: no snapshot record for truth row {want_row}"));
+            let r = left.remove(at);
+            image_covers(&r["types"], &r["after"], want_row, &mut counts);
+            counts.rows += 1;
+        }
+    }
+    assert!(
+        read_rows.values().all(|v| v.is_empty()),
+        "snapshot records of tables the truth log has no rows for: {read_rows:?}"
+    );
+
+    // Streaming: exactly the row transactions after the snapshot, in order, once each.
+    let txns = debezium_transactions(&lines);
+    let got: Vec<usize> = txns.iter().map(|t| gno_of(&t.gtid)).collect();
+    let want_gnos: Vec<usize> = want
+        .iter()
+        .enumerate()
+        .skip(n)
+        .filter(|(_, t)| t["ddl"].is_null())
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        got, want_gnos,
+        "streamed transactions after the snapshot position"
+    );
+    assert!(txns.iter().all(|t| t.ended), "every transaction ended");
+    assert_eq!(counts.skipped, 0, "Debezium decodes every snapshot value");
+    eprintln!(
+        "seed {seed}: Debezium's snapshot at {file}:{pos} (ts {ts}, after {n} transactions) read {} \
+         rows ({} values compared), then streamed {} transactions; {:.1} s",
+        counts.rows,
+        counts.compared,
+        txns.len(),
         started.elapsed().as_secs_f64()
     );
     app.stop().await.expect("clean stop");

@@ -19,8 +19,10 @@
 //!   transaction first). A store error stops the app.
 //! * Stop: cancel the token; the writer closes the store cleanly.
 
+pub mod catalog;
 pub mod config;
 pub mod demo;
+pub mod reader;
 pub mod schema;
 mod sha1;
 pub mod source;
@@ -265,6 +267,25 @@ impl App {
         };
         let feed = start_changefeed(&feed_cfg, &stop).await?;
 
+        // Snapshot reads of tables for SQL clients, on a PD client of their own.
+        let sql_pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), stop.child_token())
+            .await
+            .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
+        let snapshot: Option<Arc<dyn crate::server::sql::plan::SnapshotSource>> = {
+            let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
+                sql_pd.clone(),
+                crate::capture::snapshot::SnapshotConfig::default(),
+            ));
+            Some(Arc::new(reader::TableReader::new(
+                crate::capture::snapshot::BlockingSnapshotReader::new(
+                    reader,
+                    tokio::runtime::Handle::current(),
+                ),
+                sql_pd.clone(),
+                tokio::runtime::Handle::current(),
+            )))
+        };
+
         let stats = Arc::new(Stats::default());
         stats.next_gno.store(recovery.next_gno, Ordering::Relaxed);
         stats.checkpoint.store(start_ts.0, Ordering::Relaxed);
@@ -308,6 +329,7 @@ impl App {
             tls: cfg.tls.clone(),
             auth_plugin: AuthMethod::NativePassword,
             default_heartbeat: cfg.default_heartbeat,
+            snapshot: snapshot.clone(),
         };
         let bound = async {
             let main = Server::bind(
@@ -337,6 +359,12 @@ impl App {
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
+        tokio::spawn(reader::hold_snapshots(
+            sql_pd,
+            format!("tibinlog-{server_uuid}-sql"),
+            shared.snapshot_hold(),
+            stop.clone(),
+        ));
         let mariadb_server = maria.map(|maria| {
             let (failure, stop) = (failure.clone(), stop.clone());
             tokio::spawn(async move {

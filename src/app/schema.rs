@@ -8,12 +8,13 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos};
 use crate::model::Ts;
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
+use crate::server::sql::catalog::CatalogSnapshot;
 use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
 
@@ -91,15 +92,33 @@ impl SchemaHistory {
 pub struct SchemaView {
     history: Arc<SchemaHistory>,
     files: BinlogFiles,
+    /// The SQL catalog of the last version asked for (versions change only at DDL).
+    cache: Arc<Mutex<Option<(Catalog, Arc<CatalogSnapshot>)>>>,
 }
 
 impl SchemaView {
     pub fn new(history: Arc<SchemaHistory>, files: BinlogFiles) -> Self {
-        SchemaView { history, files }
+        SchemaView {
+            history,
+            files,
+            cache: Arc::default(),
+        }
     }
 
     fn fixed(&self) -> FixedCatalog {
-        FixedCatalog(self.history.at(self.files.end_pos()))
+        FixedCatalog::new(self.history.at(self.files.end_pos()))
+    }
+
+    fn snapshot_of(&self, catalog: Catalog) -> Arc<CatalogSnapshot> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((c, snap)) = cache.as_ref() {
+            if Arc::ptr_eq(c, &catalog) {
+                return snap.clone();
+            }
+        }
+        let snap = Arc::new(super::catalog::snapshot(&catalog));
+        *cache = Some((catalog, snap.clone()));
+        snap
     }
 }
 
@@ -109,7 +128,15 @@ impl SchemaProvider for SchemaView {
             .files
             .parse_position(&end.file, end.pos)
             .unwrap_or_else(|| self.files.end_pos());
-        Arc::new(FixedCatalog(self.history.at(pos)))
+        let catalog = self.history.at(pos);
+        let snap = self.snapshot_of(catalog.clone());
+        Arc::new(FixedCatalog {
+            catalog,
+            snapshot: Arc::new(OnceLock::from(snap)),
+        })
+    }
+    fn catalog(&self) -> Arc<CatalogSnapshot> {
+        self.snapshot_of(self.history.at(self.files.end_pos()))
     }
     fn databases(&self) -> Vec<String> {
         self.fixed().databases()
@@ -127,11 +154,21 @@ impl SchemaProvider for SchemaView {
 
 /// [`SchemaProvider`] over one catalog version.
 #[derive(Debug, Clone)]
-pub struct FixedCatalog(pub Catalog);
+pub struct FixedCatalog {
+    catalog: Catalog,
+    snapshot: Arc<OnceLock<Arc<CatalogSnapshot>>>,
+}
 
 impl FixedCatalog {
+    pub fn new(catalog: Catalog) -> Self {
+        FixedCatalog {
+            catalog,
+            snapshot: Arc::default(),
+        }
+    }
+
     fn table(&self, db: &str, table: &str) -> Option<Arc<MountedTable>> {
-        self.0
+        self.catalog
             .iter()
             .find(|t| t.schema().eq_ignore_ascii_case(db) && t.name().eq_ignore_ascii_case(table))
             .cloned()
@@ -143,14 +180,20 @@ impl SchemaProvider for FixedCatalog {
         Arc::new(self.clone())
     }
 
+    fn catalog(&self) -> Arc<CatalogSnapshot> {
+        self.snapshot
+            .get_or_init(|| Arc::new(super::catalog::snapshot(&self.catalog)))
+            .clone()
+    }
+
     fn databases(&self) -> Vec<String> {
-        let set: BTreeSet<String> = self.0.iter().map(|t| t.schema().to_owned()).collect();
+        let set: BTreeSet<String> = self.catalog.iter().map(|t| t.schema().to_owned()).collect();
         set.into_iter().collect()
     }
 
     fn tables(&self, db: &str) -> Option<Vec<String>> {
         let mut names: Vec<String> = self
-            .0
+            .catalog
             .iter()
             .filter(|t| t.schema().eq_ignore_ascii_case(db))
             .map(|t| t.name().to_owned())
@@ -289,7 +332,7 @@ pub fn column_type(ft: &FieldType) -> String {
     s
 }
 
-fn is_string_type(ft: &FieldType) -> bool {
+pub(crate) fn is_string_type(ft: &FieldType) -> bool {
     matches!(
         ft.tp,
         mysql::TYPE_VARCHAR
@@ -305,7 +348,7 @@ fn is_string_type(ft: &FieldType) -> bool {
 }
 
 /// The column's default as text, `None` for no default or NULL.
-fn default_text(c: &TidbColumn) -> Option<String> {
+pub(crate) fn default_text(c: &TidbColumn) -> Option<String> {
     match &c.default {
         serde_json::Value::Null => None,
         serde_json::Value::String(s) => Some(s.clone()),
@@ -313,9 +356,9 @@ fn default_text(c: &TidbColumn) -> Option<String> {
     }
 }
 
-fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
-    let ft = &c.field_type;
-    let key = if has(ft, mysql::PRI_KEY_FLAG) {
+/// `COLUMN_KEY` of a column: `PRI`, `UNI`, `MUL` or empty.
+pub(crate) fn column_key(ft: &FieldType) -> &'static str {
+    if has(ft, mysql::PRI_KEY_FLAG) {
         "PRI"
     } else if has(ft, mysql::UNIQUE_KEY_FLAG) {
         "UNI"
@@ -323,7 +366,12 @@ fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
         "MUL"
     } else {
         ""
-    };
+    }
+}
+
+fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
+    let ft = &c.field_type;
+    let key = column_key(ft);
     let collation = is_string_type(ft).then(|| {
         if ft.collate.is_empty() {
             table_collate.to_owned()

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, StoreError};
 use crate::server::{
-    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SourceError,
+    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SnapshotPoint, SourceError,
 };
 
 /// How long a purge waits for the writer thread.
@@ -175,6 +175,30 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
 
     fn gtid_purged(&self) -> GtidSet {
         self.files.purged_gtids()
+    }
+
+    fn position_for_ts(&self, ts: u64) -> Result<BinlogPosition, SourceError> {
+        let p = self
+            .files
+            .locate_ts(crate::model::Ts(ts))
+            .map_err(source_error)?;
+        Ok(BinlogPosition::new(
+            self.files.file_name(p.file_seq),
+            p.offset,
+        ))
+    }
+
+    fn ts_for_position(&self, pos: &BinlogPosition) -> Option<u64> {
+        let p = self.files.parse_position(&pos.file, pos.pos)?;
+        self.files.ts_at(p).map(|t| t.0)
+    }
+
+    fn snapshot_point(&self) -> Option<SnapshotPoint> {
+        self.files.snapshot_point().map(|p| SnapshotPoint {
+            ts: p.ts.0,
+            end: BinlogPosition::new(self.files.file_name(p.end.file_seq), p.end.offset),
+            gtid_executed: p.gtid_executed,
+        })
     }
 
     fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError> {

@@ -48,6 +48,20 @@ pub(crate) struct FilesState {
     pub gtid_executed: GtidSet,
     /// commit_ts and gno of the last purged transaction.
     pub purged_horizon: Option<(Ts, u64)>,
+    /// The newest durable checkpoint whose binlog end is known exactly (see
+    /// [`SnapshotPoint`]).
+    pub snapshot: Option<SnapshotPoint>,
+}
+
+/// A position where the binlog and the upstream history line up: every transaction with
+/// `commit_ts <= ts` is before `end`, every later one after it. A snapshot read at `ts` plus
+/// the binlog from `end` is exactly the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotPoint {
+    pub ts: Ts,
+    pub end: BinlogPos,
+    /// `@@gtid_executed` at `end`.
+    pub gtid_executed: GtidSet,
 }
 
 impl FilesState {
@@ -141,6 +155,11 @@ impl BinlogFiles {
         let st = self.shared.read();
         let end = *self.shared.end_rx.borrow();
         (end, st.gtid_executed.clone())
+    }
+
+    /// The newest snapshot point: a durable checkpoint and the binlog end it was recorded at.
+    pub fn snapshot_point(&self) -> Option<SnapshotPoint> {
+        self.shared.read().snapshot.clone()
     }
 
     /// The position of `pos` in file `name`, if `name` is one of this store's file names.
@@ -329,6 +348,34 @@ impl BinlogFiles {
         match (from..st.entries.len()).find(|&i| !set.contains(&sid, st.entries[i].gno)) {
             Some(i) => Ok(BinlogPos::new(st.entries[i].file_seq, st.txn_start(i))),
             None => Ok(self.end_pos()),
+        }
+    }
+
+    /// The TiDB timestamp position `pos` lines up with: the commit ts of the transaction
+    /// ending there (of the one before, at a file's first transaction), if every later
+    /// transaction committed after it; `None` when `pos` is not a transaction boundary this
+    /// store retains, or when a transaction of the same commit ts follows (no timestamp splits
+    /// the history there). The durable end answers with its snapshot point's timestamp.
+    pub fn ts_at(&self, pos: BinlogPos) -> Option<Ts> {
+        let st = self.shared.read();
+        if let Some(p) = &st.snapshot {
+            if p.end == pos {
+                return Some(p.ts);
+            }
+        }
+        // The last transaction ending at or before `pos` and the first starting at or after it.
+        let i = st.entries.partition_point(|e| e.end() <= pos);
+        let before = i.checked_sub(1).map(|j| &st.entries[j])?;
+        let at_boundary = before.end() == pos
+            || st
+                .file(pos.file_seq)
+                .is_some_and(|f| f.prologue_end == pos.offset && before.file_seq < pos.file_seq);
+        if !at_boundary {
+            return None;
+        }
+        match st.entries.get(i) {
+            Some(next) if next.commit_ts <= before.commit_ts => None,
+            _ => Some(before.commit_ts),
         }
     }
 

@@ -70,7 +70,7 @@ use tibinlog_protocol::binlog::Sid;
 use crate::model::Ts;
 
 pub use error::{DumpError, Result, StoreError};
-pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef};
+pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef, SnapshotPoint};
 pub use index::file_name;
 pub use map::TxnEntry;
 pub use recovery::Recovery;

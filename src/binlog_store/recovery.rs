@@ -24,7 +24,7 @@ use tibinlog_protocol::binlog::{EventWriter, GtidSet, Sid};
 use tokio::sync::watch;
 
 use super::error::{Result, StoreError};
-use super::files::{FileInfo, FilesState, Shared};
+use super::files::{FileInfo, FilesState, Shared, SnapshotPoint};
 use super::index::{file_name, parse_file_name, read_index, write_index};
 use super::map::{MapFile, Record, TxnEntry};
 use super::scan::{open_at, read_event, read_prologue, ReadOutcome, TxnScanner};
@@ -295,11 +295,19 @@ impl BinlogStore {
         let last_written = entries.last().map(|e| (e.commit_ts, e.start_ts));
         let last_timestamp = files.last().map_or(0, |f| f.last_secs);
 
+        let snapshot = checkpoint
+            .filter(|(_, requires)| *requires == end_pos)
+            .map(|(ts, end)| SnapshotPoint {
+                ts,
+                end,
+                gtid_executed: gtid_executed.clone(),
+            });
         let state = FilesState {
             files,
             entries,
             gtid_executed: gtid_executed.clone(),
             purged_horizon: horizon,
+            snapshot,
         };
         let (end_tx, end_rx) = watch::channel(end_pos);
         let shared = Arc::new(Shared {

@@ -581,8 +581,30 @@ impl BinlogStore {
                 .sync_data()
                 .map_err(StoreError::io("fsync", &self.path))?;
             self.publish(end, None);
+        } else if new_checkpoint.is_some() {
+            let mut st = self.shared.write();
+            Self::update_snapshot(&mut st, self.checkpoint, end, &self.gtid_executed);
         }
         Ok(())
+    }
+
+    /// Records the checkpoint as the snapshot point when it was recorded at the durable end
+    /// (everything up to it is before `end`, nothing after it is).
+    fn update_snapshot(
+        st: &mut super::files::FilesState,
+        checkpoint: Option<(Ts, BinlogPos)>,
+        end: BinlogPos,
+        gtid_executed: &GtidSet,
+    ) {
+        if let Some((ts, requires)) = checkpoint {
+            if requires == end {
+                st.snapshot = Some(super::files::SnapshotPoint {
+                    ts,
+                    end,
+                    gtid_executed: gtid_executed.clone(),
+                });
+            }
+        }
     }
 
     /// Makes what is durable visible: entries, sizes, GTIDs, then the watch.
@@ -596,6 +618,7 @@ impl BinlogStore {
             }
             st.files.extend(new_file);
             st.gtid_executed.clone_from(&self.gtid_executed);
+            Self::update_snapshot(&mut st, self.checkpoint, end, &self.gtid_executed);
             // Under the lock, so `BinlogFiles::status` reads an end and a GTID set that agree.
             self.end_tx.send_replace(end);
         }

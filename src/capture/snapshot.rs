@@ -312,72 +312,80 @@ impl SnapshotReader {
         let mut cur = start.to_vec();
         let batch = self.cfg.scan_batch.max(1);
         loop {
-            if !end.is_empty() && cur.as_slice() >= end {
-                return Ok(out);
-            }
-            // One page inside one region: pairs, and where to continue (None = done).
-            let from = cur.clone();
-            let (pairs, next) = self
-                .retrying(&from, |r, mut c| {
-                    let from = from.clone();
-                    async move {
-                        let region_end = raw_of(&r.span.end)?;
-                        let upper = if region_end.is_empty()
-                            || (!end.is_empty() && end <= region_end.as_slice())
-                        {
-                            end.to_vec()
-                        } else {
-                            region_end.clone()
-                        };
-                        let req = kvrpcpb::ScanRequest {
-                            context: context(&r),
-                            start_key: from.clone(),
-                            end_key: upper.clone(),
-                            limit: batch,
-                            version: ts.0,
-                            ..Default::default()
-                        };
-                        let resp = match c.kv_scan(req).await {
-                            Ok(resp) => resp.into_inner(),
-                            Err(s) => {
-                                return Ok(Err(Again::Region(self.on_transport_error(&r, &s))))
-                            }
-                        };
-                        if let Some(e) = resp.region_error {
-                            return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
-                        }
-                        if let Some(e) = resp.error {
-                            return key_error(&from, e).map(Err);
-                        }
-                        let mut pairs = Vec::with_capacity(resp.pairs.len());
-                        let full = resp.pairs.len() >= batch as usize;
-                        for p in resp.pairs {
-                            if let Some(e) = p.error {
-                                return key_error(&p.key, e).map(Err);
-                            }
-                            pairs.push((p.key, p.value));
-                        }
-                        let next = if full {
-                            pairs.last().map(|(k, _): &(Vec<u8>, Vec<u8>)| {
-                                let mut n = k.clone();
-                                n.push(0);
-                                n
-                            })
-                        } else if upper.is_empty() || upper.as_slice() == end {
-                            None
-                        } else {
-                            Some(upper)
-                        };
-                        Ok(Ok((pairs, next)))
-                    }
-                })
-                .await?;
+            let (pairs, next) = self.scan_page(&cur, end, ts, batch).await?;
             out.extend(pairs);
             match next {
                 Some(n) => cur = n,
                 None => return Ok(out),
             }
         }
+    }
+
+    /// One page of raw `[start, end)` at `ts`: at most `limit` pairs, inside one region, in
+    /// key order, and the key to continue from (`None` when the range is done).
+    pub async fn scan_page(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        ts: Ts,
+        limit: u32,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        if !end.is_empty() && start >= end {
+            return Ok((Vec::new(), None));
+        }
+        let batch = limit.max(1);
+        let from = start.to_vec();
+        self.retrying(&from, |r, mut c| {
+            let from = from.clone();
+            async move {
+                let region_end = raw_of(&r.span.end)?;
+                let upper =
+                    if region_end.is_empty() || (!end.is_empty() && end <= region_end.as_slice()) {
+                        end.to_vec()
+                    } else {
+                        region_end.clone()
+                    };
+                let req = kvrpcpb::ScanRequest {
+                    context: context(&r),
+                    start_key: from.clone(),
+                    end_key: upper.clone(),
+                    limit: batch,
+                    version: ts.0,
+                    ..Default::default()
+                };
+                let resp = match c.kv_scan(req).await {
+                    Ok(resp) => resp.into_inner(),
+                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                };
+                if let Some(e) = resp.region_error {
+                    return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+                }
+                if let Some(e) = resp.error {
+                    return key_error(&from, e).map(Err);
+                }
+                let mut pairs = Vec::with_capacity(resp.pairs.len());
+                let full = resp.pairs.len() >= batch as usize;
+                for p in resp.pairs {
+                    if let Some(e) = p.error {
+                        return key_error(&p.key, e).map(Err);
+                    }
+                    pairs.push((p.key, p.value));
+                }
+                let next = if full {
+                    pairs.last().map(|(k, _): &(Vec<u8>, Vec<u8>)| {
+                        let mut n = k.clone();
+                        n.push(0);
+                        n
+                    })
+                } else if upper.is_empty() || upper.as_slice() == end {
+                    None
+                } else {
+                    Some(upper)
+                };
+                Ok(Ok((pairs, next)))
+            }
+        })
+        .await
     }
 }
 
@@ -396,6 +404,17 @@ impl BlockingSnapshotReader {
     /// Blocks on `handle`'s runtime for every read.
     pub fn new(reader: Arc<SnapshotReader>, handle: Handle) -> BlockingSnapshotReader {
         BlockingSnapshotReader { reader, handle }
+    }
+
+    /// [`SnapshotReader::scan_page`], blocking.
+    pub fn scan_page(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        ts: Ts,
+        limit: u32,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+        self.block(self.reader.scan_page(start, end, ts, limit))
     }
 
     fn block<T>(&self, f: impl Future<Output = T>) -> T {

@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 
 use sqlparser::ast::{
     BinaryOperator, ContextModifier, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    InTarget, ObjectName, SelectItem, Set, SetExpr, ShowCreateObject, ShowStatementFilter,
-    Statement, UnaryOperator, Value,
+    InTarget, ObjectName, Set, ShowCreateObject, ShowStatementFilter, Statement, UnaryOperator,
+    Value,
 };
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
@@ -40,14 +40,25 @@ use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 use super::binlog_events::show_binlog_events;
 use super::conn::ConnInfo;
 use super::source::SourceError;
+use super::sql::charset;
+use super::sql::error::SqlError;
+use super::sql::exec::Operator;
+use super::sql::expr::Env;
+use super::sql::infoschema;
 use super::sql::like::{CaseRule, LikePattern};
-use super::sql::parse::{parse, ParseFailure};
+use super::sql::parse::{parse, split_statements, ParseFailure};
+use super::sql::plan::{plan_query, QueryCtx};
+use super::sql::show;
+use super::sql::types::SqlType;
 use super::vars::{global_variables, Scope, Session};
 use super::words::Words;
 use super::Shared;
+use tibinlog_protocol::value::Value as SqlValueTyped;
+use tibinlog_protocol::wire::stmt::Param;
+use tracing::debug;
 
 /// One answer to one statement.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Reply {
     Ok {
         affected: u64,
@@ -57,6 +68,30 @@ pub enum Reply {
         columns: Vec<ColumnSpec>,
         rows: Vec<Vec<Option<String>>>,
     },
+    /// A query whose rows are produced while they are sent.
+    Query(QueryReply),
+}
+
+/// The result set of a planned query: column definitions, the type of each column (how its
+/// values are rendered), and the operator producing the rows.
+pub struct QueryReply {
+    pub columns: Vec<ColumnSpec>,
+    pub types: Vec<SqlType>,
+    pub op: Box<dyn Operator>,
+}
+
+impl std::fmt::Debug for QueryReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryReply")
+            .field("columns", &self.columns.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<SqlError> for Reply {
+    fn from(e: SqlError) -> Self {
+        Reply::err(e.code, e.message)
+    }
 }
 
 impl Reply {
@@ -81,35 +116,162 @@ impl Reply {
 const MSG_READ_ONLY: &str =
     "The MySQL server is running with the --read-only option so it cannot execute this statement";
 
-/// Runs the statements of one COM_QUERY.
+/// Runs the statements of one COM_QUERY (several with CLIENT_MULTI_STATEMENTS): one reply
+/// each, stopping at the first error as MySQL does.
 pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &str) -> Vec<Reply> {
     let ctx = Ctx {
         shared,
         info,
         globals: global_variables(&shared.identity, shared.source.as_ref()),
     };
-    let words = Words::new(sql);
-    if let Some(reply) = ctx.fallback(&words) {
-        return vec![reply];
+    let mut out = Vec::new();
+    for stmt in split_statements(sql) {
+        let r = ctx.one(session, stmt);
+        let stop = matches!(r, Reply::Err(_));
+        out.push(r);
+        if stop {
+            break;
+        }
     }
-    match parse(sql) {
-        Ok(stmts) if stmts.is_empty() => vec![Reply::err(ER_PARSE_ERROR, "Query was empty")],
-        Ok(stmts) => {
-            let mut out = Vec::with_capacity(stmts.len());
-            for st in &stmts {
-                let r = ctx.statement(session, st, &words);
-                let stop = matches!(r, Reply::Err(_));
-                out.push(r);
-                if stop {
-                    break;
-                }
-            }
-            out
-        }
-        Err(ParseFailure::Syntax(e)) => vec![syntax_error(sql, &e)],
+    if out.is_empty() {
+        out.push(Reply::err(ER_PARSE_ERROR, "Query was empty"));
+    }
+    // The session's snapshot, if it pinned one, holds the upstream's GC.
+    shared.set_hold(info.id, ctx.pinned_ts(session));
+    out
+}
+
+/// What COM_STMT_PREPARE answers: the number of `?` parameters and the result columns (as
+/// the statement would give them with every parameter NULL; none when that cannot be planned).
+#[derive(Debug)]
+pub struct Prepared {
+    pub params: usize,
+    pub columns: Vec<ColumnSpec>,
+}
+
+/// Prepares `sql`: counts its parameters and plans it with NULLs for its result columns.
+pub fn prepare(
+    shared: &Shared,
+    info: &ConnInfo,
+    session: &mut Session,
+    sql: &str,
+) -> Result<Prepared, Reply> {
+    let marks = placeholders(sql).map_err(Reply::from)?;
+    if split_statements(sql).len() > 1 {
+        return Err(Reply::err(
+            ER_PARSE_ERROR,
+            "a prepared statement holds one statement",
+        ));
+    }
+    let nulls: Vec<Param> = vec![Param::Null; marks.len()];
+    let bound = bind_text(sql, &marks, &nulls);
+    let ctx = Ctx {
+        shared,
+        info,
+        globals: global_variables(&shared.identity, shared.source.as_ref()),
+    };
+    // Planning must not change the session (a prepared SET is only run at execute).
+    let mut scratch = session.clone();
+    let columns = match parse(&bound) {
+        Ok(stmts) => match stmts.as_slice() {
+            [Statement::Query(_)] => match ctx.one(&mut scratch, &bound) {
+                Reply::Query(q) => q.columns,
+                Reply::Rows { columns, .. } => columns,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        },
+        Err(ParseFailure::Syntax(e)) => return Err(syntax_error(sql, &e)),
         Err(e @ ParseFailure::TooComplex { .. }) => {
-            vec![Reply::err(ER_STACK_OVERRUN_NEED_MORE, e.to_string())]
+            return Err(Reply::err(ER_STACK_OVERRUN_NEED_MORE, e.to_string()))
         }
+    };
+    Ok(Prepared {
+        params: marks.len(),
+        columns,
+    })
+}
+
+/// The statement text of a prepared statement with its parameters bound as literals.
+pub fn bind(sql: &str, params: &[Param]) -> Result<String, Reply> {
+    let marks = placeholders(sql).map_err(Reply::from)?;
+    if marks.len() != params.len() {
+        return Err(Reply::err(
+            tibinlog_protocol::wire::errors::ER_WRONG_ARGUMENTS,
+            "Incorrect arguments to mysqld_stmt_execute",
+        ));
+    }
+    Ok(bind_text(sql, &marks, params))
+}
+
+/// Byte offsets of the `?` parameter markers of `sql`.
+fn placeholders(sql: &str) -> Result<Vec<usize>, SqlError> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(|e| SqlError::new(ER_PARSE_ERROR, e.to_string()))?;
+    let mut line_starts = vec![0usize];
+    for (i, b) in sql.bytes().enumerate() {
+        if b == b'\n' {
+            line_starts.push(i + 1);
+        }
+    }
+    let mut out = Vec::new();
+    for t in &tokens {
+        if matches!(&t.token, Token::Placeholder(p) if p == "?") {
+            let loc = t.span.start;
+            let line = line_starts
+                .get(loc.line.saturating_sub(1) as usize)
+                .copied()
+                .unwrap_or(0);
+            let off = sql[line..]
+                .char_indices()
+                .nth(loc.column.saturating_sub(1) as usize)
+                .map_or(sql.len(), |(b, _)| line + b);
+            out.push(off);
+        }
+    }
+    Ok(out)
+}
+
+/// `sql` with the marker at each offset replaced by its parameter as a literal.
+fn bind_text(sql: &str, marks: &[usize], params: &[Param]) -> String {
+    let mut out = String::with_capacity(sql.len() + 16 * params.len());
+    let mut at = 0;
+    for (&m, p) in marks.iter().zip(params) {
+        out.push_str(&sql[at..m]);
+        out.push_str(&param_literal(p));
+        at = m + 1;
+    }
+    out.push_str(&sql[at..]);
+    out
+}
+
+/// A parameter as a SQL literal.
+fn param_literal(p: &Param) -> String {
+    match p {
+        Param::Null => "NULL".into(),
+        Param::Int(i) => i.to_string(),
+        Param::UInt(u) => u.to_string(),
+        Param::Float(f) => format!("{:e}", f64::from(*f)),
+        Param::Double(f) => format!("{f:e}"),
+        Param::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => show::quote_str(s),
+            Err(_) => format!("X'{}'", hex::encode(b)),
+        },
+        Param::Date(d) => format!("'{:04}-{:02}-{:02}'", d.year, d.month, d.day),
+        Param::DateTime(dt) => format!(
+            "'{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}'",
+            dt.date.year, dt.date.month, dt.date.day, dt.hour, dt.minute, dt.second, dt.micros
+        ),
+        Param::Time(t) => format!(
+            "'{}{:02}:{:02}:{:02}.{:06}'",
+            if t.negative { "-" } else { "" },
+            t.hours,
+            t.minutes,
+            t.seconds,
+            t.micros
+        ),
     }
 }
 
@@ -158,11 +320,255 @@ struct Ctx<'a> {
 type SqlValue = Option<String>;
 
 impl Ctx<'_> {
-    /// The catalog this session sees: the one it locked, or the current one.
+    /// One statement.
+    fn one(&self, session: &mut Session, stmt: &str) -> Reply {
+        let words = Words::new(stmt);
+        if let Some(reply) = self.fallback(session, &words) {
+            return reply;
+        }
+        if let Some(reply) = self.show(session, &words) {
+            return reply;
+        }
+        match parse(stmt) {
+            Ok(stmts) => match stmts.as_slice() {
+                [] => Reply::err(ER_PARSE_ERROR, "Query was empty"),
+                [st] => self.statement(session, st, &words, stmt),
+                _ => unsupported("several statements without a separator"),
+            },
+            Err(ParseFailure::Syntax(e)) => syntax_error(stmt, &e),
+            Err(e @ ParseFailure::TooComplex { .. }) => {
+                Reply::err(ER_STACK_OVERRUN_NEED_MORE, e.to_string())
+            }
+        }
+    }
+
+    /// The catalog this session sees: its transaction's snapshot, the one it locked, or the
+    /// current one.
     fn schema(&self, session: &Session) -> std::sync::Arc<dyn super::source::SchemaProvider> {
+        if let Some(snap) = session
+            .transaction
+            .as_ref()
+            .and_then(|t| t.snapshot.as_ref())
+        {
+            return snap.schema.clone();
+        }
         match &session.read_lock {
             Some(l) => l.schema.clone(),
             None => self.shared.schema.clone(),
+        }
+    }
+
+    /// The current snapshot point: the newest durable checkpoint with its binlog position, or
+    /// (before the first checkpoint) the binlog end without a timestamp.
+    fn current_point(&self) -> super::vars::Snapshot {
+        match self.shared.source.snapshot_point() {
+            Some(p) => super::vars::Snapshot {
+                ts: Some(p.ts),
+                schema: self.shared.schema.at(&p.end),
+                end: p.end,
+            },
+            None => {
+                let end = self.shared.source.end_position();
+                super::vars::Snapshot {
+                    ts: None,
+                    schema: self.shared.schema.at(&end),
+                    end,
+                }
+            }
+        }
+    }
+
+    /// Where a read of this session reads: its transaction's snapshot (taken now if the
+    /// transaction has none yet), its read lock's point, or the current point.
+    fn read_point(&self, session: &mut Session) -> super::vars::Snapshot {
+        if let Some(p) = self.chosen_snapshot(session) {
+            return p;
+        }
+        if session.transaction.is_none() && !autocommit(session) {
+            session.transaction = Some(super::vars::Transaction::default());
+        }
+        let locked = session.read_lock.as_ref().map(|l| super::vars::Snapshot {
+            ts: l.ts,
+            end: l.end.clone(),
+            schema: l.schema.clone(),
+        });
+        if let Some(t) = session.transaction.as_mut() {
+            if t.snapshot.is_none() {
+                t.snapshot = Some(locked.clone().unwrap_or_else(|| self.current_point()));
+            }
+            if let Some(s) = &t.snapshot {
+                return s.clone();
+            }
+        }
+        locked.unwrap_or_else(|| self.current_point())
+    }
+
+    /// `SHOW …` forms answered from information_schema, and `SHOW CREATE DATABASE`.
+    fn show(&self, session: &mut Session, w: &Words) -> Option<Reply> {
+        if w.starts_with(&["SHOW", "CREATE", "DATABASE"])
+            || w.starts_with(&["SHOW", "CREATE", "SCHEMA"])
+        {
+            return Some(self.show_create_database(session, w));
+        }
+        let tokens = w.tokens();
+        let point = self.read_point_for_catalog(session);
+        let catalog = point.schema.catalog();
+        let sql = match show::rewrite(&tokens, &catalog, session.database.as_deref())? {
+            Ok(sql) => sql,
+            Err(e) => return Some(e.into()),
+        };
+        Some(self.run_query_text(session, &sql, &point))
+    }
+
+    /// The point `SET @@tidb_snapshot = <ts>` chose: reads at `ts`, with the catalog of the
+    /// binlog position where the history splits at it.
+    fn chosen_snapshot(&self, session: &Session) -> Option<super::vars::Snapshot> {
+        let ts: u64 = session
+            .overrides
+            .get("tidb_snapshot")?
+            .as_deref()?
+            .trim()
+            .parse()
+            .ok()?;
+        let end = self.shared.source.position_for_ts(ts).ok()?;
+        Some(super::vars::Snapshot {
+            ts: Some(ts),
+            schema: self.shared.schema.at(&end),
+            end,
+        })
+    }
+
+    /// The timestamp this session's reads use now, if pinned (`@@tidb_snapshot`).
+    pub(super) fn pinned_ts(&self, session: &Session) -> Option<u64> {
+        if let Some(p) = self.chosen_snapshot(session) {
+            return p.ts;
+        }
+        if let Some(s) = session
+            .transaction
+            .as_ref()
+            .and_then(|t| t.snapshot.as_ref())
+        {
+            return s.ts;
+        }
+        session.read_lock.as_ref().and_then(|l| l.ts)
+    }
+
+    /// The point catalog answers use (no transaction is started for them).
+    fn read_point_for_catalog(&self, session: &Session) -> super::vars::Snapshot {
+        if let Some(p) = self.chosen_snapshot(session) {
+            return p;
+        }
+        if let Some(s) = session
+            .transaction
+            .as_ref()
+            .and_then(|t| t.snapshot.clone())
+        {
+            return s;
+        }
+        match &session.read_lock {
+            Some(l) => super::vars::Snapshot {
+                ts: l.ts,
+                end: l.end.clone(),
+                schema: l.schema.clone(),
+            },
+            None => super::vars::Snapshot {
+                ts: None,
+                end: self.shared.source.end_position(),
+                schema: self.shared.schema.clone(),
+            },
+        }
+    }
+
+    fn show_create_database(&self, session: &Session, w: &Words) -> Reply {
+        let mut i = 3;
+        let if_not_exists = w.is_kw(3, "IF") && w.is_kw(4, "NOT") && w.is_kw(5, "EXISTS");
+        if if_not_exists {
+            i = 6;
+        }
+        let Some(db) = w.get(i) else {
+            return parse_error_near(w.raw(), w.offset(i));
+        };
+        if w.len() != i + 1 {
+            return parse_error_near(w.raw(), w.offset(i + 1));
+        }
+        let (cs, coll) = if infoschema::is_schema(db) {
+            ("utf8mb3".to_owned(), "utf8mb3_general_ci".to_owned())
+        } else {
+            let catalog = self.schema(session).catalog();
+            match catalog.database(db) {
+                Some(d) => (d.charset.clone(), d.collation.clone()),
+                None => return Reply::err(ER_BAD_DB_ERROR, format!("Unknown database '{db}'")),
+            }
+        };
+        Reply::text(
+            &["Database", "Create Database"],
+            vec![vec![
+                Some(db.to_owned()),
+                Some(show::create_database(db, &cs, &coll, if_not_exists)),
+            ]],
+        )
+    }
+
+    /// Plans and answers a query given as text (a rewritten SHOW).
+    fn run_query_text(&self, session: &Session, sql: &str, point: &super::vars::Snapshot) -> Reply {
+        let stmts = match parse(sql) {
+            Ok(s) => s,
+            Err(e) => return unsupported(&format!("the rewritten statement ({e})")),
+        };
+        match stmts.as_slice() {
+            [Statement::Query(q)] => self.plan(session, q, sql, point),
+            _ => unsupported("the rewritten statement"),
+        }
+    }
+
+    /// Plans a query read at `point`.
+    fn plan(
+        &self,
+        session: &Session,
+        q: &sqlparser::ast::Query,
+        sql: &str,
+        point: &super::vars::Snapshot,
+    ) -> Reply {
+        let catalog = point.schema.catalog();
+        let env = SqlEnv { ctx: self, session };
+        let facts = self.shared.server_facts();
+        let qctx = QueryCtx {
+            catalog: &catalog,
+            env: &env,
+            database: session.database.as_deref(),
+            snapshot: self.shared.snapshot.as_deref(),
+            read_ts: point.ts,
+            info: &facts,
+            sql,
+            cancel: self.info.cancel.clone(),
+        };
+        match plan_query(&qctx, q) {
+            Ok(planned) => {
+                let columns = planned
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let mut spec = c.ty.column_spec(&c.name);
+                        if let Some((db, alias, table, org)) = &c.origin {
+                            spec.schema.clone_from(db);
+                            spec.table.clone_from(alias);
+                            spec.org_table.clone_from(table);
+                            spec.org_name.clone_from(org);
+                        }
+                        if self.shared.identity.mariadb || self.info.mariadb_client {
+                            spec.charset = mariadb_collation(spec.charset);
+                        }
+                        spec
+                    })
+                    .collect();
+                let types = planned.columns.into_iter().map(|c| c.ty).collect();
+                Reply::Query(QueryReply {
+                    columns,
+                    types,
+                    op: planned.op,
+                })
+            }
+            Err(e) => e.into(),
         }
     }
 
@@ -172,21 +578,33 @@ impl Ctx<'_> {
         if session.read_lock.is_some() {
             return;
         }
-        let (end, gtid_executed) = self.shared.source.status();
+        let (end, gtid_executed, ts) = match self.shared.source.snapshot_point() {
+            Some(p) => (p.end, p.gtid_executed, Some(p.ts)),
+            None => {
+                let (end, gtids) = self.shared.source.status();
+                (end, gtids, None)
+            }
+        };
         let schema = self.shared.schema.at(&end);
         session.read_lock = Some(super::vars::ReadLock {
             end,
             gtid_executed,
             schema,
+            ts,
         });
     }
 
     /// Statements handled from tokens (see the module docs), or `None`.
-    fn fallback(&self, w: &Words) -> Option<Reply> {
+    fn fallback(&self, session: &mut Session, w: &Words) -> Option<Reply> {
         if w.starts_with(&["PURGE"]) {
             return Some(self.purge(w));
         }
         if w.starts_with(&["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT"]) {
+            // The snapshot is the read lock's point when one is held (FTWRL first, as
+            // Debezium and mysqldump do), else the current one.
+            session.transaction = Some(super::vars::Transaction::default());
+            let point = self.read_point(session);
+            debug!(ts = ?point.ts, end = %point.end.file, pos = point.end.pos, "consistent snapshot");
             return Some(Reply::ok());
         }
         if w.starts_with(&["SHOW", "BINLOG", "EVENTS"]) {
@@ -195,9 +613,12 @@ impl Ctx<'_> {
         None
     }
 
-    fn statement(&self, session: &mut Session, st: &Statement, words: &Words) -> Reply {
+    fn statement(&self, session: &mut Session, st: &Statement, words: &Words, text: &str) -> Reply {
         match st {
-            Statement::Query(q) => self.select(session, q),
+            Statement::Query(q) => {
+                let point = self.read_point(session);
+                self.plan(session, q, text, &point)
+            }
             Statement::Set(set) => self.set(session, set),
             Statement::ShowVariables { filter, global, .. } => {
                 let mut vars = self.globals.clone();
@@ -222,43 +643,6 @@ impl Ctx<'_> {
                 let words: Vec<&str> = words.iter().map(String::as_str).collect();
                 self.show_words(session, &words)
             }
-            Statement::ShowDatabases { .. } | Statement::ShowSchemas { .. } => {
-                let mut dbs = vec!["information_schema".to_string()];
-                dbs.extend(self.schema(session).databases());
-                Reply::text(
-                    &["Database"],
-                    dbs.into_iter().map(|d| vec![Some(d)]).collect(),
-                )
-            }
-            Statement::ShowTables {
-                full, show_options, ..
-            } => {
-                let db = show_options
-                    .show_in
-                    .as_ref()
-                    .and_then(|i| i.parent_name.as_ref())
-                    .and_then(|n| name_parts(n).pop())
-                    .or_else(|| session.database.clone());
-                let Some(db) = db else {
-                    return Reply::err(ER_NO_DB_ERROR, "No database selected");
-                };
-                let Some(tables) = self.schema(session).tables(&db) else {
-                    return Reply::err(ER_BAD_DB_ERROR, format!("Unknown database '{db}'"));
-                };
-                let label = format!("Tables_in_{db}");
-                if *full {
-                    let rows = tables
-                        .into_iter()
-                        .map(|t| vec![Some(t), Some("BASE TABLE".into())])
-                        .collect();
-                    Reply::text(&[&label, "Table_type"], rows)
-                } else {
-                    Reply::text(
-                        &[&label],
-                        tables.into_iter().map(|t| vec![Some(t)]).collect(),
-                    )
-                }
-            }
             Statement::ShowCreate { obj_type, obj_name } => {
                 if *obj_type != ShowCreateObject::Table {
                     return unsupported("SHOW CREATE other than TABLE");
@@ -274,7 +658,6 @@ impl Ctx<'_> {
                     None => no_such_table(&db, &table),
                 }
             }
-            Statement::ShowColumns { full, .. } => self.show_columns(session, *full, words),
             Statement::Kill { id, .. } => match u32::try_from(*id) {
                 Ok(id) if self.shared.kill(id) => Reply::ok(),
                 _ => Reply::err(ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}")),
@@ -303,9 +686,15 @@ impl Ctx<'_> {
                 session.read_lock = None;
                 Reply::ok()
             }
-            Statement::StartTransaction { .. }
-            | Statement::Commit { .. }
-            | Statement::Rollback { .. } => Reply::ok(),
+            Statement::StartTransaction { .. } => {
+                session.transaction = Some(super::vars::Transaction::default());
+                Reply::ok()
+            }
+            Statement::Commit { .. } | Statement::Rollback { .. } => {
+                session.transaction = None;
+                Reply::ok()
+            }
+            Statement::Savepoint { .. } | Statement::ReleaseSavepoint { .. } => Reply::ok(),
             Statement::Insert(_)
             | Statement::Update(_)
             | Statement::Delete(_)
@@ -445,74 +834,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// `SHOW [FULL] COLUMNS {FROM|IN} t [{FROM|IN} db]`, read from tokens.
-    fn show_columns(&self, session: &Session, full: bool, w: &Words) -> Reply {
-        let froms: Vec<usize> = (0..w.len())
-            .filter(|&i| w.is_kw(i, "FROM") || w.is_kw(i, "IN"))
-            .collect();
-        let table = froms.first().and_then(|&i| w.get(i + 1));
-        let db = froms.get(1).and_then(|&i| w.get(i + 1));
-        let Some(table) = table else {
-            return unsupported("SHOW COLUMNS without a table");
-        };
-        let mut parts: Vec<String> = table.split('.').map(str::to_string).collect();
-        if let Some(db) = db {
-            parts = vec![db.to_string(), parts.pop().unwrap_or_default()];
-        }
-        let Some((db, table)) = self.qualify(session, &parts) else {
-            return Reply::err(ER_NO_DB_ERROR, "No database selected");
-        };
-        let Some(cols) = self.schema(session).columns(&db, &table) else {
-            return no_such_table(&db, &table);
-        };
-        let rows = cols
-            .into_iter()
-            .map(|c| {
-                let null = Some(if c.nullable { "YES" } else { "NO" }.to_string());
-                if full {
-                    vec![
-                        Some(c.field),
-                        Some(c.column_type),
-                        c.collation,
-                        null,
-                        Some(c.key),
-                        c.default,
-                        Some(c.extra),
-                        Some("select".into()),
-                        Some(c.comment),
-                    ]
-                } else {
-                    vec![
-                        Some(c.field),
-                        Some(c.column_type),
-                        null,
-                        Some(c.key),
-                        c.default,
-                        Some(c.extra),
-                    ]
-                }
-            })
-            .collect();
-        if full {
-            Reply::text(
-                &[
-                    "Field",
-                    "Type",
-                    "Collation",
-                    "Null",
-                    "Key",
-                    "Default",
-                    "Extra",
-                    "Privileges",
-                    "Comment",
-                ],
-                rows,
-            )
-        } else {
-            Reply::text(&["Field", "Type", "Null", "Key", "Default", "Extra"], rows)
-        }
-    }
-
     fn purge(&self, w: &Words) -> Reply {
         let ok_prefix = w.starts_with(&["PURGE", "BINARY", "LOGS"])
             || w.starts_with(&["PURGE", "MASTER", "LOGS"]);
@@ -543,114 +864,6 @@ impl Ctx<'_> {
             ),
             Err(e) => Reply::err(ER_UNKNOWN_ERROR, e.to_string()),
         }
-    }
-
-    fn select(&self, session: &Session, q: &sqlparser::ast::Query) -> Reply {
-        let SetExpr::Select(sel) = q.body.as_ref() else {
-            return unsupported("this query form");
-        };
-        if let Some(reply) = self.select_schemata(session, sel) {
-            return reply;
-        }
-        if !sel.from.is_empty() || sel.selection.is_some() {
-            return unsupported("SELECT from tables");
-        }
-        let mut columns = Vec::with_capacity(sel.projection.len());
-        let mut row = Vec::with_capacity(sel.projection.len());
-        for item in &sel.projection {
-            let (expr, label) = match item {
-                SelectItem::UnnamedExpr(e) => (e, e.to_string()),
-                SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
-                _ => return unsupported("SELECT *"),
-            };
-            let v = match self.eval(session, expr) {
-                Ok(v) => v,
-                Err(r) => return r,
-            };
-            let numeric = v
-                .as_deref()
-                .is_some_and(|s| !s.is_empty() && s.parse::<i64>().is_ok());
-            columns.push(if numeric {
-                ColumnSpec::signed(label)
-            } else {
-                ColumnSpec::text(label)
-            });
-            row.push(v);
-        }
-        Reply::Rows {
-            columns,
-            rows: vec![row],
-        }
-    }
-
-    /// `SELECT <columns> FROM information_schema.schemata` (Debezium's snapshot reads the
-    /// default character set and collation of every database this way; an error is fatal for
-    /// it). Columns are named or aliased identifiers; no WHERE. `None` for any other query.
-    fn select_schemata(&self, session: &Session, sel: &sqlparser::ast::Select) -> Option<Reply> {
-        let [from] = sel.from.as_slice() else {
-            return None;
-        };
-        let sqlparser::ast::TableFactor::Table { name, .. } = &from.relation else {
-            return None;
-        };
-        let parts = name_parts(name);
-        let is_schemata = parts.len() == 2
-            && parts[0].eq_ignore_ascii_case("information_schema")
-            && parts[1].eq_ignore_ascii_case("schemata");
-        if !is_schemata {
-            return None;
-        }
-        if !from.joins.is_empty() || sel.selection.is_some() {
-            return Some(unsupported("joins or WHERE on information_schema.schemata"));
-        }
-        let charset = self.globals.get("character_set_database").cloned();
-        let collation = self.globals.get("collation_database").cloned();
-        let mut dbs = vec!["information_schema".to_string()];
-        dbs.extend(self.schema(session).databases());
-        // Per projected column: its label and how a database's value is made.
-        let mut columns = Vec::with_capacity(sel.projection.len());
-        let mut getters: Vec<SchemataColumn> = Vec::new();
-        for item in &sel.projection {
-            let (expr, alias) = match item {
-                SelectItem::UnnamedExpr(e) => (e, None),
-                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
-                _ => return Some(unsupported("SELECT * from information_schema.schemata")),
-            };
-            let column = match expr {
-                Expr::Identifier(id) => id.value.clone(),
-                Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone())?,
-                _ => return Some(unsupported(&format!("the expression {expr}"))),
-            };
-            let getter: SchemataColumn = match column.to_ascii_lowercase().as_str() {
-                "catalog_name" => Box::new(|_| Some("def".to_owned())),
-                "schema_name" => Box::new(|db| Some(db.to_owned())),
-                "default_character_set_name" => {
-                    let c = charset.clone();
-                    Box::new(move |_| c.clone())
-                }
-                "default_collation_name" => {
-                    let c = collation.clone();
-                    Box::new(move |_| c.clone())
-                }
-                "sql_path" => Box::new(|_| None),
-                "default_encryption" => Box::new(|_| Some("NO".to_owned())),
-                _ => {
-                    return Some(Reply::err(
-                        tibinlog_protocol::wire::errors::ER_BAD_FIELD_ERROR,
-                        format!("Unknown column '{column}' in 'field list'"),
-                    ))
-                }
-            };
-            columns.push(ColumnSpec::text(
-                alias.unwrap_or_else(|| column.to_uppercase()),
-            ));
-            getters.push(getter);
-        }
-        let rows = dbs
-            .iter()
-            .map(|db| getters.iter().map(|g| g(db)).collect())
-            .collect();
-        Some(Reply::Rows { columns, rows })
     }
 
     /// Evaluates the expressions clients SELECT or SET.
@@ -894,11 +1107,210 @@ impl Ctx<'_> {
     }
 }
 
-/// How one column of `information_schema.schemata` is made from a database name.
-type SchemataColumn = Box<dyn Fn(&str) -> SqlValue>;
+/// `@@autocommit` of the session (on unless it set 0/OFF).
+fn autocommit(session: &Session) -> bool {
+    match session.overrides.get("autocommit") {
+        Some(Some(v)) => !matches!(v.to_ascii_uppercase().as_str(), "0" | "OFF" | "FALSE"),
+        _ => true,
+    }
+}
+
+fn mariadb_collation(id: u16) -> u16 {
+    super::mariadb::collation_for_mariadb(id)
+}
+
+/// A variable's text as a typed value: integers as BIGINT, anything else as a string.
+fn typed_text(v: Option<String>) -> (SqlValueTyped, SqlType) {
+    match v {
+        None => (SqlValueTyped::Null, SqlType::null()),
+        Some(t) => {
+            let int = !t.is_empty()
+                && (t == "0" || !t.starts_with('0'))
+                && !t.starts_with('+')
+                && t.parse::<i64>().is_ok();
+            if int {
+                (
+                    SqlValueTyped::Int(t.parse().unwrap_or(0)),
+                    SqlType::bigint().not_null(),
+                )
+            } else {
+                let len = t.chars().count() as u32;
+                (
+                    SqlValueTyped::Bytes(t.into_bytes()),
+                    SqlType::varchar(len.max(1), charset::UTF8MB4_0900_AI_CI),
+                )
+            }
+        }
+    }
+}
+
+/// What expressions read from the session and the server.
+struct SqlEnv<'a> {
+    ctx: &'a Ctx<'a>,
+    session: &'a Session,
+}
+
+impl Env for SqlEnv<'_> {
+    fn system_variable(
+        &self,
+        scope: Option<&str>,
+        name: &str,
+    ) -> Result<(SqlValueTyped, SqlType), SqlError> {
+        let scope = match scope.map(str::to_ascii_lowercase).as_deref() {
+            None | Some("session") | Some("local") => Scope::Session,
+            Some("global") => Scope::Global,
+            Some(other) => {
+                return Err(SqlError::new(
+                    ER_UNKNOWN_SYSTEM_VARIABLE,
+                    format!("Unknown system variable '{other}.{name}'"),
+                ))
+            }
+        };
+        if name.eq_ignore_ascii_case("tidb_snapshot") {
+            let ts = self.ctx.pinned_ts(self.session);
+            return Ok(typed_text(Some(
+                ts.map(|t| t.to_string()).unwrap_or_default(),
+            )));
+        }
+        match self.session.system_var(&self.ctx.globals, name, scope) {
+            Some(v) => Ok(typed_text(v)),
+            None => Err(SqlError::new(
+                ER_UNKNOWN_SYSTEM_VARIABLE,
+                format!("Unknown system variable '{name}'"),
+            )),
+        }
+    }
+
+    fn user_variable(&self, name: &str) -> (SqlValueTyped, SqlType) {
+        match self.session.user_var(name) {
+            Some(v) => {
+                let len = v.chars().count() as u32;
+                (
+                    SqlValueTyped::Bytes(v.into_bytes()),
+                    SqlType::string(len.max(1)).with_collation(charset::UTF8MB4_0900_AI_CI),
+                )
+            }
+            None => (SqlValueTyped::Null, SqlType::null()),
+        }
+    }
+
+    fn context_function(
+        &self,
+        name: &str,
+        args: &[SqlValueTyped],
+    ) -> Option<Result<(SqlValueTyped, SqlType), SqlError>> {
+        let now = || {
+            let d = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let secs = u32::try_from(d.as_secs()).unwrap_or(u32::MAX);
+            (secs, crate::tidb::time::timestamp_to_datetime(secs, 0))
+        };
+        let text = |i: usize| -> String {
+            match args.get(i) {
+                Some(SqlValueTyped::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(SqlValueTyped::Int(n)) => n.to_string(),
+                Some(SqlValueTyped::UInt(n)) => n.to_string(),
+                Some(SqlValueTyped::Decimal(d)) => d.clone(),
+                _ => String::new(),
+            }
+        };
+        let s = |v: Option<String>| typed_text(v);
+        let string = |v: String| {
+            let len = v.chars().count() as u32;
+            (
+                SqlValueTyped::Bytes(v.into_bytes()),
+                SqlType::string(len.max(1)).not_null(),
+            )
+        };
+        Some(Ok(match name {
+            "VERSION" | "DATABASE" | "SCHEMA" | "USER" | "CURRENT_USER" | "SESSION_USER"
+            | "SYSTEM_USER" | "UUID"
+                if !args.is_empty() =>
+            {
+                return Some(Err(SqlError::new(
+                    ER_PARSE_ERROR,
+                    format!("Incorrect parameter count in the call to native function '{name}'"),
+                )))
+            }
+            "VERSION" => string(
+                if self.ctx.info.mariadb_client && !self.ctx.shared.identity.mariadb {
+                    mariadb_tool_version()
+                } else {
+                    self.ctx.shared.identity.version.clone()
+                },
+            ),
+            "DATABASE" | "SCHEMA" => match &self.session.database {
+                Some(d) => string(d.clone()),
+                None => (SqlValueTyped::Null, SqlType::string(64)),
+            },
+            "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => {
+                string(format!("{}@{}", self.ctx.info.user, self.ctx.info.host))
+            }
+            "CONNECTION_ID" => (
+                SqlValueTyped::UInt(u64::from(self.ctx.info.id)),
+                SqlType::ubigint().not_null(),
+            ),
+            "UUID" => string(pseudo_uuid(self.ctx.info.id)),
+            "UNIX_TIMESTAMP" if args.is_empty() => (
+                SqlValueTyped::Int(i64::from(now().0)),
+                SqlType::bigint().not_null(),
+            ),
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE"
+            | "UTC_TIMESTAMP"
+                if args.is_empty() =>
+            {
+                (
+                    SqlValueTyped::DateTime(now().1),
+                    SqlType::datetime(0).not_null(),
+                )
+            }
+            "CURDATE" | "CURRENT_DATE" | "UTC_DATE" if args.is_empty() => (
+                SqlValueTyped::Date(now().1.date),
+                SqlType::new(crate::server::sql::types::TypeKind::Date).not_null(),
+            ),
+            "LAST_INSERT_ID" | "FOUND_ROWS" if args.is_empty() => {
+                (SqlValueTyped::UInt(0), SqlType::ubigint().not_null())
+            }
+            "ROW_COUNT" if args.is_empty() => {
+                (SqlValueTyped::Int(-1), SqlType::bigint().not_null())
+            }
+            "TIBINLOG_POS_FOR_TS" if args.len() == 1 => {
+                let Ok(ts) = text(0).trim().parse::<u64>() else {
+                    return Some(Err(SqlError::wrong_arguments(name)));
+                };
+                match self.ctx.shared.source.position_for_ts(ts) {
+                    Ok(p) => string(format!("{}:{}", p.file, p.pos)),
+                    Err(e) => {
+                        return Some(Err(SqlError::new(
+                            ER_UNKNOWN_ERROR,
+                            format!("no binlog position for ts {ts}: {e}"),
+                        )))
+                    }
+                }
+            }
+            "TIBINLOG_TS_FOR_POS" if args.len() == 2 => {
+                let pos = super::source::BinlogPosition::new(
+                    text(0),
+                    text(1).trim().parse().unwrap_or(0),
+                );
+                match self.ctx.shared.source.ts_for_position(&pos) {
+                    Some(ts) => (SqlValueTyped::UInt(ts), SqlType::ubigint()),
+                    None => (SqlValueTyped::Null, SqlType::ubigint()),
+                }
+            }
+            "BINLOG_GTID_POS" => {
+                let pos = text(1).trim().parse::<u64>().ok();
+                s(pos.and_then(|p| self.ctx.binlog_gtid_pos(&text(0), p)))
+            }
+            _ => return None,
+        }))
+    }
+}
 
 /// Session variables clients set that have no global twin in our table.
 const SESSION_ONLY_VARS: &[&str] = &[
+    "tidb_snapshot",
     "names",
     "skip_replication",
     "sql_log_bin",

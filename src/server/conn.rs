@@ -16,16 +16,17 @@ use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
 use tibinlog_protocol::wire::command::{decode_command, Command};
 use tibinlog_protocol::wire::errors::{
     access_denied_message, ErrorCode, ER_HANDSHAKE_ERROR, ER_MALFORMED_PACKET,
-    ER_UNKNOWN_COM_ERROR, MSG_UNKNOWN_COMMAND,
+    ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR,
+    ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
 };
 use tibinlog_protocol::wire::handshake::{
     decode_client_hello, negotiate, server_capabilities, ClientHello, Greeting, Scramble,
 };
 use tibinlog_protocol::wire::packet::{Packet, PacketCodec, DEFAULT_MAX_PAYLOAD};
 use tibinlog_protocol::wire::response::{
-    encode_eof_into, text_result_set, ErrResponse, OkResponse,
+    encode_eof_into, text_result_set, ColumnSpec, ErrResponse, OkResponse,
 };
-use tibinlog_protocol::wire::{CapabilityFlags, StatusFlags, WireError};
+use tibinlog_protocol::wire::{CapabilityFlags, ColumnFlags, ColumnType, StatusFlags, WireError};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
@@ -126,6 +127,12 @@ impl PacketIo {
         self.codec.encode_parts(parts, &mut self.wbuf);
     }
 
+    /// Queues bytes that are already framed packets (their sequence ids from a clone of
+    /// this codec, handed back with [`Self::codec`] afterwards).
+    pub fn queue_framed(&mut self, bytes: &[u8]) {
+        self.wbuf.extend_from_slice(bytes);
+    }
+
     /// Bytes queued but not yet flushed.
     pub fn pending(&self) -> usize {
         self.wbuf.len()
@@ -220,6 +227,8 @@ pub struct ConnInfo {
     pub database: Option<String>,
     /// The client uses one of MariaDB's client libraries ([`is_mariadb_client`]).
     pub mariadb_client: bool,
+    /// Cancelled when the connection ends (KILL, shutdown): running statements stop.
+    pub cancel: CancellationToken,
 }
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
@@ -233,7 +242,7 @@ pub async fn serve(
     let mut io = PacketIo::new(Box::new(tcp));
     let info = tokio::select! {
         _ = cancel.cancelled() => return Ok(()),
-        r = handshake(&shared, &mut io, peer, id) => r?,
+        r = handshake(&shared, &mut io, peer, id, cancel.clone()) => r?,
     };
     debug!(conn = id, user = %info.user, %peer, "authenticated");
     command_loop(shared, io, info, cancel).await
@@ -248,6 +257,7 @@ async fn handshake(
     io: &mut PacketIo,
     peer: SocketAddr,
     id: u32,
+    cancel: CancellationToken,
 ) -> Result<ConnInfo, ConnError> {
     let scramble = Scramble::generate();
     let version = if shared.identity.mariadb {
@@ -345,6 +355,7 @@ async fn handshake(
     debug!(conn = id, attrs = ?hello.connect_attrs, "client attributes");
     Ok(ConnInfo {
         id,
+        cancel,
         mariadb_client,
         user: hello.user,
         host,
@@ -383,6 +394,7 @@ async fn command_loop(
         database: info.database.clone(),
         ..Session::default()
     };
+    let mut stmts = Statements::default();
     loop {
         io.codec.reset_seq();
         let packet = tokio::select! {
@@ -465,10 +477,153 @@ async fn command_loop(
                 };
                 return dump::run(shared, io, &info, &session, req, cancel).await;
             }
-            Command::FieldList { .. }
-            | Command::StmtPrepare(_)
-            | Command::Statistics
-            | Command::Unknown(_) => {
+            Command::StmtPrepare(sql) => {
+                debug!(conn = info.id, sql = %sql, "prepare");
+                let (sh, inf) = (shared.clone(), info.clone());
+                let task = tokio::task::spawn_blocking(move || {
+                    let r = admin::prepare(&sh, &inf, &mut session, &sql);
+                    (session, sql, r)
+                });
+                let (s, sql, r) = task
+                    .await
+                    .map_err(|e| ConnError::Internal(format!("prepare task failed: {e}")))?;
+                session = s;
+                match r {
+                    Ok(p) => stmts.prepared(&mut io, &info, sql, p).await?,
+                    Err(reply) => send_replies(&mut io, &info, vec![reply]).await?,
+                }
+            }
+            Command::StmtExecute(ex) => {
+                let Some(stmt) = stmts.map.get_mut(&ex.stmt_id) else {
+                    send_err(
+                        &mut io,
+                        ER_UNKNOWN_STMT_HANDLER,
+                        &format!(
+                            "Unknown prepared statement handler ({}) given to mysqld_stmt_execute",
+                            ex.stmt_id
+                        ),
+                    )
+                    .await?;
+                    continue;
+                };
+                stmt.cursor = None;
+                let params = match tibinlog_protocol::wire::stmt::decode_params(
+                    &ex.params,
+                    stmt.params,
+                    &mut stmt.types,
+                    &stmt.long_data,
+                ) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        send_err(&mut io, ER_MALFORMED_PACKET, &e.to_string()).await?;
+                        continue;
+                    }
+                };
+                stmt.long_data.iter_mut().for_each(|d| *d = None);
+                let sql = match admin::bind(&stmt.sql, &params) {
+                    Ok(sql) => sql,
+                    Err(reply) => {
+                        send_replies(&mut io, &info, vec![reply]).await?;
+                        continue;
+                    }
+                };
+                debug!(conn = info.id, sql = %sql, "execute");
+                let (sh, inf) = (shared.clone(), info.clone());
+                let task = tokio::task::spawn_blocking(move || {
+                    let replies = admin::execute(&sh, &inf, &mut session, &sql);
+                    (session, replies)
+                });
+                let (s, mut replies) = task
+                    .await
+                    .map_err(|e| ConnError::Internal(format!("query task failed: {e}")))?;
+                session = s;
+                let cursor = ex.flags & tibinlog_protocol::wire::stmt::CURSOR_TYPE_READ_ONLY != 0;
+                match replies.pop() {
+                    Some(Reply::Query(q)) if cursor => {
+                        send_cursor_header(&mut io, &info, &q.columns).await?;
+                        if let Some(stmt) = stmts.map.get_mut(&ex.stmt_id) {
+                            stmt.cursor = Some(q);
+                        }
+                    }
+                    Some(reply) => send_binary_reply(&mut io, &info, reply).await?,
+                    None => send_ok(&mut io).await?,
+                }
+            }
+            Command::StmtFetch { stmt_id, rows } => {
+                let Some(q) = stmts.map.get_mut(&stmt_id).and_then(|s| s.cursor.take()) else {
+                    send_err(
+                        &mut io,
+                        ER_STMT_HAS_NO_OPEN_CURSOR,
+                        &format!("The statement ({stmt_id}) has no open cursor."),
+                    )
+                    .await?;
+                    continue;
+                };
+                if let Some(q) = fetch(&mut io, q, rows).await? {
+                    if let Some(stmt) = stmts.map.get_mut(&stmt_id) {
+                        stmt.cursor = Some(q);
+                    }
+                }
+            }
+            Command::StmtClose(id) => {
+                stmts.map.remove(&id);
+            }
+            Command::StmtReset(id) => {
+                match stmts.map.get_mut(&id) {
+                    Some(stmt) => {
+                        stmt.cursor = None;
+                        stmt.long_data.iter_mut().for_each(|d| *d = None);
+                        send_ok(&mut io).await?;
+                    }
+                    None => {
+                        send_err(
+                        &mut io,
+                        ER_UNKNOWN_STMT_HANDLER,
+                        &format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_reset"),
+                    )
+                    .await?;
+                    }
+                }
+            }
+            Command::StmtSendLongData {
+                stmt_id,
+                param,
+                data,
+            } => {
+                if let Some(slot) = stmts
+                    .map
+                    .get_mut(&stmt_id)
+                    .and_then(|s| s.long_data.get_mut(usize::from(param)))
+                {
+                    let total = slot.as_ref().map_or(0, Vec::len) + data.len();
+                    if total <= MAX_LONG_DATA {
+                        slot.get_or_insert_with(Vec::new).extend_from_slice(&data);
+                    }
+                }
+            }
+            Command::FieldList { table, wildcard } => {
+                let mut sql = format!(
+                    "SHOW FULL COLUMNS FROM {}",
+                    crate::server::sql::show::quote_ident(&table)
+                );
+                if !wildcard.is_empty() {
+                    sql.push_str(&format!(
+                        " LIKE {}",
+                        crate::server::sql::show::quote_str(&wildcard)
+                    ));
+                }
+                let (sh, inf) = (shared.clone(), info.clone());
+                let task = tokio::task::spawn_blocking(move || {
+                    let replies = admin::execute(&sh, &inf, &mut session, &sql);
+                    (session, replies)
+                });
+                let (s, replies) = task
+                    .await
+                    .map_err(|e| ConnError::Internal(format!("field list task failed: {e}")))?;
+                session = s;
+                send_field_list(&mut io, &info, replies).await?;
+            }
+            Command::Statistics | Command::Unknown(_) => {
                 send_err(&mut io, ER_UNKNOWN_COM_ERROR, MSG_UNKNOWN_COMMAND).await?;
             }
         }
@@ -503,6 +658,11 @@ async fn send_replies(
                 io.queue(&e.to_payload());
                 break;
             }
+            Reply::Query(q) => {
+                if !send_query(io, info, q, status).await? {
+                    break;
+                }
+            }
             Reply::Rows { columns, rows } => {
                 match text_result_set(&columns, rows, info.capabilities, status) {
                     Ok(payloads) => payloads.iter().for_each(|p| io.queue(p)),
@@ -520,6 +680,415 @@ async fn send_replies(
     }
     io.flush().await?;
     Ok(())
+}
+
+/// One text-protocol row.
+fn encode_text_row(
+    row: &[tibinlog_protocol::value::Value],
+    types: &[crate::server::sql::types::SqlType],
+    payload: &mut Vec<u8>,
+    cell: &mut Vec<u8>,
+) {
+    for (v, ty) in row.iter().zip(types) {
+        cell.clear();
+        if crate::server::sql::text::write_text(v, ty, cell) {
+            tibinlog_protocol::wire::response::put_lenenc_bytes(payload, cell);
+        } else {
+            payload.push(0xFB);
+        }
+    }
+}
+
+/// Most bytes COM_STMT_SEND_LONG_DATA may collect for one parameter (max_allowed_packet).
+const MAX_LONG_DATA: usize = 64 << 20;
+
+/// A prepared statement of a session.
+struct Stmt {
+    sql: String,
+    params: usize,
+    /// Parameter types bound by the last execute that sent them.
+    types: Vec<(u8, bool)>,
+    long_data: Vec<Option<Vec<u8>>>,
+    /// The open cursor (CURSOR_TYPE_READ_ONLY), rows fetched by COM_STMT_FETCH.
+    cursor: Option<admin::QueryReply>,
+}
+
+/// The prepared statements of a session.
+#[derive(Default)]
+struct Statements {
+    map: std::collections::HashMap<u32, Stmt>,
+    next_id: u32,
+}
+
+/// Most prepared statements one session may hold (MySQL's max_prepared_stmt_count is global).
+const MAX_STATEMENTS: usize = 16_382;
+
+impl Statements {
+    /// Stores a prepared statement and answers COM_STMT_PREPARE.
+    async fn prepared(
+        &mut self,
+        io: &mut PacketIo,
+        info: &ConnInfo,
+        sql: String,
+        p: admin::Prepared,
+    ) -> Result<(), ConnError> {
+        if self.map.len() >= MAX_STATEMENTS {
+            return Ok(send_err(
+                io,
+                ER_MAX_PREPARED_STMT_COUNT_REACHED,
+                &format!("Can't create more than max_prepared_stmt_count statements (current value: {MAX_STATEMENTS})"),
+            )
+            .await?);
+        }
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        let id = self.next_id;
+        let no_eof = tibinlog_protocol::wire::response::deprecate_eof(info.capabilities);
+        let mut p_buf = Vec::with_capacity(64);
+        tibinlog_protocol::wire::stmt::encode_prepare_ok_into(
+            id,
+            u16::try_from(p.columns.len()).unwrap_or(u16::MAX),
+            u16::try_from(p.params).unwrap_or(u16::MAX),
+            &mut p_buf,
+        );
+        io.queue(&p_buf);
+        for defs in [
+            (0..p.params)
+                .map(|_| ColumnSpec::new("?", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0))
+                .collect::<Vec<_>>(),
+            p.columns,
+        ] {
+            if defs.is_empty() {
+                continue;
+            }
+            for c in &defs {
+                p_buf.clear();
+                c.encode_into(&mut p_buf);
+                io.queue(&p_buf);
+            }
+            if !no_eof {
+                p_buf.clear();
+                encode_eof_into(0, StatusFlags::SERVER_STATUS_AUTOCOMMIT, &mut p_buf);
+                io.queue(&p_buf);
+            }
+        }
+        io.flush().await?;
+        self.map.insert(
+            id,
+            Stmt {
+                sql,
+                params: p.params,
+                types: Vec::new(),
+                long_data: vec![None; p.params],
+                cursor: None,
+            },
+        );
+        Ok(())
+    }
+}
+
+/// Column definitions of a cursor's result set, ending with SERVER_STATUS_CURSOR_EXISTS.
+async fn send_cursor_header(
+    io: &mut PacketIo,
+    info: &ConnInfo,
+    columns: &[ColumnSpec],
+) -> Result<(), ConnError> {
+    let mut p = Vec::with_capacity(256);
+    tibinlog_protocol::wire::response::encode_column_count_into(columns.len(), &mut p);
+    io.queue(&p);
+    for c in columns {
+        p.clear();
+        c.encode_into(&mut p);
+        io.queue(&p);
+    }
+    p.clear();
+    let status = StatusFlags::SERVER_STATUS_AUTOCOMMIT | StatusFlags::SERVER_STATUS_CURSOR_EXISTS;
+    if tibinlog_protocol::wire::response::deprecate_eof(info.capabilities) {
+        OkResponse::new(status).encode_as_eof_into(&mut p);
+    } else {
+        encode_eof_into(0, status, &mut p);
+    }
+    io.queue(&p);
+    io.flush().await?;
+    Ok(())
+}
+
+/// COM_STMT_FETCH: up to `rows` binary rows of the cursor, then EOF (with
+/// SERVER_STATUS_LAST_ROW_SENT when the rows are exhausted). The cursor, if rows remain.
+async fn fetch(
+    io: &mut PacketIo,
+    q: admin::QueryReply,
+    rows: u32,
+) -> Result<Option<admin::QueryReply>, ConnError> {
+    let codec = io.codec.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut q = q;
+        let mut codec = codec;
+        let mut out = Vec::new();
+        let mut row = Vec::new();
+        let (mut payload, mut cell) = (Vec::new(), Vec::new());
+        let mut sent = 0u32;
+        let mut done = false;
+        let mut err = None;
+        while sent < rows.max(1) {
+            match q.op.next(&mut row) {
+                Ok(true) => {
+                    payload.clear();
+                    crate::server::sql::binary::write_binary_row(
+                        &row,
+                        &q.types,
+                        &mut payload,
+                        &mut cell,
+                    );
+                    codec.encode(&payload, &mut out);
+                    sent += 1;
+                }
+                Ok(false) => {
+                    done = true;
+                    break;
+                }
+                Err(e) => {
+                    err = Some(ErrResponse::new(e.code, e.message));
+                    break;
+                }
+            }
+        }
+        (q, codec, out, done, err)
+    });
+    let (q, codec, out, done, err) = task
+        .await
+        .map_err(|e| ConnError::Internal(format!("fetch task failed: {e}")))?;
+    io.queue_framed(&out);
+    io.codec = codec;
+    let mut p = Vec::new();
+    if let Some(e) = err {
+        e.encode_into(&mut p);
+        io.queue(&p);
+        io.flush().await?;
+        return Ok(None);
+    }
+    let mut status =
+        StatusFlags::SERVER_STATUS_AUTOCOMMIT | StatusFlags::SERVER_STATUS_CURSOR_EXISTS;
+    if done {
+        status |= StatusFlags::SERVER_STATUS_LAST_ROW_SENT;
+    }
+    encode_eof_into(0, status, &mut p);
+    io.queue(&p);
+    io.flush().await?;
+    Ok((!done).then_some(q))
+}
+
+/// The answer to COM_STMT_EXECUTE without a cursor: a binary result set, OK or ERR.
+async fn send_binary_reply(
+    io: &mut PacketIo,
+    info: &ConnInfo,
+    reply: Reply,
+) -> Result<(), ConnError> {
+    let status = StatusFlags::SERVER_STATUS_AUTOCOMMIT;
+    match reply {
+        Reply::Query(q) => {
+            send_result_set(io, info, q, status, true).await?;
+            io.flush().await?;
+            Ok(())
+        }
+        Reply::Rows { columns, rows } => {
+            // Static answers (SHOW MASTER STATUS …): text cells typed as their columns say.
+            let types: Vec<crate::server::sql::types::SqlType> = columns
+                .iter()
+                .map(|c| match c.column_type {
+                    ColumnType::MYSQL_TYPE_LONGLONG => {
+                        let t = crate::server::sql::types::SqlType::bigint();
+                        if c.flags.contains(ColumnFlags::UNSIGNED_FLAG) {
+                            t.unsigned()
+                        } else {
+                            t
+                        }
+                    }
+                    _ => crate::server::sql::types::SqlType::string(1024),
+                })
+                .collect();
+            let values: Vec<Vec<tibinlog_protocol::value::Value>> = rows
+                .into_iter()
+                .map(|r| {
+                    r.into_iter()
+                        .zip(&types)
+                        .map(|(v, t)| match v {
+                            None => tibinlog_protocol::value::Value::Null,
+                            Some(s) if t.is_integer() && t.unsigned => s
+                                .parse()
+                                .map(tibinlog_protocol::value::Value::UInt)
+                                .unwrap_or(tibinlog_protocol::value::Value::Bytes(s.into_bytes())),
+                            Some(s) if t.is_integer() => s
+                                .parse()
+                                .map(tibinlog_protocol::value::Value::Int)
+                                .unwrap_or(tibinlog_protocol::value::Value::Bytes(s.into_bytes())),
+                            Some(s) => tibinlog_protocol::value::Value::Bytes(s.into_bytes()),
+                        })
+                        .collect()
+                })
+                .collect();
+            let q = admin::QueryReply {
+                columns,
+                types,
+                op: Box::new(crate::server::sql::exec::Values::new(values)),
+            };
+            send_result_set(io, info, q, status, true).await?;
+            io.flush().await?;
+            Ok(())
+        }
+        other => send_replies(io, info, vec![other]).await,
+    }
+}
+
+/// COM_FIELD_LIST: the table's column definitions, then EOF (no rows).
+async fn send_field_list(
+    io: &mut PacketIo,
+    info: &ConnInfo,
+    replies: Vec<Reply>,
+) -> Result<(), ConnError> {
+    let mut p = Vec::new();
+    match replies.into_iter().next() {
+        Some(Reply::Query(mut q)) => {
+            let mut row = Vec::new();
+            while let Ok(true) = q.op.next(&mut row) {
+                let name = row
+                    .first()
+                    .map(|v| crate::server::sql::text::to_text(v, &q.types[0]).unwrap_or_default())
+                    .unwrap_or_default();
+                let spec = ColumnSpec::text(name);
+                p.clear();
+                spec.encode_into(&mut p);
+                p.push(0xFB);
+                io.queue(&p);
+            }
+            p.clear();
+            encode_eof_into(0, StatusFlags::SERVER_STATUS_AUTOCOMMIT, &mut p);
+            io.queue(&p);
+            io.flush().await?;
+            Ok(())
+        }
+        Some(other) => send_replies(io, info, vec![other]).await,
+        None => send_ok(io).await.map_err(Into::into),
+    }
+}
+
+/// Bytes of framed rows a query hands over at once.
+const QUERY_CHUNK: usize = 64 << 10;
+/// Chunks in flight between the query and the socket (the back-pressure bound).
+const QUERY_CHUNKS_IN_FLIGHT: usize = 4;
+
+/// Streams a query's result set: the column definitions, then rows as the operator produces
+/// them on the blocking pool, framed there and handed over in chunks through a bounded channel
+/// (a client that reads slowly holds the query back; one that goes away stops it), then the
+/// end packet, or an ERR if the query fails midway. False when it ended with an ERR.
+async fn send_query(
+    io: &mut PacketIo,
+    info: &ConnInfo,
+    q: admin::QueryReply,
+    status: StatusFlags,
+) -> Result<bool, ConnError> {
+    send_result_set(io, info, q, status, false).await
+}
+
+/// [`send_query`] in the text (`binary = false`) or binary row format.
+async fn send_result_set(
+    io: &mut PacketIo,
+    info: &ConnInfo,
+    q: admin::QueryReply,
+    status: StatusFlags,
+    binary: bool,
+) -> Result<bool, ConnError> {
+    use tibinlog_protocol::wire::response::encode_column_count_into;
+    let no_eof = tibinlog_protocol::wire::response::deprecate_eof(info.capabilities);
+    let mut p = Vec::with_capacity(256);
+    encode_column_count_into(q.columns.len(), &mut p);
+    io.queue(&p);
+    for c in &q.columns {
+        p.clear();
+        c.encode_into(&mut p);
+        io.queue(&p);
+    }
+    if !no_eof {
+        p.clear();
+        encode_eof_into(0, status, &mut p);
+        io.queue(&p);
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUERY_CHUNKS_IN_FLIGHT);
+    let codec = io.codec.clone();
+    let types = q.types;
+    let mut op = q.op;
+    let producer = tokio::task::spawn_blocking(move || {
+        let mut codec = codec;
+        let mut row = Vec::new();
+        let mut payload = Vec::with_capacity(1024);
+        let mut cell = Vec::with_capacity(256);
+        let mut chunk = Vec::with_capacity(QUERY_CHUNK + 1024);
+        let result = loop {
+            match op.next(&mut row) {
+                Ok(true) => {
+                    payload.clear();
+                    if binary {
+                        crate::server::sql::binary::write_binary_row(
+                            &row,
+                            &types,
+                            &mut payload,
+                            &mut cell,
+                        );
+                    } else {
+                        encode_text_row(&row, &types, &mut payload, &mut cell);
+                    }
+                    codec.encode(&payload, &mut chunk);
+                    if chunk.len() >= QUERY_CHUNK {
+                        let full =
+                            std::mem::replace(&mut chunk, Vec::with_capacity(QUERY_CHUNK + 1024));
+                        if tx.blocking_send(full).is_err() {
+                            break Ok(());
+                        }
+                    }
+                }
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(ErrResponse::new(e.code, e.message)),
+            }
+        };
+        if !chunk.is_empty() {
+            let _ = tx.blocking_send(chunk);
+        }
+        (codec, result)
+    });
+    let mut write_failed = None;
+    while let Some(chunk) = rx.recv().await {
+        io.queue_framed(&chunk);
+        if io.pending() >= QUERY_CHUNK {
+            if let Err(e) = io.flush().await {
+                write_failed = Some(e);
+                break;
+            }
+        }
+    }
+    drop(rx);
+    let (codec, result) = producer
+        .await
+        .map_err(|e| ConnError::Internal(format!("query task failed: {e}")))?;
+    if let Some(e) = write_failed {
+        return Err(e.into());
+    }
+    io.codec = codec;
+    p.clear();
+    let ok = match result {
+        Ok(()) => {
+            if no_eof {
+                OkResponse::new(status).encode_as_eof_into(&mut p);
+            } else {
+                encode_eof_into(0, status, &mut p);
+            }
+            true
+        }
+        Err(e) => {
+            e.encode_into(&mut p);
+            false
+        }
+    };
+    io.queue(&p);
+    Ok(ok)
 }
 
 #[cfg(test)]

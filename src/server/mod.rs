@@ -54,7 +54,7 @@ use tracing::{debug, info, warn};
 
 pub use source::{
     BinlogFile, BinlogPosition, BinlogReader, BinlogSource, ColumnInfo, EmptySchema, EventBatch,
-    SchemaProvider, SourceError,
+    SchemaProvider, SnapshotPoint, SourceError,
 };
 
 /// MySQL version we claim (spec §1.8: an 8.0.x version keeps every client on its 8.0 path).
@@ -102,6 +102,8 @@ pub struct ServerConfig {
     /// Heartbeat period for dump sessions whose client did not set
     /// `@master_heartbeat_period`; `None` = no heartbeats for them.
     pub default_heartbeat: Option<Duration>,
+    /// Reads of TiDB tables at a snapshot timestamp (`SELECT … FROM db.t`); `None` refuses them.
+    pub snapshot: Option<Arc<dyn sql::plan::SnapshotSource>>,
 }
 
 /// Errors of the server shell (not of a single connection).
@@ -145,10 +147,17 @@ pub struct Shared {
     pub schema: Arc<dyn SchemaProvider>,
     pub default_heartbeat: Option<Duration>,
     pub auth_plugin: AuthMethod,
+    /// Snapshot reads of TiDB tables.
+    pub snapshot: Option<Arc<dyn sql::plan::SnapshotSource>>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     next_conn_id: AtomicU32,
     conns: Mutex<HashMap<u32, ConnEntry>>,
     replicas: Mutex<BTreeMap<u32, Registration>>,
+    /// Snapshot timestamps sessions read at (their consistent snapshots, read locks and
+    /// `@@tidb_snapshot`), by connection.
+    holds: Mutex<HashMap<u32, u64>>,
+    /// The oldest of `holds`: history from it on must stay readable.
+    hold_tx: tokio::sync::watch::Sender<Option<u64>>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -183,6 +192,28 @@ impl Shared {
     fn unregister_conn(&self, id: u32) {
         lock(&self.conns).remove(&id);
         lock(&self.replicas).remove(&id);
+        self.set_hold(id, None);
+    }
+
+    /// Records the snapshot timestamp connection `id` reads at (`None`: none).
+    pub(crate) fn set_hold(&self, id: u32, ts: Option<u64>) {
+        let mut holds = lock(&self.holds);
+        match ts {
+            Some(t) => holds.insert(id, t),
+            None => holds.remove(&id),
+        };
+        let oldest = holds.values().min().copied();
+        self.hold_tx.send_if_modified(|cur| {
+            let changed = *cur != oldest;
+            *cur = oldest;
+            changed
+        });
+    }
+
+    /// A watch of the oldest snapshot timestamp an open session reads at: the upstream's GC
+    /// must keep history from it on while it is set.
+    pub fn snapshot_hold(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
+        self.hold_tx.subscribe()
     }
 
     /// `KILL id`: cancels the connection. False if there is no such connection.
@@ -233,6 +264,30 @@ impl Shared {
             .values()
             .filter_map(|e| e.dump_server_id)
             .collect()
+    }
+
+    /// What information_schema shows of the server's sessions.
+    pub fn server_facts(&self) -> sql::infoschema::ServerFacts {
+        let conns = lock(&self.conns);
+        let mut processlist: Vec<sql::infoschema::ProcessInfo> = conns
+            .iter()
+            .map(|(id, e)| sql::infoschema::ProcessInfo {
+                id: u64::from(*id),
+                user: String::new(),
+                host: String::new(),
+                db: None,
+                command: if e.dump_server_id.is_some() {
+                    "Binlog Dump".into()
+                } else {
+                    "Query".into()
+                },
+                time: 0,
+                state: String::new(),
+                info: None,
+            })
+            .collect();
+        processlist.sort_by_key(|p| p.id);
+        sql::infoschema::ServerFacts { processlist }
     }
 
     /// Replicas registered on live connections.
@@ -286,10 +341,13 @@ impl Server {
             schema,
             default_heartbeat: cfg.default_heartbeat,
             auth_plugin: cfg.auth_plugin,
+            snapshot: cfg.snapshot,
             tls,
             next_conn_id: AtomicU32::new(1),
             conns: Mutex::new(HashMap::new()),
             replicas: Mutex::new(BTreeMap::new()),
+            holds: Mutex::new(HashMap::new()),
+            hold_tx: tokio::sync::watch::channel(None).0,
         });
         Ok(Server { listener, shared })
     }

@@ -92,6 +92,23 @@ pub trait BinlogSource: Send + Sync + 'static {
     }
     /// GTIDs whose files were purged (`@@gtid_purged`).
     fn gtid_purged(&self) -> GtidSet;
+    /// The position where the history splits at TiDB timestamp `ts`: before the first
+    /// transaction with `commit_ts > ts` (or the end). Fails for purged history.
+    fn position_for_ts(&self, _ts: u64) -> Result<BinlogPosition, SourceError> {
+        Err(SourceError::Refused(
+            "no TiDB timestamps in this binlog".into(),
+        ))
+    }
+    /// The TiDB timestamp a position lines up with, if one does.
+    fn ts_for_position(&self, _pos: &BinlogPosition) -> Option<u64> {
+        None
+    }
+    /// The newest snapshot point: a TiDB timestamp and the binlog position where the history
+    /// splits at it (every transaction with `commit_ts <= ts` before, every later one after),
+    /// with `@@gtid_executed` there. `None` when the binlog has none (or no upstream).
+    fn snapshot_point(&self) -> Option<SnapshotPoint> {
+        None
+    }
     /// A reader positioned at `pos` of `file`, which must be an event boundary (4 = the
     /// FORMAT_DESCRIPTION).
     fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError>;
@@ -194,6 +211,14 @@ pub trait BinlogReader: Send {
     fn position(&self) -> BinlogPosition;
 }
 
+/// A binlog position lined up with a TiDB timestamp (see [`BinlogSource::snapshot_point`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotPoint {
+    pub ts: u64,
+    pub end: BinlogPosition,
+    pub gtid_executed: GtidSet,
+}
+
 /// Catalog answers for SQL clients: the schema valid at the current end of the binlog.
 ///
 /// The answers never run ahead of the binlog: a table changed by a DDL whose event is not yet
@@ -211,6 +236,8 @@ pub trait SchemaProvider: Send + Sync + 'static {
     fn create_table(&self, db: &str, table: &str) -> Option<String>;
     /// Columns for `SHOW [FULL] COLUMNS`, or `None` if the table is unknown.
     fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>>;
+    /// The whole catalog in MySQL's terms (information_schema, SHOW, snapshot reads).
+    fn catalog(&self) -> std::sync::Arc<super::sql::catalog::CatalogSnapshot>;
 }
 
 /// One row of `SHOW FULL COLUMNS`.
@@ -247,5 +274,8 @@ impl SchemaProvider for EmptySchema {
     }
     fn columns(&self, _db: &str, _table: &str) -> Option<Vec<ColumnInfo>> {
         None
+    }
+    fn catalog(&self) -> std::sync::Arc<super::sql::catalog::CatalogSnapshot> {
+        std::sync::Arc::default()
     }
 }

@@ -16,6 +16,13 @@ use tibinlog_protocol::value::Value;
 use tokio::sync::watch;
 
 use super::source::{BinlogFile, BinlogPosition, BinlogReader, BinlogSource, SourceError};
+use super::sql::catalog::{
+    CatalogSnapshot, ColumnMeta, HandleKind, IndexMeta, TableKind, TableMeta,
+};
+use super::sql::error::Result as SqlResult;
+use super::sql::exec::RowStream;
+use super::sql::plan::SnapshotSource;
+use super::sql::types::SqlType;
 
 /// First event timestamp of the fake history (2023-11-14).
 const BASE_TIMESTAMP: u32 = 1_700_000_000;
@@ -277,6 +284,17 @@ impl BinlogSource for MemSource {
         self.lock().purged.clone()
     }
 
+    /// The end, lined up with a timestamp that counts the transactions written (the in-memory
+    /// tables of [`MemTables`] ignore it).
+    fn snapshot_point(&self) -> Option<super::SnapshotPoint> {
+        let st = self.lock();
+        Some(super::SnapshotPoint {
+            ts: st.next_gno,
+            end: st.end(),
+            gtid_executed: st.executed.clone(),
+        })
+    }
+
     fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError> {
         let st = self.lock();
         let f = st.file(file)?;
@@ -370,5 +388,194 @@ impl BinlogReader for MemReader {
 
     fn position(&self) -> BinlogPosition {
         BinlogPosition::new(self.file.clone(), self.pos)
+    }
+}
+
+/// An in-memory catalog with rows, for tests of the SQL front: a [`super::SchemaProvider`]
+/// over a fixed [`CatalogSnapshot`] and a [`SnapshotSource`] serving each table's rows (in
+/// handle order for integer-key tables), ignoring timestamps.
+#[derive(Debug, Clone, Default)]
+pub struct MemTables {
+    catalog: Arc<CatalogSnapshot>,
+    rows: Arc<std::collections::HashMap<(String, String), Vec<Vec<Value>>>>,
+}
+
+/// One table of a [`MemTables`]: `(column name, type, column_type text)` per column, the
+/// primary key column (an integer handle) if any, and the rows.
+#[derive(Debug, Clone)]
+pub struct MemTable {
+    pub db: String,
+    pub name: String,
+    pub columns: Vec<(String, SqlType, String)>,
+    pub pk: Option<usize>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl MemTables {
+    pub fn new(tables: Vec<MemTable>) -> Self {
+        let mut metas = Vec::new();
+        let mut rows = std::collections::HashMap::new();
+        for (i, t) in tables.into_iter().enumerate() {
+            let columns: Vec<ColumnMeta> = t
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(ci, (name, ty, column_type))| {
+                    let mut ty = ty.clone();
+                    if Some(ci) == t.pk {
+                        ty.key_flags |= mysql_common::constants::ColumnFlags::PRI_KEY_FLAG;
+                        ty.nullable = false;
+                    }
+                    ColumnMeta {
+                        name: name.clone(),
+                        data_type: column_type
+                            .split(['(', ' '])
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        column_type: column_type.clone(),
+                        default: None,
+                        extra: String::new(),
+                        comment: String::new(),
+                        key: if Some(ci) == t.pk {
+                            "PRI".into()
+                        } else {
+                            String::new()
+                        },
+                        charset: ty.is_string().then(|| "utf8mb4".to_owned()),
+                        collation: ty.is_string().then(|| "utf8mb4_bin".to_owned()),
+                        generated: None,
+                        char_max_len: None,
+                        char_octet_len: None,
+                        numeric_precision: None,
+                        numeric_scale: None,
+                        datetime_precision: None,
+                        ty,
+                    }
+                })
+                .collect();
+            let mut sorted = t.rows;
+            let handle = match t.pk {
+                Some(pk) => {
+                    sorted.sort_by_key(|r| match r.get(pk) {
+                        Some(Value::Int(i)) => *i as i128,
+                        Some(Value::UInt(u)) => *u as i128,
+                        _ => 0,
+                    });
+                    HandleKind::IntPk {
+                        column: pk,
+                        unsigned: columns[pk].ty.unsigned,
+                    }
+                }
+                None => HandleKind::RowId,
+            };
+            let indexes =
+                t.pk.map(|pk| IndexMeta {
+                    name: "PRIMARY".into(),
+                    primary: true,
+                    unique: true,
+                    columns: vec![(columns[pk].name.clone(), None)],
+                    comment: String::new(),
+                    visible: true,
+                })
+                .into_iter()
+                .collect();
+            metas.push(Arc::new(TableMeta {
+                db: t.db.clone(),
+                name: t.name.clone(),
+                id: 1000 + i as i64,
+                kind: TableKind::BaseTable,
+                columns,
+                indexes,
+                foreign_keys: Vec::new(),
+                checks: Vec::new(),
+                partitions: Vec::new(),
+                handle,
+                charset: "utf8mb4".into(),
+                collation: "utf8mb4_bin".into(),
+                comment: String::new(),
+                auto_increment: None,
+                create_options: String::new(),
+                create_sql: format!("CREATE TABLE `{}` (…)", t.name),
+                rows: None,
+            }));
+            rows.insert((t.db, t.name), sorted);
+        }
+        MemTables {
+            catalog: Arc::new(CatalogSnapshot::from_tables(metas, Vec::new())),
+            rows: Arc::new(rows),
+        }
+    }
+}
+
+impl super::SchemaProvider for MemTables {
+    fn at(&self, _end: &BinlogPosition) -> Arc<dyn super::SchemaProvider> {
+        Arc::new(self.clone())
+    }
+    fn databases(&self) -> Vec<String> {
+        self.catalog
+            .databases
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
+    }
+    fn tables(&self, db: &str) -> Option<Vec<String>> {
+        let names: Vec<String> = self.catalog.tables_of(db).map(|t| t.name.clone()).collect();
+        (!names.is_empty()).then_some(names)
+    }
+    fn create_table(&self, db: &str, table: &str) -> Option<String> {
+        self.catalog.table(db, table).map(|t| t.create_sql.clone())
+    }
+    fn columns(&self, _db: &str, _table: &str) -> Option<Vec<super::ColumnInfo>> {
+        None
+    }
+    fn catalog(&self) -> Arc<CatalogSnapshot> {
+        self.catalog.clone()
+    }
+}
+
+impl SnapshotSource for MemTables {
+    fn scan(
+        &self,
+        table: &TableMeta,
+        _ts: u64,
+        ranges: Option<Vec<(i128, i128)>>,
+        _desc: bool,
+    ) -> SqlResult<Box<dyn RowStream>> {
+        let all = self
+            .rows
+            .get(&(table.db.clone(), table.name.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let rows = match (ranges, table.handle) {
+            (Some(ranges), HandleKind::IntPk { column, .. }) => all
+                .into_iter()
+                .filter(|r| {
+                    let h = match r.get(column) {
+                        Some(Value::Int(i)) => *i as i128,
+                        Some(Value::UInt(u)) => *u as i128,
+                        _ => return false,
+                    };
+                    ranges.iter().any(|(lo, hi)| *lo <= h && h <= *hi)
+                })
+                .collect(),
+            _ => all,
+        };
+        Ok(Box::new(MemStream {
+            rows: rows.into_iter(),
+        }))
+    }
+}
+
+/// Rows of a [`MemTables`] scan, in pages of 3 (so tests cross page boundaries).
+struct MemStream {
+    rows: std::vec::IntoIter<Vec<Value>>,
+}
+
+impl RowStream for MemStream {
+    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> SqlResult<bool> {
+        let before = out.len();
+        out.extend(self.rows.by_ref().take(3));
+        Ok(out.len() > before)
     }
 }

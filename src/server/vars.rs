@@ -138,6 +138,8 @@ pub struct Session {
     pub database: Option<String>,
     /// Held from `FLUSH TABLES WITH READ LOCK` or `LOCK TABLES` to `UNLOCK TABLES`.
     pub read_lock: Option<ReadLock>,
+    /// The open transaction, if any.
+    pub transaction: Option<Transaction>,
 }
 
 /// What a session sees while it holds a read lock. On MySQL the lock stops commits, so `SHOW
@@ -149,6 +151,33 @@ pub struct ReadLock {
     pub end: super::source::BinlogPosition,
     pub gtid_executed: tibinlog_protocol::binlog::GtidSet,
     pub schema: std::sync::Arc<dyn super::source::SchemaProvider>,
+    /// The TiDB timestamp `end` lines up with, when known: reads under the lock use it.
+    pub ts: Option<u64>,
+}
+
+/// A transaction's consistent snapshot: every read of the transaction sees the tables as of
+/// `ts` with the catalog of the binlog position `end` (see [`super::source::SnapshotPoint`]).
+#[derive(Clone)]
+pub struct Snapshot {
+    pub ts: Option<u64>,
+    pub end: super::source::BinlogPosition,
+    pub schema: std::sync::Arc<dyn super::source::SchemaProvider>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("ts", &self.ts)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An open transaction (`BEGIN`, `START TRANSACTION`, or statements with `autocommit=0`).
+#[derive(Debug, Clone, Default)]
+pub struct Transaction {
+    /// Taken at `START TRANSACTION WITH CONSISTENT SNAPSHOT`, else at the first read.
+    pub snapshot: Option<Snapshot>,
 }
 
 impl std::fmt::Debug for ReadLock {

@@ -78,6 +78,25 @@ impl<'a> Words<'a> {
             .is_some_and(|t| !t.2 && t.1.eq_ignore_ascii_case(kw))
     }
 
+    /// The tokens for [`super::sql::show`].
+    pub(super) fn tokens(&self) -> super::sql::show::Tokens<'a>
+    where
+        Self: 'a,
+    {
+        super::sql::show::Tokens {
+            sql: self.raw,
+            toks: self
+                .toks
+                .iter()
+                .map(|(offset, text, quoted)| super::sql::show::Tok {
+                    text: text.clone(),
+                    quoted: *quoted,
+                    offset: *offset,
+                })
+                .collect(),
+        }
+    }
+
     pub(super) fn starts_with(&self, kws: &[&str]) -> bool {
         kws.iter().enumerate().all(|(i, k)| self.is_kw(i, k))
     }

@@ -28,8 +28,8 @@ pub fn render(v: &Value, ft: &FieldType) -> Option<String> {
         Value::Null => return None,
         Value::Int(i) => zerofill(i.to_string(), ft),
         Value::UInt(u) => zerofill(u.to_string(), ft),
-        Value::Float(f) => float_text(f64::from(*f), ft, true),
-        Value::Double(f) => float_text(*f, ft, false),
+        Value::Float(f) => float_text_for(f64::from(*f), ft, true),
+        Value::Double(f) => float_text_for(*f, ft, false),
         Value::Decimal(t) => {
             if ft.decimal >= 0 {
                 decimal::rescale(t, ft.decimal.clamp(0, 30) as u8).unwrap_or_else(|_| t.clone())
@@ -95,13 +95,19 @@ fn zerofill(s: String, ft: &FieldType) -> String {
     }
 }
 
-fn float_text(f: f64, ft: &FieldType, is_float: bool) -> String {
+fn float_text_for(f: f64, ft: &FieldType, is_float: bool) -> String {
+    // FLOAT(M,D) / DOUBLE(M,D): fixed decimals. 31 is MySQL's "not fixed" marker.
+    if f.is_finite() && ft.decimal >= 0 && ft.decimal < 31 && ft.flen > 0 {
+        return format!("{:.*}", ft.decimal as usize, f);
+    }
+    float_text(f, is_float)
+}
+
+/// A FLOAT (`is_float`, read back as `f32`) or DOUBLE as MySQL 8 shows it: the shortest text
+/// that reads back as the same value, in exponent form outside `[1e-4, 1e15)`.
+pub fn float_text(f: f64, is_float: bool) -> String {
     if !f.is_finite() {
         return f.to_string();
-    }
-    // FLOAT(M,D) / DOUBLE(M,D): fixed decimals. 31 is MySQL's "not fixed" marker.
-    if ft.decimal >= 0 && ft.decimal < 31 && ft.flen > 0 {
-        return format!("{:.*}", ft.decimal as usize, f);
     }
     let abs = f.abs();
     let exp = shortest_exp(f, is_float);

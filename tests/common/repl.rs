@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tibinlog::server::testing::MemSource;
+use tibinlog::server::testing::{MemSource, MemTables};
 use tibinlog::server::{EmptySchema, Server, ServerConfig};
 use tibinlog_protocol::binlog::Sid;
 use tibinlog_protocol::wire::auth::{scramble_native, AuthMethod};
@@ -40,6 +40,20 @@ impl Fixture {
         plugin: AuthMethod,
         tls: Option<tibinlog::server::TlsFiles>,
     ) -> Fixture {
+        Self::start_full(checksum, plugin, tls, None).await
+    }
+
+    /// A server whose catalog and table rows are `tables` (SQL front tests).
+    pub async fn start_with_tables(tables: MemTables) -> Fixture {
+        Self::start_full(true, AuthMethod::CachingSha2Password, None, Some(tables)).await
+    }
+
+    async fn start_full(
+        checksum: bool,
+        plugin: AuthMethod,
+        tls: Option<tibinlog::server::TlsFiles>,
+        tables: Option<MemTables>,
+    ) -> Fixture {
         let sid = Sid::parse(UUID).expect("uuid");
         let source = MemSource::new(SERVER_ID, sid, checksum);
         let cfg = ServerConfig {
@@ -54,8 +68,15 @@ impl Fixture {
             tls,
             auth_plugin: plugin,
             default_heartbeat: None,
+            snapshot: tables
+                .clone()
+                .map(|t| Arc::new(t) as Arc<dyn tibinlog::server::sql::plan::SnapshotSource>),
         };
-        let server = Server::bind(cfg, Arc::new(source.clone()), Arc::new(EmptySchema))
+        let schema: Arc<dyn tibinlog::server::SchemaProvider> = match tables {
+            Some(t) => Arc::new(t),
+            None => Arc::new(EmptySchema),
+        };
+        let server = Server::bind(cfg, Arc::new(source.clone()), schema)
             .await
             .expect("bind");
         let addr = server.local_addr();

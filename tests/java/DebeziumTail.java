@@ -1,9 +1,11 @@
 // Debezium's MySQL connector (3.6, in its embedded engine) against tibinlog, driven by
-// tests/clients_java.rs. Schema-only snapshot (snapshot.mode=no_data), file offsets and file schema
-// history in WORKDIR, transaction metadata on. One JSON object per line on stdout:
+// tests/clients_java.rs. Snapshot mode SNAPSHOT_MODE (default no_data: schema only), file offsets
+// and file schema history in WORKDIR, transaction metadata on. One JSON object per line on stdout:
 //
 //   {"ev":"tx","status":"BEGIN|END","id":"<uuid>:<gno>"}
-//   {"ev":"row","gtid":..,"db":..,"table":..,"op":"insert|update|delete","types":{col:kind},"before":{col:text}|null,"after":..}
+//   {"ev":"row","gtid":..,"db":..,"table":..,"op":"insert|update|delete|read","types":{col:kind},"before":{col:text}|null,"after":..}
+//
+// Snapshot rows (op "read") come before any transaction and have no GTID.
 //   {"ev":"done"}  or  {"ev":"error","what":..} (exit status 2)
 //
 // Values are rendered from their Connect schema (with the MySQL column type Debezium propagates)
@@ -59,8 +61,8 @@ public class DebeziumTail {
 
     public static void main(String[] args) throws Exception {
         System.setOut(System.err);
-        if (args.length != 6) {
-            System.err.println("usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR");
+        if (args.length != 6 && args.length != 7) {
+            System.err.println("usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR [SNAPSHOT_MODE]");
             System.exit(64);
         }
         String work = args[5];
@@ -78,7 +80,7 @@ public class DebeziumTail {
         p.setProperty("topic.prefix", "tibinlog");
         p.setProperty("schema.history.internal", "io.debezium.storage.file.history.FileSchemaHistory");
         p.setProperty("schema.history.internal.file.filename", work + "/schema-history.dat");
-        p.setProperty("snapshot.mode", "no_data");
+        p.setProperty("snapshot.mode", args.length == 7 ? args[6] : "no_data");
         p.setProperty("include.schema.changes", "false");
         p.setProperty("provide.transaction.metadata", "true");
         p.setProperty("tombstones.on.delete", "false");
@@ -186,11 +188,14 @@ public class DebeziumTail {
             case "c": op = "insert"; break;
             case "u": op = "update"; break;
             case "d": op = "delete"; break;
-            default: return; // snapshot reads: none with no_data
+            case "r": op = "read"; break;
+            default: return;
         }
         Struct source = v.getStruct("source");
         StringBuilder sb = new StringBuilder();
         sb.append("{\"ev\":\"row\",\"gtid\":").append(str(source.getString("gtid")))
+            .append(",\"file\":").append(str(source.getString("file")))
+            .append(",\"pos\":").append(String.valueOf(source.getInt64("pos")))
             .append(",\"db\":").append(str(source.getString("db")))
             .append(",\"table\":").append(str(source.getString("table")))
             .append(",\"op\":").append(str(op))

@@ -55,8 +55,23 @@ pub enum Command {
     SetOption(u16),
     /// COM_RESET_CONNECTION.
     ResetConnection,
-    /// COM_STMT_PREPARE: SQL text (we answer 1047 / 1295; kept for logging).
+    /// COM_STMT_PREPARE: SQL text.
     StmtPrepare(String),
+    /// COM_STMT_EXECUTE: statement, flags and the raw parameter bytes
+    /// ([`super::stmt::decode_params`] reads them with the statement's parameter count).
+    StmtExecute(super::stmt::Execute),
+    /// COM_STMT_FETCH: statement and row count.
+    StmtFetch { stmt_id: u32, rows: u32 },
+    /// COM_STMT_CLOSE.
+    StmtClose(u32),
+    /// COM_STMT_RESET.
+    StmtReset(u32),
+    /// COM_STMT_SEND_LONG_DATA: statement, parameter, data.
+    StmtSendLongData {
+        stmt_id: u32,
+        param: u16,
+        data: Vec<u8>,
+    },
     /// COM_STATISTICS.
     Statistics,
     /// Any other command byte.
@@ -78,6 +93,11 @@ impl Command {
             Self::SetOption(_) => "COM_SET_OPTION",
             Self::ResetConnection => "COM_RESET_CONNECTION",
             Self::StmtPrepare(_) => "COM_STMT_PREPARE",
+            Self::StmtExecute(_) => "COM_STMT_EXECUTE",
+            Self::StmtFetch { .. } => "COM_STMT_FETCH",
+            Self::StmtClose(_) => "COM_STMT_CLOSE",
+            Self::StmtReset(_) => "COM_STMT_RESET",
+            Self::StmtSendLongData { .. } => "COM_STMT_SEND_LONG_DATA",
             Self::Statistics => "COM_STATISTICS",
             Self::Unknown(_) => "COM_UNKNOWN",
         }
@@ -221,6 +241,29 @@ pub fn decode_command(payload: &[u8]) -> Result<Command> {
         }
         c if c == Com::COM_RESET_CONNECTION as u8 => Command::ResetConnection,
         c if c == Com::COM_STMT_PREPARE as u8 => Command::StmtPrepare(text(body)),
+        c if c == Com::COM_STMT_EXECUTE as u8 => {
+            Command::StmtExecute(super::stmt::decode_execute(body)?)
+        }
+        c if c == Com::COM_STMT_FETCH as u8 => {
+            let (stmt_id, rows) = super::stmt::decode_stmt_id("COM_STMT_FETCH", body)?;
+            let rows =
+                rows.ok_or_else(|| WireError::malformed("COM_STMT_FETCH", "no row count"))?;
+            Command::StmtFetch { stmt_id, rows }
+        }
+        c if c == Com::COM_STMT_CLOSE as u8 => {
+            Command::StmtClose(super::stmt::decode_stmt_id("COM_STMT_CLOSE", body)?.0)
+        }
+        c if c == Com::COM_STMT_RESET as u8 => {
+            Command::StmtReset(super::stmt::decode_stmt_id("COM_STMT_RESET", body)?.0)
+        }
+        c if c == Com::COM_STMT_SEND_LONG_DATA as u8 => {
+            let (stmt_id, param, data) = super::stmt::decode_long_data(body)?;
+            Command::StmtSendLongData {
+                stmt_id,
+                param,
+                data,
+            }
+        }
         c if c == Com::COM_STATISTICS as u8 => Command::Statistics,
         other => Command::Unknown(other),
     };
@@ -446,7 +489,10 @@ mod tests {
             decode_command(&[0x16, b'x'])?,
             Command::StmtPrepare("x".into())
         );
-        assert_eq!(decode_command(&[0x17, 1, 2])?, Command::Unknown(0x17));
+        assert!(
+            decode_command(&[0x17, 1, 2]).is_err(),
+            "short COM_STMT_EXECUTE"
+        );
         assert_eq!(decode_command(&[0xff])?, Command::Unknown(0xff));
         assert_eq!(
             decode_command(b"\x04t\0%")?,

@@ -33,6 +33,8 @@ macro_rules! error_codes {
 }
 
 error_codes! {
+    /// Out of sort memory.
+    ER_OUT_OF_SORTMEMORY = 1038, b"HY001";
     /// Too many connections.
     ER_CON_COUNT_ERROR = 1040, b"08004";
     /// Bad handshake (malformed connection-phase packet).
@@ -47,6 +49,8 @@ error_codes! {
     ER_UNKNOWN_COM_ERROR = 1047, b"08S01";
     /// Unknown database.
     ER_BAD_DB_ERROR = 1049, b"42000";
+    /// Column is ambiguous.
+    ER_NON_UNIQ_ERROR = 1052, b"23000";
     /// Server shutdown in progress.
     ER_SERVER_SHUTDOWN = 1053, b"08S01";
     /// Unknown column.
@@ -55,8 +59,12 @@ error_codes! {
     ER_PARSE_ERROR = 1064, b"42000";
     /// Unknown thread id (KILL of a session that does not exist).
     ER_NO_SUCH_THREAD = 1094, b"HY000";
+    /// No tables used (`SELECT *` without FROM).
+    ER_NO_TABLES_USED = 1096, b"HY000";
     /// Unknown error.
     ER_UNKNOWN_ERROR = 1105, b"HY000";
+    /// Unknown table in a qualified wildcard or a multi-table statement.
+    ER_UNKNOWN_TABLE = 1109, b"42S02";
     /// Table does not exist.
     ER_NO_SUCH_TABLE = 1146, b"42S02";
     /// Got a packet bigger than max_allowed_packet.
@@ -81,6 +89,8 @@ error_codes! {
     ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236, b"HY000";
     /// Variable is a SESSION / GLOBAL variable and can't be used with the other scope.
     ER_INCORRECT_GLOBAL_LOCAL_VAR = 1238, b"HY000";
+    /// Unknown prepared statement handler.
+    ER_UNKNOWN_STMT_HANDLER = 1243, b"HY000";
     /// Client does not support the authentication protocol requested by the server.
     ER_NOT_SUPPORTED_AUTH_MODE = 1251, b"08004";
     /// The server is running with an option that prevents this statement (e.g. read-only).
@@ -89,12 +99,20 @@ error_codes! {
     ER_UNSUPPORTED_PS = 1295, b"HY000";
     /// FUNCTION does not exist.
     ER_SP_DOES_NOT_EXIST = 1305, b"42000";
+    /// Query execution was interrupted (KILL QUERY, a timeout).
+    ER_QUERY_INTERRUPTED = 1317, b"70100";
     /// Target log not found in binlog index (SHOW BINLOG EVENTS IN 'x').
     ER_UNKNOWN_TARGET_BINLOG = 1373, b"HY000";
     /// You are not using binary logging.
     ER_NO_BINARY_LOGGING = 1381, b"HY000";
+    /// The statement has no open cursor (COM_STMT_FETCH without one).
+    ER_STMT_HAS_NO_OPEN_CURSOR = 1421, b"HY000";
     /// Thread stack overrun: what MySQL answers to an expression too deep to evaluate.
     ER_STACK_OVERRUN_NEED_MORE = 1436, b"HY000";
+    /// Can't create more than max_prepared_stmt_count statements.
+    ER_MAX_PREPARED_STMT_COUNT_REACHED = 1461, b"42000";
+    /// Value is out of range (integer overflow in an expression).
+    ER_DATA_OUT_OF_RANGE = 1690, b"22003";
     /// Malformed communication packet (a command payload that does not decode).
     ER_MALFORMED_PACKET = 1835, b"HY000";
 }

@@ -37,6 +37,7 @@
 //! - [`auth_exchange`]: the authentication state machine after the client's response.
 //! - [`response`]: OK, ERR, EOF, column definitions, text result sets.
 //! - [`command`]: command-phase payloads, including the replication commands.
+//! - [`stmt`]: the prepared-statement protocol (parameters, binary rows).
 //! - [`errors`]: MySQL error codes with their SQL states.
 
 pub mod auth;
@@ -46,6 +47,7 @@ pub mod errors;
 pub mod handshake;
 pub mod packet;
 pub mod response;
+pub mod stmt;
 
 /// Everything that can go wrong turning wire bytes into values.
 #[derive(Debug, thiserror::Error)]

@@ -257,6 +257,16 @@ impl ColumnSpec {
     }
 }
 
+/// Appends the column-count packet payload of a result set.
+pub fn encode_column_count_into(n: usize, buf: &mut Vec<u8>) {
+    buf.put_lenenc_int(n as u64);
+}
+
+/// Appends `bytes` as a length-encoded string (a text-protocol cell).
+pub fn put_lenenc_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.put_lenenc_str(bytes);
+}
+
 /// Appends one text-protocol row to `buf`: each value a lenenc string, NULL as 0xFB.
 pub fn encode_text_row_into<V: AsRef<[u8]>>(
     values: impl IntoIterator<Item = Option<V>>,

@@ -1,7 +1,26 @@
-//! SQL semantics shared by the statements the server answers.
+//! The SQL front: statements parsed once, answered by one small relational engine over
+//! information_schema views and TiDB tables read at a snapshot timestamp.
 //!
 //! - [`parse`]: statement text → sqlparser statements, with a bound on tree depth.
+//! - [`types`], [`charset`], [`text`], [`value`]: MySQL types, collations, text rendering and
+//!   comparison rules.
+//! - [`expr`], [`agg`]: expressions and aggregates.
+//! - [`catalog`], [`infoschema`]: the catalog at a position and the views over it.
+//! - [`plan`], [`exec`]: SELECT → operators; [`show`]: SHOW forms as queries.
 //! - [`like`]: `LIKE` patterns, matched in linear time without recursion.
 
+pub mod agg;
+pub mod binary;
+pub mod catalog;
+pub mod charset;
+pub mod error;
+pub mod exec;
+pub mod expr;
+pub mod infoschema;
 pub mod like;
 pub mod parse;
+pub mod plan;
+pub mod show;
+pub mod text;
+pub mod types;
+pub mod value;

@@ -16,8 +16,9 @@ use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 /// Most operators one statement text may hold. A left-deep chain of this many operators is
-/// walked and dropped well within a 2 MiB thread stack.
-pub const MAX_OPERATORS: usize = 2_000;
+/// parsed, printed, measured (its span) and dropped by sqlparser within half of a 2 MiB thread
+/// stack; the server's own compiler keeps chains flat ([`super::expr::MAX_DEPTH`]).
+pub const MAX_OPERATORS: usize = 1_000;
 
 /// Why a text did not become statements.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,6 +48,62 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, ParseFailure> {
         .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(ParseFailure::Syntax)
+}
+
+/// Splits a COM_QUERY text at the `;` that end statements (not those inside quotes, quoted
+/// identifiers or comments). Pieces with nothing but blanks and comments are left out.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    let mut content = false;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                content = true;
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                // `/*! … */` and `/*+ … */` are executable comments: they count as content.
+                if matches!(b.get(i + 2), Some(b'!') | Some(b'+')) {
+                    content = true;
+                }
+                i = sql[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e + 2);
+            }
+            b'#' => i = sql[i..].find('\n').map_or(b.len(), |e| i + e + 1),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                i = sql[i..].find('\n').map_or(b.len(), |e| i + e + 1)
+            }
+            b';' => {
+                if content {
+                    out.push(&sql[start..i]);
+                }
+                i += 1;
+                start = i;
+                content = false;
+            }
+            c => {
+                if !c.is_ascii_whitespace() {
+                    content = true;
+                }
+                i += 1;
+            }
+        }
+    }
+    if content {
+        out.push(&sql[start..]);
+    }
+    out
 }
 
 /// Tokens that can join two operands into a deeper tree: every symbol but the separators, and
@@ -142,6 +199,27 @@ mod tests {
     }
 
     #[test]
+    fn statements_split_at_their_own_semicolons() {
+        assert_eq!(
+            split_statements("show create table a; show create table `b;c`;  "),
+            vec!["show create table a", " show create table `b;c`"]
+        );
+        assert_eq!(
+            split_statements("SELECT ';', \"x;\" /* ; */ -- ;\n; # ;\n"),
+            vec!["SELECT ';', \"x;\" /* ; */ -- ;\n"]
+        );
+        assert_eq!(split_statements("SELECT 'a\\';b'"), vec!["SELECT 'a\\';b'"]);
+        assert_eq!(
+            split_statements("/* only a comment */;;"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            split_statements("/*!40100 SET @@SQL_MODE='' */"),
+            vec!["/*!40100 SET @@SQL_MODE='' */"]
+        );
+    }
+
+    #[test]
     fn the_deepest_allowed_chain_is_parsed_walked_and_dropped_on_a_small_stack() {
         // Half the default 2 MiB thread stack, in this (unoptimised) build: a left-deep tree
         // as deep as the limit allows (`*` counts as one).
@@ -152,10 +230,12 @@ mod tests {
         let t = std::thread::Builder::new()
             .stack_size(1 << 20)
             .spawn(move || {
+                use sqlparser::ast::Spanned;
                 let stmts = parse(&sql).expect("parses");
                 let text = stmts[0].to_string();
+                let span = stmts[0].span();
                 drop(stmts);
-                text.len()
+                text.len() + span.end.column as usize
             })
             .expect("spawn");
         assert!(t.join().expect("no stack overflow") > 0);

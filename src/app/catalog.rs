@@ -1,0 +1,301 @@
+//! The SQL catalog ([`CatalogSnapshot`]) of one catalog version: TiDB's `TableInfo` of each
+//! included table in MySQL's terms (column types and defaults as `SHOW COLUMNS` prints them,
+//! indexes with the primary key TiDB keeps implicit for integer handles, partitions), and the
+//! row layout snapshot reads decode with.
+
+use std::sync::Arc;
+
+use crate::mounter::coltype::visible_columns;
+use crate::mounter::{Catalog, MountedTable};
+use crate::server::sql::catalog::{
+    CatalogSnapshot, ColumnMeta, HandleKind, IndexMeta, PartitionMeta, TableKind, TableMeta,
+};
+use crate::server::sql::charset;
+use crate::server::sql::types::SqlType;
+use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn};
+use mysql_common::constants::ColumnFlags;
+
+use super::schema::{column_key, column_type, create_table_sql, default_text, is_string_type};
+
+/// The catalog snapshot of `catalog`.
+pub fn snapshot(catalog: &Catalog) -> CatalogSnapshot {
+    let tables = catalog.iter().map(|t| Arc::new(table_meta(t))).collect();
+    CatalogSnapshot::from_tables(tables, Vec::new())
+}
+
+/// `DATA_TYPE`: the type name without length or attributes.
+fn data_type(column_type: &str) -> String {
+    column_type
+        .split(['(', ' '])
+        .next()
+        .unwrap_or(column_type)
+        .to_owned()
+}
+
+fn column_meta(c: &TidbColumn, ty: SqlType, table_collate: &str) -> ColumnMeta {
+    let ft = &c.field_type;
+    let ct = column_type(ft);
+    let string = is_string_type(ft);
+    let collation = string.then(|| {
+        if ft.collate.is_empty() {
+            table_collate.to_owned()
+        } else {
+            ft.collate.clone()
+        }
+    });
+    let charset_name = collation.as_ref().map(|coll| {
+        charset::collation_by_name(coll)
+            .map(|c| c.charset.to_owned())
+            .unwrap_or_else(|| ft.charset.clone())
+    });
+    let maxlen = u64::from(crate::mounter::coltype::charset_max_bytes(&ft.charset));
+    let flen = (ft.flen >= 0).then_some(ft.flen as u64);
+    let (char_max_len, char_octet_len) = match ft.tp {
+        mysql::TYPE_VARCHAR | mysql::TYPE_VAR_STRING | mysql::TYPE_STRING => {
+            (flen, flen.map(|f| f * maxlen))
+        }
+        mysql::TYPE_TINY_BLOB => (Some(255 / maxlen.max(1)), Some(255)),
+        mysql::TYPE_BLOB => (Some(65_535 / maxlen.max(1)), Some(65_535)),
+        mysql::TYPE_MEDIUM_BLOB => (Some(16_777_215 / maxlen.max(1)), Some(16_777_215)),
+        mysql::TYPE_LONG_BLOB | mysql::TYPE_JSON => (Some(4_294_967_295), Some(4_294_967_295)),
+        mysql::TYPE_ENUM | mysql::TYPE_SET => {
+            let n = if ft.tp == mysql::TYPE_SET {
+                ft.elems
+                    .iter()
+                    .map(|e| e.chars().count() as u64 + 1)
+                    .sum::<u64>()
+                    .saturating_sub(1)
+            } else {
+                ft.elems
+                    .iter()
+                    .map(|e| e.chars().count() as u64)
+                    .max()
+                    .unwrap_or(0)
+            };
+            (Some(n), Some(n * maxlen))
+        }
+        _ => (None, None),
+    };
+    let (numeric_precision, numeric_scale) = match ft.tp {
+        mysql::TYPE_TINY => (Some(3), Some(0)),
+        mysql::TYPE_SHORT => (Some(5), Some(0)),
+        mysql::TYPE_INT24 => (Some(7), Some(0)),
+        mysql::TYPE_LONG => (Some(10), Some(0)),
+        mysql::TYPE_LONGLONG => (Some(if ft.is_unsigned() { 20 } else { 19 }), Some(0)),
+        mysql::TYPE_FLOAT => (
+            Some(12),
+            (ft.decimal >= 0 && ft.decimal < 31).then_some(ft.decimal as u64),
+        ),
+        mysql::TYPE_DOUBLE => (
+            Some(22),
+            (ft.decimal >= 0 && ft.decimal < 31).then_some(ft.decimal as u64),
+        ),
+        mysql::TYPE_NEWDECIMAL | mysql::TYPE_DECIMAL => {
+            (Some(flen.unwrap_or(10)), Some(ft.decimal.max(0) as u64))
+        }
+        mysql::TYPE_BIT => (flen.or(Some(1)), None),
+        _ => (None, None),
+    };
+    let datetime_precision = match ft.tp {
+        mysql::TYPE_DATETIME | mysql::TYPE_TIMESTAMP | mysql::TYPE_DURATION => {
+            Some(u64::from(ft.fsp()))
+        }
+        _ => None,
+    };
+    let has = |f: u32| ft.flag & f != 0;
+    let mut extra = Vec::new();
+    if has(mysql::AUTO_INCREMENT_FLAG) {
+        extra.push("auto_increment".to_owned());
+    }
+    if c.default_is_expr && matches!(ft.tp, mysql::TYPE_DATETIME | mysql::TYPE_TIMESTAMP) {
+        extra.push("DEFAULT_GENERATED".to_owned());
+    }
+    if has(mysql::ON_UPDATE_NOW_FLAG) {
+        extra.push(format!(
+            "on update CURRENT_TIMESTAMP{}",
+            if ft.fsp() > 0 {
+                format!("({})", ft.fsp())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let generated = (!c.generated_expr_string.is_empty())
+        .then(|| (c.generated_expr_string.clone(), c.generated_stored));
+    if let Some((_, stored)) = &generated {
+        extra.push(if *stored {
+            "STORED GENERATED".to_owned()
+        } else {
+            "VIRTUAL GENERATED".to_owned()
+        });
+    }
+    let key = column_key(ft).to_owned();
+    let mut ty = ty;
+    let mut flags = ColumnFlags::empty();
+    match key.as_str() {
+        "PRI" => flags |= ColumnFlags::PRI_KEY_FLAG,
+        "UNI" => flags |= ColumnFlags::UNIQUE_KEY_FLAG,
+        "MUL" => flags |= ColumnFlags::MULTIPLE_KEY_FLAG,
+        _ => {}
+    }
+    if has(mysql::AUTO_INCREMENT_FLAG) {
+        flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
+    }
+    if has(mysql::ZEROFILL_FLAG) {
+        flags |= ColumnFlags::ZEROFILL_FLAG;
+    }
+    ty.key_flags = flags;
+    ColumnMeta {
+        name: c.name.o.clone(),
+        ty,
+        data_type: data_type(&ct),
+        column_type: ct,
+        default: default_text(c),
+        extra: extra.join(" "),
+        comment: c.comment.clone(),
+        key,
+        charset: charset_name,
+        collation,
+        generated,
+        char_max_len,
+        char_octet_len,
+        numeric_precision,
+        numeric_scale,
+        datetime_precision,
+    }
+}
+
+/// The SQL view of one table version.
+pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
+    let info = &t.info;
+    let visible = visible_columns(info);
+    let collate = if info.collate.is_empty() {
+        "utf8mb4_bin".to_owned()
+    } else {
+        info.collate.clone()
+    };
+    let columns: Vec<ColumnMeta> = visible
+        .iter()
+        .zip(&t.def.columns)
+        .map(|(c, def)| column_meta(c, SqlType::from_column(def), &collate))
+        .collect();
+    let mut indexes = Vec::new();
+    let handle = match info.pk_handle_column() {
+        Some(pk) => {
+            indexes.push(IndexMeta {
+                name: "PRIMARY".into(),
+                primary: true,
+                unique: true,
+                columns: vec![(pk.name.o.clone(), None)],
+                comment: String::new(),
+                visible: true,
+            });
+            let column = visible.iter().position(|c| c.id == pk.id).unwrap_or(0);
+            HandleKind::IntPk {
+                column,
+                unsigned: pk.field_type.is_unsigned(),
+            }
+        }
+        None if info.is_common_handle => HandleKind::Common,
+        None => HandleKind::RowId,
+    };
+    let mut ordered: Vec<&crate::tidb::schema::IndexInfo> = info
+        .indices
+        .iter()
+        .filter(|i| i.state == schema_state::PUBLIC)
+        .collect();
+    // PRIMARY first, then unique keys, then the others, each in definition order (MySQL's).
+    ordered.sort_by_key(|i| (!i.is_primary, !i.is_unique, i.id));
+    for ix in ordered {
+        indexes.push(IndexMeta {
+            name: if ix.is_primary {
+                "PRIMARY".into()
+            } else {
+                ix.idx_name.o.clone()
+            },
+            primary: ix.is_primary,
+            unique: ix.is_unique || ix.is_primary,
+            columns: ix
+                .idx_cols
+                .iter()
+                .map(|c| (c.name.o.clone(), (c.length > 0).then_some(c.length as u64)))
+                .collect(),
+            comment: ix.comment.clone(),
+            visible: !ix.is_invisible,
+        });
+    }
+    let partitions = match &info.partition {
+        Some(p) if !p.definitions.is_empty() => {
+            let method = match p.partition_type {
+                1 if !p.columns.is_empty() => "RANGE COLUMNS",
+                1 => "RANGE",
+                2 => "HASH",
+                3 if !p.columns.is_empty() => "LIST COLUMNS",
+                3 => "LIST",
+                4 => "KEY",
+                _ => "",
+            };
+            let expression = if p.columns.is_empty() {
+                p.expr.clone()
+            } else {
+                p.columns
+                    .iter()
+                    .map(|c| format!("`{}`", c.o))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            p.definitions
+                .iter()
+                .map(|d| PartitionMeta {
+                    name: d.name.o.clone(),
+                    id: d.id,
+                    method: method.to_owned(),
+                    expression: expression.clone(),
+                    description: if !d.less_than.is_empty() {
+                        Some(d.less_than.join(","))
+                    } else if !d.in_values.is_empty() {
+                        Some(
+                            d.in_values
+                                .iter()
+                                .map(|v| v.join(","))
+                                .collect::<Vec<_>>()
+                                .join(","),
+                        )
+                    } else {
+                        None
+                    },
+                    comment: d.comment.clone(),
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let charset_name = if info.charset.is_empty() {
+        "utf8mb4".to_owned()
+    } else {
+        info.charset.clone()
+    };
+    TableMeta {
+        db: t.schema().to_owned(),
+        name: t.name().to_owned(),
+        id: info.id,
+        kind: TableKind::BaseTable,
+        columns,
+        indexes,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
+        create_options: if partitions.is_empty() {
+            String::new()
+        } else {
+            "partitioned".into()
+        },
+        partitions,
+        handle,
+        charset: charset_name,
+        collation: collate,
+        comment: info.comment.clone(),
+        auto_increment: None,
+        create_sql: create_table_sql(t),
+        rows: Some(Arc::new(super::reader::MountedRows(t.clone()))),
+    }
+}

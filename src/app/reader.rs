@@ -1,0 +1,302 @@
+//! Snapshot reads of TiDB tables for SQL clients ([`SnapshotSource`]): the record keys of a
+//! table (each partition's) scanned at the statement's timestamp through the capture's TiKV
+//! reader, page by page, decoded with the table version of the catalog the statement reads.
+//!
+//! Integer handles bound the scanned key ranges. Keys order handles as signed 64-bit numbers,
+//! so an `UNSIGNED` key's values from 2^63 up sort first: ranges over them are split, and
+//! ascending order is served by scanning `[0, 2^63)` before `[2^63, 2^64)`.
+
+use std::sync::Arc;
+
+use tibinlog_protocol::value::Value;
+use tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR;
+
+use crate::capture::pd::PdClient;
+use crate::capture::snapshot::BlockingSnapshotReader;
+use crate::model::Ts;
+use crate::mounter::MountedTable;
+use crate::server::sql::catalog::{RowDecoder, TableMeta};
+use crate::server::sql::error::{Result, SqlError};
+use crate::server::sql::exec::RowStream;
+use crate::server::sql::plan::SnapshotSource;
+use crate::tidb::key::{decode_record_key, encode_record_key, record_span, Handle};
+
+/// Rows per TiKV page of a snapshot scan.
+pub const SCAN_PAGE: u32 = 1024;
+
+/// Row decoding with a mounted table version.
+#[derive(Debug)]
+pub struct MountedRows(pub Arc<MountedTable>);
+
+impl RowDecoder for MountedRows {
+    fn physical_ids(&self) -> Vec<i64> {
+        self.0.info.physical_ids()
+    }
+
+    fn decode(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        out: &mut Vec<Value>,
+    ) -> std::result::Result<(), String> {
+        let (_, handle) = decode_record_key(key).map_err(|e| e.to_string())?;
+        out.clear();
+        self.0
+            .codec
+            .decode_into(value, Some(&handle), out)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// [`SnapshotSource`] over the capture's TiKV reader.
+#[derive(Debug, Clone)]
+pub struct TableReader {
+    reader: BlockingSnapshotReader,
+    pd: PdClient,
+    handle: tokio::runtime::Handle,
+}
+
+impl TableReader {
+    pub fn new(
+        reader: BlockingSnapshotReader,
+        pd: PdClient,
+        handle: tokio::runtime::Handle,
+    ) -> Self {
+        TableReader { reader, pd, handle }
+    }
+
+    /// Refuses a read below PD's GC safe point, as TiDB does: the history may be gone.
+    fn check_gc(&self, ts: u64) -> Result<()> {
+        let pd = self.pd.clone();
+        let safe = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.handle.block_on(pd.get_gc_safe_point()))
+            }
+            _ => self.handle.block_on(pd.get_gc_safe_point()),
+        }
+        .map_err(|e| SqlError::new(ER_UNKNOWN_ERROR, format!("reading PD's GC safe point: {e}")))?;
+        if ts < safe.0 {
+            return Err(SqlError::new(
+                ER_UNKNOWN_ERROR,
+                format!(
+                    "snapshot ts {ts} is older than the GC safe point {}: its history may be gone",
+                    safe.0
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn record_key(table_id: i64, handle: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(19);
+    encode_record_key(&mut k, table_id, &Handle::Int(handle));
+    k
+}
+
+/// Raw key ranges `[start, end)` of one physical table for inclusive handle `ranges` in the
+/// order the rows must come (`None`: the whole table).
+fn key_ranges(
+    table_id: i64,
+    ranges: &Option<Vec<(i128, i128)>>,
+    unsigned: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (start, end) = record_span(table_id);
+    let Some(ranges) = ranges else {
+        if !unsigned {
+            return vec![(start, end)];
+        }
+        // Handles 0..2^63 (keys of non-negative i64), then 2^63.. (keys of negative i64).
+        return vec![
+            (record_key(table_id, 0), end.clone()),
+            (start, record_key(table_id, 0)),
+        ];
+    };
+    let mut out = Vec::new();
+    let mut high = Vec::new();
+    for &(lo, hi) in ranges {
+        // In the signed key domain: pieces below 2^63 and pieces at or above it.
+        let split = 1i128 << 63;
+        let piece = |lo: i128, hi: i128, into: &mut Vec<(Vec<u8>, Vec<u8>)>| {
+            let (a, b) = if unsigned && lo >= split {
+                ((lo - (1i128 << 64)) as i64, (hi - (1i128 << 64)) as i64)
+            } else {
+                (lo as i64, hi as i64)
+            };
+            let to = if b == i64::MAX {
+                end.clone()
+            } else {
+                record_key(table_id, b + 1)
+            };
+            into.push((record_key(table_id, a), to));
+        };
+        if unsigned && lo < split && hi >= split {
+            piece(lo, split - 1, &mut out);
+            piece(split, hi, &mut high);
+        } else if unsigned && lo >= split {
+            piece(lo, hi, &mut high);
+        } else {
+            piece(lo, hi, &mut out);
+        }
+    }
+    out.extend(high);
+    out
+}
+
+impl SnapshotSource for TableReader {
+    fn scan(
+        &self,
+        table: &TableMeta,
+        ts: u64,
+        ranges: Option<Vec<(i128, i128)>>,
+        desc: bool,
+    ) -> Result<Box<dyn RowStream>> {
+        if desc {
+            return Err(SqlError::unsupported("descending scans"));
+        }
+        self.check_gc(ts)?;
+        let decoder = table.rows.clone().ok_or_else(|| {
+            SqlError::unsupported(format!("reading `{}`.`{}`", table.db, table.name))
+        })?;
+        let unsigned = matches!(
+            table.handle,
+            crate::server::sql::catalog::HandleKind::IntPk { unsigned: true, .. }
+        );
+        let mut pending = Vec::new();
+        for id in decoder.physical_ids() {
+            pending.extend(key_ranges(id, &ranges, unsigned));
+        }
+        pending.reverse();
+        Ok(Box::new(TableScan {
+            reader: self.reader.clone(),
+            decoder,
+            ts: Ts(ts),
+            pending,
+            table: format!("{}.{}", table.db, table.name),
+        }))
+    }
+}
+
+/// The pages of one table scan.
+struct TableScan {
+    reader: BlockingSnapshotReader,
+    decoder: Arc<dyn RowDecoder>,
+    ts: Ts,
+    /// Key ranges still to read, the next one last.
+    pending: Vec<(Vec<u8>, Vec<u8>)>,
+    table: String,
+}
+
+impl RowStream for TableScan {
+    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> Result<bool> {
+        loop {
+            let Some((start, end)) = self.pending.pop() else {
+                return Ok(false);
+            };
+            let (pairs, next) = self
+                .reader
+                .scan_page(&start, &end, self.ts, SCAN_PAGE)
+                .map_err(|e| {
+                    SqlError::new(
+                        ER_UNKNOWN_ERROR,
+                        format!("reading {} at ts {}: {e}", self.table, self.ts.0),
+                    )
+                })?;
+            if let Some(n) = next {
+                self.pending.push((n, end));
+            }
+            if pairs.is_empty() {
+                continue;
+            }
+            out.reserve(pairs.len());
+            for (k, v) in pairs {
+                let mut row = Vec::new();
+                self.decoder.decode(&k, &v, &mut row).map_err(|e| {
+                    SqlError::new(
+                        ER_UNKNOWN_ERROR,
+                        format!("decoding a row of {} at ts {}: {e}", self.table, self.ts.0),
+                    )
+                })?;
+                out.push(row);
+            }
+            return Ok(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsigned_ranges_come_in_value_order() {
+        let id = 7;
+        let k = |h: i64| record_key(id, h);
+        assert_eq!(
+            key_ranges(id, &Some(vec![(5, 9)]), false),
+            vec![(k(5), k(10))]
+        );
+        let top = u64::MAX as i128;
+        let r = key_ranges(id, &Some(vec![(10, top)]), true);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0], (k(10), record_span(id).1));
+        assert_eq!(r[1], (k(i64::MIN), k(0)));
+        let whole = key_ranges(id, &None, true);
+        assert_eq!(whole[0].0, k(0));
+        assert_eq!(whole[1].1, k(0));
+    }
+}
+
+/// How long PD keeps the snapshot hold if it is not refreshed (the process died).
+const HOLD_TTL_SECS: i64 = 600;
+/// How often a held snapshot's service safe point is refreshed.
+const HOLD_REFRESH: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Holds PD's GC at the oldest snapshot an SQL session reads at, with a service safe point of
+/// its own (`service_id`): the capture's own safe point moves on with the checkpoint, a
+/// consistent snapshot taken earlier must stay readable while its session lives. Released when
+/// no session holds one.
+pub async fn hold_snapshots(
+    pd: PdClient,
+    service_id: String,
+    mut oldest: tokio::sync::watch::Receiver<Option<u64>>,
+    cancel: tokio_util::sync::CancellationToken,
+) {
+    let mut held = None;
+    loop {
+        let want = *oldest.borrow_and_update();
+        let result = match want {
+            Some(ts) => pd
+                .update_service_gc_safe_point(&service_id, HOLD_TTL_SECS, Ts(ts.saturating_sub(1)))
+                .await
+                .map(|min| {
+                    if min.0 > ts.saturating_sub(1) {
+                        tracing::warn!(
+                            ts,
+                            min_safe_point = min.0,
+                            "a snapshot is older than PD's GC safe point"
+                        );
+                    }
+                }),
+            None if held.is_some() => pd
+                .update_service_gc_safe_point(&service_id, 0, Ts::MAX)
+                .await
+                .map(|_| ()),
+            None => Ok(()),
+        };
+        match result {
+            Ok(()) => held = want,
+            Err(e) => tracing::warn!(error = %e, "holding the GC safe point for SQL snapshots"),
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => break,
+            r = oldest.changed() => if r.is_err() { break },
+            _ = tokio::time::sleep(HOLD_REFRESH), if held.is_some() => {}
+        }
+    }
+    if held.is_some() {
+        let _ = pd
+            .update_service_gc_safe_point(&service_id, 0, Ts::MAX)
+            .await;
+    }
+}

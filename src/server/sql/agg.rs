@@ -1,0 +1,349 @@
+//! Aggregate functions: COUNT, MIN, MAX, SUM, AVG, GROUP_CONCAT, ANY_VALUE, with MySQL's result
+//! types (COUNT is BIGINT, SUM and AVG of integers or decimals are DECIMAL, of anything else
+//! DOUBLE; MIN/MAX keep the argument's type) and NULL rules (NULL inputs are skipped; no input
+//! gives NULL, COUNT gives 0).
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+use tibinlog_protocol::value::Value;
+
+use super::error::{Result, SqlError};
+use super::exec::group_key;
+use super::expr::{compare_values, Expr};
+use super::types::{SqlType, TypeKind};
+use super::value::{self as v, CmpMode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Min,
+    Max,
+    Sum,
+    Avg,
+    GroupConcat,
+    AnyValue,
+}
+
+/// One aggregate call of a query.
+#[derive(Debug, Clone)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    /// The result type.
+    pub ty: SqlType,
+}
+
+/// Running state of one aggregate in one group.
+#[derive(Debug)]
+pub enum AggState {
+    Count(i64, Option<HashSet<Vec<u8>>>),
+    Extreme(Option<Value>),
+    /// Integer/decimal sum as exact decimal text parts, or a double.
+    SumExact {
+        total: i128,
+        scale: u32,
+        n: i64,
+        any: bool,
+    },
+    SumDouble {
+        total: f64,
+        n: i64,
+        any: bool,
+    },
+    Concat(Option<Vec<u8>>),
+    Any(Option<Value>),
+}
+
+impl AggCall {
+    /// Builds a call of `name` (upper case) over `arg` (`None` for `COUNT(*)`).
+    pub fn new(name: &str, arg: Option<Expr>, distinct: bool) -> Result<AggCall> {
+        let arg_ty = arg
+            .as_ref()
+            .map(|a| a.ty.clone())
+            .unwrap_or_else(SqlType::bigint);
+        let exact = arg_ty.is_integer() || matches!(arg_ty.kind, TypeKind::Decimal { .. });
+        let scale = match arg_ty.kind {
+            TypeKind::Decimal { scale, .. } => scale,
+            _ => 0,
+        };
+        let (func, ty) = match (name, &arg) {
+            ("COUNT", None) => (AggFunc::CountStar, SqlType::bigint().not_null()),
+            ("COUNT", Some(_)) => (AggFunc::Count, SqlType::bigint().not_null()),
+            ("MIN", Some(_)) => (AggFunc::Min, arg_ty.clone().nullable(true)),
+            ("MAX", Some(_)) => (AggFunc::Max, arg_ty.clone().nullable(true)),
+            ("ANY_VALUE", Some(_)) => (AggFunc::AnyValue, arg_ty.clone()),
+            ("SUM", Some(_)) if exact => (AggFunc::Sum, SqlType::decimal(65, scale)),
+            ("SUM", Some(_)) => (AggFunc::Sum, SqlType::double()),
+            ("AVG", Some(_)) if exact => (AggFunc::Avg, SqlType::decimal(65, (scale + 4).min(30))),
+            ("AVG", Some(_)) => (AggFunc::Avg, SqlType::double()),
+            ("GROUP_CONCAT", Some(_)) => (
+                AggFunc::GroupConcat,
+                SqlType::new(TypeKind::Text { max_bytes: 65_535 })
+                    .with_collation(super::charset::UTF8MB4_0900_AI_CI),
+            ),
+            _ => return Err(SqlError::unsupported(format!("the aggregate {name}"))),
+        };
+        Ok(AggCall {
+            func,
+            arg,
+            distinct,
+            ty,
+        })
+    }
+
+    pub fn start(&self) -> AggState {
+        match self.func {
+            AggFunc::CountStar | AggFunc::Count => {
+                AggState::Count(0, self.distinct.then(HashSet::new))
+            }
+            AggFunc::Min | AggFunc::Max => AggState::Extreme(None),
+            AggFunc::Sum | AggFunc::Avg => match self.ty.kind {
+                TypeKind::Decimal { .. } => AggState::SumExact {
+                    total: 0,
+                    scale: 0,
+                    n: 0,
+                    any: false,
+                },
+                _ => AggState::SumDouble {
+                    total: 0.0,
+                    n: 0,
+                    any: false,
+                },
+            },
+            AggFunc::GroupConcat => AggState::Concat(None),
+            AggFunc::AnyValue => AggState::Any(None),
+        }
+    }
+
+    /// Folds one input row in; returns the bytes the state grew by.
+    pub fn update(&self, state: &mut AggState, row: &[Value]) -> Result<usize> {
+        let val = match &self.arg {
+            Some(a) => a.eval(row)?,
+            None => Value::Int(1),
+        };
+        if matches!(val, Value::Null) {
+            return Ok(0);
+        }
+        let arg_ty = self.arg.as_ref().map(|a| &a.ty);
+        let ty = arg_ty.cloned().unwrap_or_else(SqlType::bigint);
+        Ok(match state {
+            AggState::Count(n, seen) => {
+                if let Some(seen) = seen {
+                    let key = group_key(std::slice::from_ref(&val), &[&ty]);
+                    let grown = key.len() + 32;
+                    if seen.insert(key) {
+                        *n += 1;
+                        return Ok(grown);
+                    }
+                    return Ok(0);
+                }
+                *n += 1;
+                0
+            }
+            AggState::Extreme(cur) => {
+                let replace = match cur {
+                    None => true,
+                    Some(c) => {
+                        let mode = CmpMode::for_types(&ty, &ty);
+                        let ord = compare_values(mode, &val, &ty, c, &ty);
+                        if self.func == AggFunc::Min {
+                            ord == Ordering::Less
+                        } else {
+                            ord == Ordering::Greater
+                        }
+                    }
+                };
+                if replace {
+                    *cur = Some(val);
+                }
+                0
+            }
+            AggState::SumExact {
+                total,
+                scale,
+                n,
+                any,
+            } => {
+                let text = v::to_decimal_text(&val, &ty).unwrap_or_else(|| "0".into());
+                let (units, s) = decimal_units(&text);
+                if s > *scale {
+                    *total = total
+                        .checked_mul(10i128.pow(s - *scale))
+                        .ok_or_else(sum_overflow)?;
+                    *scale = s;
+                }
+                let units = units
+                    .checked_mul(10i128.pow(*scale - s))
+                    .ok_or_else(sum_overflow)?;
+                *total = total.checked_add(units).ok_or_else(sum_overflow)?;
+                *n += 1;
+                *any = true;
+                0
+            }
+            AggState::SumDouble { total, n, any } => {
+                *total += v::to_f64(&val, &ty);
+                *n += 1;
+                *any = true;
+                0
+            }
+            AggState::Concat(acc) => {
+                let b = v::to_bytes(&val, &ty);
+                let grown = b.len() + 1;
+                match acc {
+                    None => *acc = Some(b),
+                    Some(a) => {
+                        a.push(b',');
+                        a.extend_from_slice(&b);
+                    }
+                }
+                grown
+            }
+            AggState::Any(cur) => {
+                if cur.is_none() {
+                    *cur = Some(val);
+                }
+                0
+            }
+        })
+    }
+
+    /// The aggregate's value for a finished group.
+    pub fn finish(&self, state: AggState) -> Value {
+        match state {
+            AggState::Count(n, _) => Value::Int(n),
+            AggState::Extreme(cur) | AggState::Any(cur) => cur.unwrap_or(Value::Null),
+            AggState::SumExact {
+                total,
+                scale,
+                n,
+                any,
+            } => {
+                if !any {
+                    return Value::Null;
+                }
+                let out_scale = match self.ty.kind {
+                    TypeKind::Decimal { scale, .. } => u32::from(scale),
+                    _ => scale,
+                };
+                if self.func == AggFunc::Avg {
+                    let (total, scale) = (total as f64 / 10f64.powi(scale as i32), out_scale);
+                    return Value::Decimal(format!("{:.*}", scale as usize, total / n as f64));
+                }
+                Value::Decimal(units_to_text(total, scale))
+            }
+            AggState::SumDouble { total, n, any } => {
+                if !any {
+                    Value::Null
+                } else if self.func == AggFunc::Avg {
+                    Value::Double(total / n as f64)
+                } else {
+                    Value::Double(total)
+                }
+            }
+            AggState::Concat(acc) => acc.map_or(Value::Null, Value::Bytes),
+        }
+    }
+}
+
+fn sum_overflow() -> SqlError {
+    SqlError::new(
+        tibinlog_protocol::wire::errors::ER_DATA_OUT_OF_RANGE,
+        "DECIMAL value is out of range in 'sum'",
+    )
+}
+
+/// Decimal text → (units, scale): `-12.50` → (-1250, 2).
+fn decimal_units(text: &str) -> (i128, u32) {
+    let (neg, t) = match text.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, text),
+    };
+    let (i, f) = t.split_once('.').unwrap_or((t, ""));
+    let digits = format!("{i}{f}");
+    let units: i128 = digits.parse().unwrap_or(0);
+    (if neg { -units } else { units }, f.len() as u32)
+}
+
+fn units_to_text(units: i128, scale: u32) -> String {
+    let neg = units < 0;
+    let digits = units.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let text = if scale == 0 {
+        digits
+    } else if digits.len() > scale {
+        format!(
+            "{}.{}",
+            &digits[..digits.len() - scale],
+            &digits[digits.len() - scale..]
+        )
+    } else {
+        format!("0.{digits:0>scale$}")
+    };
+    if neg {
+        format!("-{text}")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(call: &AggCall, vals: &[Value]) -> Value {
+        let mut st = call.start();
+        for x in vals {
+            call.update(&mut st, std::slice::from_ref(x))
+                .expect("update");
+        }
+        call.finish(st)
+    }
+
+    #[test]
+    fn aggregates_follow_mysql() {
+        let col = || Some(Expr::column(0, SqlType::bigint()));
+        let vals = [Value::Int(3), Value::Null, Value::Int(1), Value::Int(3)];
+        assert_eq!(
+            run(&AggCall::new("COUNT", None, false).expect("count"), &vals),
+            Value::Int(4)
+        );
+        assert_eq!(
+            run(&AggCall::new("COUNT", col(), false).expect("c"), &vals),
+            Value::Int(3)
+        );
+        assert_eq!(
+            run(&AggCall::new("COUNT", col(), true).expect("c"), &vals),
+            Value::Int(2)
+        );
+        assert_eq!(
+            run(&AggCall::new("MIN", col(), false).expect("m"), &vals),
+            Value::Int(1)
+        );
+        assert_eq!(
+            run(&AggCall::new("MAX", col(), false).expect("m"), &vals),
+            Value::Int(3)
+        );
+        assert_eq!(
+            run(&AggCall::new("SUM", col(), false).expect("s"), &vals),
+            Value::Decimal("7".into())
+        );
+        assert_eq!(
+            run(&AggCall::new("SUM", col(), false).expect("s"), &[]),
+            Value::Null
+        );
+        assert_eq!(
+            run(&AggCall::new("AVG", col(), false).expect("a"), &vals),
+            Value::Decimal("2.3333".into())
+        );
+        let dec = Some(Expr::column(0, SqlType::decimal(10, 2)));
+        let ds = [Value::Decimal("1.25".into()), Value::Decimal("-0.5".into())];
+        assert_eq!(
+            run(&AggCall::new("SUM", dec, false).expect("s"), &ds),
+            Value::Decimal("0.75".into())
+        );
+        assert_eq!(units_to_text(-5, 2), "-0.05");
+    }
+}

@@ -1,0 +1,596 @@
+//! The executor: pull-based operators over rows of [`Value`]s. Each operator fills a caller's
+//! row buffer (no allocation per row where the input can be moved), so results stream to the
+//! client as the scan produces them; only sorting, grouping, DISTINCT and the inner side of a
+//! join hold rows, within [`MEMORY_LIMIT`] bytes each.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use tibinlog_protocol::value::Value;
+use tibinlog_protocol::wire::errors::{ER_OUT_OF_SORTMEMORY, ER_QUERY_INTERRUPTED};
+use tokio_util::sync::CancellationToken;
+
+use super::agg::{AggCall, AggState};
+use super::charset;
+use super::error::{Result, SqlError};
+use super::expr::{compare_values, Expr};
+use super::types::SqlType;
+use super::value::{self as v, CmpMode};
+
+/// Bytes an operator may hold (a sort, the groups of an aggregation, a join's inner side).
+pub const MEMORY_LIMIT: usize = 256 << 20;
+
+/// A stream of rows.
+pub trait Operator: Send {
+    /// Writes the next row into `out` (replacing its contents); false at the end.
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool>;
+}
+
+/// Rows produced in batches by a source (a TiKV snapshot scan).
+pub trait RowStream: Send {
+    /// Appends the next rows to `out`; false (and nothing appended) at the end.
+    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> Result<bool>;
+}
+
+/// Rows held in memory (virtual tables, derived tables, `SELECT` without `FROM`).
+pub struct Values {
+    rows: std::vec::IntoIter<Vec<Value>>,
+}
+
+impl Values {
+    pub fn new(rows: Vec<Vec<Value>>) -> Self {
+        Values {
+            rows: rows.into_iter(),
+        }
+    }
+}
+
+impl Operator for Values {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        match self.rows.next() {
+            Some(r) => {
+                *out = r;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Rows of a [`RowStream`], checking for cancellation between batches.
+pub struct Scan {
+    stream: Box<dyn RowStream>,
+    batch: std::vec::IntoIter<Vec<Value>>,
+    buf: Vec<Vec<Value>>,
+    cancel: CancellationToken,
+    done: bool,
+}
+
+impl Scan {
+    pub fn new(stream: Box<dyn RowStream>, cancel: CancellationToken) -> Self {
+        Scan {
+            stream,
+            batch: Vec::new().into_iter(),
+            buf: Vec::new(),
+            cancel,
+            done: false,
+        }
+    }
+}
+
+/// The error a cancelled statement ends with.
+pub fn interrupted() -> SqlError {
+    SqlError::new(ER_QUERY_INTERRUPTED, "Query execution was interrupted")
+}
+
+impl Operator for Scan {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        loop {
+            if let Some(r) = self.batch.next() {
+                *out = r;
+                return Ok(true);
+            }
+            if self.done {
+                return Ok(false);
+            }
+            if self.cancel.is_cancelled() {
+                return Err(interrupted());
+            }
+            self.buf.clear();
+            if !self.stream.next_batch(&mut self.buf)? {
+                self.done = true;
+            }
+            self.batch = std::mem::take(&mut self.buf).into_iter();
+        }
+    }
+}
+
+/// Rows for which a predicate is TRUE.
+pub struct Filter {
+    pub input: Box<dyn Operator>,
+    pub predicate: Expr,
+}
+
+impl Operator for Filter {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        while self.input.next(out)? {
+            if self.predicate.is_true(out)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Computes the output columns from each input row.
+pub struct Project {
+    pub input: Box<dyn Operator>,
+    pub exprs: Vec<Expr>,
+    pub scratch: Vec<Value>,
+}
+
+impl Operator for Project {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        if !self.input.next(&mut self.scratch)? {
+            return Ok(false);
+        }
+        out.clear();
+        for e in &self.exprs {
+            out.push(e.eval(&self.scratch)?);
+        }
+        Ok(true)
+    }
+}
+
+/// `LIMIT offset, count`.
+pub struct Limit {
+    pub input: Box<dyn Operator>,
+    pub offset: u64,
+    pub count: Option<u64>,
+    pub seen: u64,
+}
+
+impl Operator for Limit {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        while self.seen < self.offset {
+            if !self.input.next(out)? {
+                return Ok(false);
+            }
+            self.seen += 1;
+        }
+        if self
+            .count
+            .is_some_and(|c| self.seen >= self.offset.saturating_add(c))
+        {
+            return Ok(false);
+        }
+        let more = self.input.next(out)?;
+        self.seen += 1;
+        Ok(more)
+    }
+}
+
+/// Bytes a row takes, roughly (for the memory limits).
+fn row_bytes(row: &[Value]) -> usize {
+    row.iter()
+        .map(|x| {
+            std::mem::size_of::<Value>()
+                + match x {
+                    Value::Bytes(b) => b.len(),
+                    Value::Decimal(d) => d.len(),
+                    _ => 0,
+                }
+        })
+        .sum::<usize>()
+        + std::mem::size_of::<Vec<Value>>()
+}
+
+fn over_memory() -> SqlError {
+    SqlError::new(
+        ER_OUT_OF_SORTMEMORY,
+        format!(
+            "Out of sort memory: the statement holds more than {} MiB of rows",
+            MEMORY_LIMIT >> 20
+        ),
+    )
+}
+
+/// One ORDER BY key: an expression over the input row.
+pub struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+}
+
+/// Sorts its input (stable, NULLs first ascending as MySQL).
+pub struct Sort {
+    pub input: Option<Box<dyn Operator>>,
+    pub keys: Vec<SortKey>,
+    sorted: std::vec::IntoIter<(Vec<Value>, Vec<Value>)>,
+}
+
+impl Sort {
+    pub fn new(input: Box<dyn Operator>, keys: Vec<SortKey>) -> Self {
+        Sort {
+            input: Some(input),
+            keys,
+            sorted: Vec::new().into_iter(),
+        }
+    }
+
+    fn fill(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
+        let mut rows = Vec::new();
+        let mut bytes = 0;
+        let mut row = Vec::new();
+        while input.next(&mut row)? {
+            let key: Vec<Value> = self
+                .keys
+                .iter()
+                .map(|k| k.expr.eval(&row))
+                .collect::<Result<_>>()?;
+            bytes += row_bytes(&row) + row_bytes(&key);
+            if bytes > MEMORY_LIMIT {
+                return Err(over_memory());
+            }
+            rows.push((key, std::mem::take(&mut row)));
+        }
+        let keys = &self.keys;
+        rows.sort_by(|a, b| compare_keys(keys, &a.0, &b.0));
+        self.sorted = rows.into_iter();
+        Ok(())
+    }
+}
+
+fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> Ordering {
+    for (k, (x, y)) in keys.iter().zip(a.iter().zip(b)) {
+        let ord = match (x, y) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::Null, _) => Ordering::Less,
+            (_, Value::Null) => Ordering::Greater,
+            _ => {
+                let mode = CmpMode::for_types(&k.expr.ty, &k.expr.ty);
+                compare_values(mode, x, &k.expr.ty, y, &k.expr.ty)
+            }
+        };
+        let ord = if k.desc { ord.reverse() } else { ord };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+impl Operator for Sort {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        if let Some(input) = self.input.take() {
+            self.fill(input)?;
+        }
+        match self.sorted.next() {
+            Some((_, row)) => {
+                *out = row;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// A grouping key: the values made comparable as MySQL groups them (strings under their
+/// collation's case and pad rules, numbers by value).
+pub fn group_key(values: &[Value], types: &[&SqlType]) -> Vec<u8> {
+    let mut key = Vec::new();
+    for (x, ty) in values.iter().zip(types) {
+        match x {
+            Value::Null => key.push(0),
+            _ if ty.is_string() => {
+                key.push(1);
+                let bytes = v::to_bytes(x, ty);
+                let c = charset::collation(ty.collation);
+                let bytes: &[u8] = if c.is_some_and(|c| c.pad_space) {
+                    let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+                    &bytes[..end]
+                } else {
+                    &bytes
+                };
+                match (ty.case_rule(), std::str::from_utf8(bytes)) {
+                    (super::like::CaseRule::Insensitive, Ok(s)) => {
+                        for ch in s.chars().map(charset::fold) {
+                            let mut b = [0u8; 4];
+                            key.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+                        }
+                    }
+                    _ => key.extend_from_slice(bytes),
+                }
+                key.push(0xff);
+            }
+            _ if ty.is_integer() => {
+                key.push(2);
+                key.extend_from_slice(&v::to_int(x, ty).unwrap_or(0).to_be_bytes());
+            }
+            _ => {
+                key.push(3);
+                let mut t = Vec::new();
+                super::text::write_text(x, ty, &mut t);
+                key.extend_from_slice(&t);
+                key.push(0xff);
+            }
+        }
+    }
+    key
+}
+
+/// GROUP BY with aggregates. Output rows: the group key values, then one value per aggregate.
+/// Without GROUP BY there is exactly one group (one row even for no input).
+pub struct Aggregate {
+    pub input: Option<Box<dyn Operator>>,
+    pub group_by: Vec<Expr>,
+    pub aggs: Vec<AggCall>,
+    out: std::vec::IntoIter<Vec<Value>>,
+}
+
+impl Aggregate {
+    pub fn new(input: Box<dyn Operator>, group_by: Vec<Expr>, aggs: Vec<AggCall>) -> Self {
+        Aggregate {
+            input: Some(input),
+            group_by,
+            aggs,
+            out: Vec::new().into_iter(),
+        }
+    }
+
+    fn fill(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
+        let types: Vec<&SqlType> = self.group_by.iter().map(|e| &e.ty).collect();
+        let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
+        let mut bytes = 0;
+        let mut row = Vec::new();
+        let mut keyvals = Vec::new();
+        while input.next(&mut row)? {
+            keyvals.clear();
+            for e in &self.group_by {
+                keyvals.push(e.eval(&row)?);
+            }
+            let key = group_key(&keyvals, &types);
+            let i = match index.get(&key) {
+                Some(i) => *i,
+                None => {
+                    bytes += key.len() + row_bytes(&keyvals) + 64 * self.aggs.len();
+                    if bytes > MEMORY_LIMIT {
+                        return Err(over_memory());
+                    }
+                    let states = self.aggs.iter().map(AggCall::start).collect();
+                    groups.push((keyvals.clone(), states));
+                    index.insert(key, groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
+            for (call, state) in self.aggs.iter().zip(groups[i].1.iter_mut()) {
+                bytes += call.update(state, &row)?;
+                if bytes > MEMORY_LIMIT {
+                    return Err(over_memory());
+                }
+            }
+        }
+        if groups.is_empty() && self.group_by.is_empty() {
+            groups.push((Vec::new(), self.aggs.iter().map(AggCall::start).collect()));
+        }
+        let rows: Vec<Vec<Value>> = groups
+            .into_iter()
+            .map(|(mut key, states)| {
+                for (call, st) in self.aggs.iter().zip(states) {
+                    key.push(call.finish(st));
+                }
+                key
+            })
+            .collect();
+        self.out = rows.into_iter();
+        Ok(())
+    }
+}
+
+impl Operator for Aggregate {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        if let Some(input) = self.input.take() {
+            self.fill(input)?;
+        }
+        match self.out.next() {
+            Some(r) => {
+                *out = r;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Removes duplicate rows (SELECT DISTINCT), keeping the first of each.
+pub struct Distinct {
+    pub input: Box<dyn Operator>,
+    pub types: Vec<SqlType>,
+    seen: std::collections::HashSet<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Distinct {
+    pub fn new(input: Box<dyn Operator>, types: Vec<SqlType>) -> Self {
+        Distinct {
+            input,
+            types,
+            seen: Default::default(),
+            bytes: 0,
+        }
+    }
+}
+
+impl Operator for Distinct {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        let types: Vec<&SqlType> = self.types.iter().collect();
+        while self.input.next(out)? {
+            let key = group_key(out, &types);
+            if !self.seen.contains(&key) {
+                self.bytes += key.len() + 32;
+                if self.bytes > MEMORY_LIMIT {
+                    return Err(over_memory());
+                }
+                self.seen.insert(key);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// `left [LEFT] JOIN right ON …` by nested loops over the right side held in memory.
+pub struct Join {
+    pub left: Box<dyn Operator>,
+    right: Option<Box<dyn Operator>>,
+    right_rows: Vec<Vec<Value>>,
+    right_width: usize,
+    pub on: Option<Expr>,
+    pub left_outer: bool,
+    current: Vec<Value>,
+    pos: usize,
+    matched: bool,
+    active: bool,
+}
+
+impl Join {
+    pub fn new(
+        left: Box<dyn Operator>,
+        right: Box<dyn Operator>,
+        right_width: usize,
+        on: Option<Expr>,
+        left_outer: bool,
+    ) -> Self {
+        Join {
+            left,
+            right: Some(right),
+            right_rows: Vec::new(),
+            right_width,
+            on,
+            left_outer,
+            current: Vec::new(),
+            pos: 0,
+            matched: false,
+            active: false,
+        }
+    }
+}
+
+impl Operator for Join {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        if let Some(mut right) = self.right.take() {
+            let mut bytes = 0;
+            let mut row = Vec::new();
+            while right.next(&mut row)? {
+                bytes += row_bytes(&row);
+                if bytes > MEMORY_LIMIT {
+                    return Err(over_memory());
+                }
+                self.right_rows.push(std::mem::take(&mut row));
+            }
+        }
+        loop {
+            if !self.active {
+                if !self.left.next(&mut self.current)? {
+                    return Ok(false);
+                }
+                self.active = true;
+                self.pos = 0;
+                self.matched = false;
+            }
+            while self.pos < self.right_rows.len() {
+                let r = &self.right_rows[self.pos];
+                self.pos += 1;
+                out.clear();
+                out.extend_from_slice(&self.current);
+                out.extend_from_slice(r);
+                let keep = match &self.on {
+                    Some(on) => on.is_true(out)?,
+                    None => true,
+                };
+                if keep {
+                    self.matched = true;
+                    return Ok(true);
+                }
+            }
+            self.active = false;
+            if self.left_outer && !self.matched {
+                out.clear();
+                out.extend_from_slice(&self.current);
+                out.extend(std::iter::repeat_n(Value::Null, self.right_width));
+                return Ok(true);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::sql::expr::{Expr, ExprKind};
+
+    fn ints(rows: &[&[i64]]) -> Vec<Vec<Value>> {
+        rows.iter()
+            .map(|r| r.iter().map(|i| Value::Int(*i)).collect())
+            .collect()
+    }
+
+    fn drain(mut op: Box<dyn Operator>) -> Vec<Vec<Value>> {
+        let mut out = Vec::new();
+        let mut row = Vec::new();
+        while op.next(&mut row).expect("next") {
+            out.push(row.clone());
+        }
+        out
+    }
+
+    fn col(i: usize) -> Expr {
+        Expr::column(i, SqlType::bigint())
+    }
+
+    #[test]
+    fn sort_limit_and_distinct() {
+        let input = Box::new(Values::new(ints(&[&[3, 1], &[1, 2], &[2, 3], &[1, 2]])));
+        let sorted = Box::new(Sort::new(
+            input,
+            vec![SortKey {
+                expr: col(0),
+                desc: true,
+            }],
+        ));
+        let limited = Box::new(Limit {
+            input: sorted,
+            offset: 1,
+            count: Some(2),
+            seen: 0,
+        });
+        assert_eq!(drain(limited), ints(&[&[2, 3], &[1, 2]]));
+        let input = Box::new(Values::new(ints(&[&[1, 2], &[1, 2], &[2, 2]])));
+        let d = Box::new(Distinct::new(input, vec![SqlType::bigint(); 2]));
+        assert_eq!(drain(d), ints(&[&[1, 2], &[2, 2]]));
+    }
+
+    #[test]
+    fn left_join_keeps_unmatched_rows() {
+        let left = Box::new(Values::new(ints(&[&[1], &[2]])));
+        let right = Box::new(Values::new(ints(&[&[1, 10], &[1, 11]])));
+        let on = Expr {
+            kind: ExprKind::Cmp {
+                op: crate::server::sql::expr::CmpOp::Eq,
+                left: Box::new(col(0)),
+                right: Box::new(col(1)),
+                mode: CmpMode::Int,
+            },
+            ty: SqlType::bigint(),
+        };
+        let j = Box::new(Join::new(left, right, 2, Some(on), true));
+        assert_eq!(
+            drain(j),
+            vec![
+                vec![Value::Int(1), Value::Int(1), Value::Int(10)],
+                vec![Value::Int(1), Value::Int(1), Value::Int(11)],
+                vec![Value::Int(2), Value::Null, Value::Null],
+            ]
+        );
+    }
+}
