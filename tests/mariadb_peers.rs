@@ -77,8 +77,9 @@ where
     F: FnOnce(SocketAddr, SocketAddr) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    // The workload starts once `before_wait` has run (a replica started by it streams the
-    // workload live) and is paced (4 s), so that it is still running when a replica acts on it.
+    // The workload starts with the app, right before `before_wait` (a replica started there
+    // streams the workload live), and is paced (4 s), so that it is still running when a replica
+    // acts on it.
     let sim = start_sim_paused_with(SimArgs {
         stores: 2,
         regions_per_table: 2,
@@ -116,8 +117,8 @@ where
     assert_eq!(cfg.server_id, MASTER_SERVER_ID);
     let app = start_app(cfg).await;
     let mariadb_addr = app.mariadb_addr().expect("MariaDB-flavoured listener");
-    before_wait(app.local_addr(), mariadb_addr).await;
     sim.handle.start_workload();
+    before_wait(app.local_addr(), mariadb_addr).await;
 
     tokio::time::timeout(WAIT, sim.handle.workload_done())
         .await

@@ -392,11 +392,11 @@ fn sigusr1_ends_the_workload_and_the_cluster_keeps_serving() {
     let f = dir.path().join("truth.jsonl");
     let mut sim = Sim::spawn(&[
         "--stores",
-        "1",
+        "2",
         "--rate",
         "500",
         "--seed",
-        "6",
+        "5",
         "--truth",
         f.to_str().expect("utf-8 path"),
     ]);

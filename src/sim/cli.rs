@@ -66,6 +66,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::builder::TypedValueParser as _;
 use serde::Serialize;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -499,10 +500,7 @@ impl SimBuilder {
         let tidb = Arc::new(Mutex::new(tidb));
         // The virtual clock follows the wall clock while no workload runs (a paused one too).
         let active = Arc::new(AtomicBool::new(workload.is_some() && !self.paused));
-        let go = CancellationToken::new();
-        if !self.paused {
-            go.cancel();
-        }
+        let (go, running) = watch::channel(!self.paused);
         let end_workload = cancel.child_token();
         match workload {
             Some(wl) => {
@@ -518,7 +516,7 @@ impl SimBuilder {
                         done: done.clone(),
                         failed: failed.clone(),
                         failure: failure.clone(),
-                        go: go.clone(),
+                        running,
                         end: end_workload.clone(),
                         cancel: cancel.clone(),
                     }
@@ -723,8 +721,8 @@ pub struct SimHandle {
     done: CancellationToken,
     failed: CancellationToken,
     failure: Arc<Mutex<Option<String>>>,
-    /// Cancelled when the workload may run (at once unless the builder was `paused`).
-    go: CancellationToken,
+    /// True while the workload may run (from the start unless the builder was `paused`).
+    go: watch::Sender<bool>,
     /// Cancelled to end the workload early ([`SimHandle::end_workload`]).
     end_workload: CancellationToken,
     truth_file: Option<File>,
@@ -755,16 +753,22 @@ impl SimHandle {
         self.tidb.clone()
     }
 
-    /// Lets a workload held back by [`SimBuilder::paused`] run (no effect otherwise).
+    /// Lets a workload held back by [`SimBuilder::paused`] or [`Self::pause_workload`] run.
     pub fn start_workload(&self) {
-        self.go.cancel();
+        self.go.send_replace(true);
+    }
+
+    /// Holds the workload back after the transaction it is running (until
+    /// [`Self::start_workload`]); its pacing starts over when it resumes.
+    pub fn pause_workload(&self) {
+        self.go.send_replace(false);
     }
 
     /// Ends the workload after the transaction it is running, as if `--txns` were reached:
     /// [`Self::workload_done`] resolves once it stopped, and the cluster keeps serving.
     pub fn end_workload(&self) {
-        self.go.cancel();
         self.end_workload.cancel();
+        self.go.send_replace(true);
     }
 
     /// Resolves when the workload has run `--txns` transactions (at once for
@@ -846,26 +850,45 @@ struct WorkloadTask {
     done: CancellationToken,
     failed: CancellationToken,
     failure: Arc<Mutex<Option<String>>>,
-    go: CancellationToken,
+    /// True while the workload may run.
+    running: watch::Receiver<bool>,
     /// Ends the workload early (a child of `cancel`).
     end: CancellationToken,
     cancel: CancellationToken,
 }
 
 impl WorkloadTask {
-    async fn run(self) {
-        tokio::select! {
-            _ = self.cancel.cancelled() => {
-                self.active.store(false, Ordering::SeqCst);
-                return;
+    /// Waits while the workload is paused; false if it was cancelled meanwhile.
+    async fn wait_running(&mut self) -> bool {
+        let paused = !*self.running.borrow_and_update();
+        if paused {
+            self.active.store(false, Ordering::SeqCst);
+        }
+        while !*self.running.borrow_and_update() {
+            tokio::select! {
+                _ = self.cancel.cancelled() => return false,
+                _ = self.end.cancelled() => break,
+                r = self.running.changed() => if r.is_err() { return false },
             }
-            _ = self.go.cancelled() => {}
+        }
+        if paused {
+            self.active.store(true, Ordering::SeqCst);
+        }
+        true
+    }
+
+    async fn run(mut self) {
+        if !self.wait_running().await {
+            self.active.store(false, Ordering::SeqCst);
+            return;
         }
         self.active.store(true, Ordering::SeqCst);
-        let started = tokio::time::Instant::now();
+        let mut started = tokio::time::Instant::now();
         let seed = lock(&self.workload).seed();
         tracing::info!(seed, txns = ?self.txns, rate = self.rate, "workload starts");
         let mut i: u64 = 0;
+        // Pacing counts from the last (re)start.
+        let mut paced_from: u64 = 0;
         loop {
             if self.cancel.is_cancelled() {
                 break;
@@ -876,10 +899,24 @@ impl WorkloadTask {
                 self.done.cancel();
                 break;
             }
+            if !*self.running.borrow() {
+                if !self.wait_running().await {
+                    break;
+                }
+                started = tokio::time::Instant::now();
+                paced_from = i;
+                continue;
+            }
             if self.rate > 0.0 {
-                let due = started + Duration::from_secs_f64(i as f64 / self.rate);
+                let due = started + Duration::from_secs_f64((i - paced_from) as f64 / self.rate);
                 tokio::select! {
                     _ = self.end.cancelled() => continue,
+                    r = self.running.changed() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     _ = tokio::time::sleep_until(due) => {}
                 }
             } else {
