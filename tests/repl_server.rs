@@ -245,12 +245,13 @@ async fn sql_surface_answers_like_mysql() {
         )
         .await
         .expect("information_schema.schemata");
+    // MySQL 8 lists information_schema itself in utf8mb3.
     assert_eq!(
         schemata,
         [(
             "information_schema".to_string(),
-            "utf8mb4".to_string(),
-            "utf8mb4_0900_ai_ci".to_string()
+            "utf8mb3".to_string(),
+            "utf8mb3_general_ci".to_string()
         )]
     );
     let err = conn
@@ -347,7 +348,9 @@ async fn raw_protocol_edges() {
 
     // Unknown command → 1047; malformed replication commands → ERR, connection lives on.
     assert_eq!(err_code(&c.command(&[0x99]).await), Some(1047));
-    assert_eq!(err_code(&c.command(&[0x16, b'S']).await), Some(1047));
+    // COM_STMT_PREPARE of a statement that does not parse → 1064.
+    assert_eq!(err_code(&c.command(&[0x16, b'S']).await), Some(1064));
+    assert_eq!(err_code(&c.command(&[0x1d]).await), Some(1047));
     let e = err_code(&c.command(&[0x12, 1, 2]).await);
     assert!(e.is_some(), "truncated COM_BINLOG_DUMP gets an ERR");
     let e = err_code(&c.command(&[0x1e, 0, 0, 1]).await);

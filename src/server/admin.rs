@@ -163,8 +163,11 @@ pub fn prepare(
             "a prepared statement holds one statement",
         ));
     }
-    let nulls: Vec<Param> = vec![Param::Null; marks.len()];
-    let bound = bind_text(sql, &marks, &nulls);
+    // Planned with every parameter bound to 0: a number fits every place a parameter may stand
+    // (LIMIT ?, comparisons, function arguments), so names are resolved and unknown tables or
+    // columns fail here, as MySQL fails them at prepare.
+    let zeros: Vec<Param> = vec![Param::Int(0); marks.len()];
+    let bound = bind_text(sql, &marks, &zeros);
     let ctx = Ctx {
         shared,
         info,
@@ -177,7 +180,8 @@ pub fn prepare(
             [Statement::Query(_)] => match ctx.one(&mut scratch, &bound) {
                 Reply::Query(q) => q.columns,
                 Reply::Rows { columns, .. } => columns,
-                _ => Vec::new(),
+                Reply::Err(e) => return Err(Reply::Err(e)),
+                Reply::Ok { .. } => Vec::new(),
             },
             _ => Vec::new(),
         },
@@ -962,10 +966,10 @@ impl Ctx<'_> {
                     last = super::dump::last_gno(&GtidSet::decode(body).ok()?, &sid);
                 }
                 Some(EventType::GTID) => {
-                    let gno = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?;
-                    let sid_bytes = ev.get(HEADER_LEN + 1..HEADER_LEN + 17)?;
-                    if sid_bytes == sid.0 {
-                        last = u64::from_le_bytes(gno.try_into().ok()?);
+                    let (event_sid, gno) =
+                        tibinlog_protocol::binlog::read::gtid(ev.get(HEADER_LEN..)?)?;
+                    if event_sid == sid {
+                        last = gno;
                     }
                 }
                 _ => {}

@@ -1,6 +1,6 @@
 //! `SHOW BINLOG EVENTS [IN 'f'] [FROM p] [LIMIT [o,] n]`, read straight from the binlog source.
 
-use tibinlog_protocol::binlog::{ChecksumAlg, EventHeader, EventType, HEADER_LEN};
+use tibinlog_protocol::binlog::{read, ChecksumAlg, EventHeader, EventType, GtidSet, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{ER_ERROR_WHEN_EXECUTING_COMMAND, ER_UNKNOWN_ERROR};
 
 use super::admin::{parse_error_near, Reply};
@@ -160,15 +160,31 @@ fn event_info(t: EventType, ev: &[u8], crc: bool) -> String {
                 String::from_utf8_lossy(&v[..end])
             )
         }
-        EventType::QUERY => query_text(body).unwrap_or_default(),
+        EventType::QUERY => read::query_text(body).unwrap_or_default(),
+        EventType::GTID => read::gtid(body)
+            .map(|(sid, gno)| format!("SET @@SESSION.GTID_NEXT= '{sid}:{gno}'"))
+            .unwrap_or_default(),
+        EventType::ANONYMOUS_GTID => "SET @@SESSION.GTID_NEXT= 'ANONYMOUS'".to_owned(),
+        EventType::PREVIOUS_GTIDS => GtidSet::decode(body)
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        EventType::TABLE_MAP => read::table_map(body)
+            .map(|(id, db, t)| format!("table_id: {id} ({db}.{t})"))
+            .unwrap_or_default(),
+        EventType::WRITE_ROWS
+        | EventType::UPDATE_ROWS
+        | EventType::DELETE_ROWS
+        | EventType::WRITE_ROWS_V1
+        | EventType::UPDATE_ROWS_V1
+        | EventType::DELETE_ROWS_V1 => read::rows_header(body)
+            .map(|(id, flags)| {
+                if flags & read::STMT_END_F != 0 {
+                    format!("table_id: {id} flags: STMT_END_F")
+                } else {
+                    format!("table_id: {id}")
+                }
+            })
+            .unwrap_or_default(),
         _ => String::new(),
     }
-}
-
-/// The statement text of a QUERY event body (post-header 13 bytes, status vars, db, NUL, text).
-fn query_text(body: &[u8]) -> Option<String> {
-    let db_len = usize::from(*body.get(8)?);
-    let status_len = usize::from(u16::from_le_bytes([*body.get(11)?, *body.get(12)?]));
-    let start = 13 + status_len + db_len + 1;
-    Some(String::from_utf8_lossy(body.get(start..)?).into_owned())
 }

@@ -911,11 +911,9 @@ impl DumpSession {
     }
 }
 
-/// SID and GNO of a GTID event (body: flags 1, SID 16, GNO 8).
+/// SID and GNO of a GTID event.
 fn gtid_of(ev: &[u8]) -> Option<(Sid, u64)> {
-    let sid: [u8; 16] = ev.get(HEADER_LEN + 1..HEADER_LEN + 17)?.try_into().ok()?;
-    let gno: [u8; 8] = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?.try_into().ok()?;
-    Some((Sid(sid), u64::from_le_bytes(gno)))
+    tibinlog_protocol::binlog::read::gtid(ev.get(HEADER_LEN..)?)
 }
 
 /// Rewrites a FORMAT_DESCRIPTION for sending: BINLOG_IN_USE cleared; for a start past offset 4

@@ -465,10 +465,9 @@ impl GtidFlavour {
     }
 }
 
-/// GNO of a MySQL GTID event (body: flags 1, SID 16, GNO 8).
+/// GNO of a MySQL GTID event.
 fn mysql_gno(ev: &[u8]) -> Option<u64> {
-    let b: [u8; 8] = ev.get(HEADER_LEN + 17..HEADER_LEN + 25)?.try_into().ok()?;
-    Some(u64::from_le_bytes(b))
+    tibinlog_protocol::binlog::read::gtid(ev.get(HEADER_LEN..)?).map(|(_, gno)| gno)
 }
 
 /// The statement text of a QUERY event.

@@ -31,6 +31,7 @@ pub mod decimal;
 pub mod error;
 pub mod events;
 pub mod gtid;
+pub mod read;
 pub mod header;
 pub mod json;
 pub mod table;
