@@ -174,6 +174,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         auth_plugin: AuthMethod::NativePassword,
         default_heartbeat: None,
         snapshot: None,
+        max_binlog_size: 1 << 30,
     };
     let server = Server::bind(cfg, Arc::new(source), Arc::new(EmptySchema))
         .await

@@ -92,6 +92,61 @@ async fn sql_surface_answers_like_mysql() {
             .collect::<Vec<_>>()
     );
 
+    // Variables are typed by the registry: booleans and sizes are integers, modes are strings;
+    // @@max_binlog_size is the configured rotation size.
+    {
+        let mut r = conn
+            .query_iter("SELECT @@autocommit, @@max_binlog_size, @@gtid_mode, @@tidb_snapshot")
+            .await
+            .expect("typed variables");
+        let types: Vec<_> = r.columns_ref().iter().map(|c| c.column_type()).collect();
+        let row: mysql_async::Row = r.next().await.expect("row").expect("a row");
+        drop(r);
+        use mysql_async::consts::ColumnType::*;
+        assert_eq!(
+            types,
+            [
+                MYSQL_TYPE_LONGLONG,
+                MYSQL_TYPE_LONGLONG,
+                MYSQL_TYPE_VAR_STRING,
+                MYSQL_TYPE_VAR_STRING
+            ]
+        );
+        let (autocommit, size, mode): (i64, u64, String) = (
+            row.get(0).expect("0"),
+            row.get(1).expect("1"),
+            row.get(2).expect("2"),
+        );
+        assert_eq!((autocommit, size, mode.as_str()), (1, 1 << 29, "ON"));
+    }
+    conn.query_drop("SET autocommit = 0").await.expect("set");
+    let shown: Option<(String, String)> = conn
+        .query_first("SHOW SESSION VARIABLES LIKE 'autocommit'")
+        .await
+        .expect("show");
+    assert_eq!(shown, Some(("autocommit".into(), "OFF".into())));
+    let ac: Option<i64> = conn
+        .query_first("SELECT @@autocommit")
+        .await
+        .expect("autocommit");
+    assert_eq!(ac, Some(0));
+    conn.query_drop("SET autocommit = 1").await.expect("set");
+    let e = conn
+        .query_drop("SET autocommit = 'maybe'")
+        .await
+        .expect_err("not a boolean");
+    assert_eq!(server_code(&e), Some(1231));
+    let e = conn
+        .query_drop("SET net_write_timeout = 'soon'")
+        .await
+        .expect_err("not a number");
+    assert_eq!(server_code(&e), Some(1232));
+    let e = conn
+        .query_drop("SET no_such_variable = 1")
+        .await
+        .expect_err("unknown");
+    assert_eq!(server_code(&e), Some(1193));
+
     // Connector/J's session-variable query, answered column for column under its aliases.
     let cj = "/* mysql-connector-j-8.4.0 (Revision: 1c3f5c149e0bfe31c7fbeb24e2d260cd890972c4) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
     let (cols, vals) = one_row(&mut conn, cj).await;
@@ -815,6 +870,13 @@ async fn tls_upgrade_then_login() {
     let plain = Fixture::start(true, AuthMethod::CachingSha2Password).await;
     let c = RawClient::connect(plain.addr).await;
     assert_eq!(c.caps & 0x800, 0, "no CLIENT_SSL without a certificate");
+    let mut conn = plain.conn().await;
+    let ssl: Option<String> = conn
+        .query_first("SELECT @@have_ssl")
+        .await
+        .expect("have_ssl");
+    assert_eq!(ssl.as_deref(), Some("DISABLED"));
+    drop(conn);
     plain.stop().await;
 
     let files = tibinlog::server::TlsFiles { cert, key };
@@ -826,10 +888,12 @@ async fn tls_upgrade_then_login() {
     let r = c.login("root", "caching_sha2_password", &auth).await;
     assert_eq!(r, [0x01, 0x03], "fast auth success");
     assert_eq!(c.read().await[0], 0, "OK");
-    let mut q = vec![0x03];
-    q.extend_from_slice(b"SELECT @@server_id");
-    let r = c.command(&q).await;
-    assert_eq!(r, [1], "one column");
+    // @@have_ssl says YES once TLS material is configured; the row is the last packet before
+    // the EOF.
+    let r = c.query("SELECT @@have_ssl").await;
+    assert_eq!(r[0].columns, 1, "one column");
+    let row = &r[0].packets[r[0].packets.len() - 2];
+    assert_eq!(row.as_slice(), b"\x03YES");
     f.stop().await;
 }
 

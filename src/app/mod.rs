@@ -330,6 +330,7 @@ impl App {
             auth_plugin: AuthMethod::NativePassword,
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),
+            max_binlog_size: cfg.max_binlog_size,
         };
         let bound = async {
             let main = Server::bind(

@@ -50,7 +50,7 @@ use super::sql::parse::{parse, split_statements, ParseFailure};
 use super::sql::plan::{plan_query, QueryCtx};
 use super::sql::show;
 use super::sql::types::SqlType;
-use super::vars::{global_variables, Scope, Session};
+use super::vars::{global_variables, Scope, Session, VarType};
 use super::words::Words;
 use super::Shared;
 use tibinlog_protocol::value::Value as SqlValueTyped;
@@ -1087,9 +1087,13 @@ impl Ctx<'_> {
                 _ => return unsupported("this SET target"),
             };
             let name = name.to_ascii_lowercase();
-            if !self.globals.contains_key(&name) && !SESSION_ONLY_VARS.contains(&name.as_str()) {
+            if super::vars::var_type(&name).is_none() {
                 return unknown_variable(&name);
             }
+            let value = match super::vars::normalize(&name, value) {
+                Ok(v) => v,
+                Err((code, msg)) => return Reply::err(code, msg),
+            };
             if global {
                 return Reply::err(
                     ER_SPECIFIC_ACCESS_DENIED_ERROR,
@@ -1123,27 +1127,42 @@ fn mariadb_collation(id: u16) -> u16 {
     super::mariadb::collation_for_mariadb(id)
 }
 
-/// A variable's text as a typed value: integers as BIGINT, anything else as a string.
-fn typed_text(v: Option<String>) -> (SqlValueTyped, SqlType) {
+/// A variable's value typed as its registry entry says: booleans as 1/0, numbers as BIGINT,
+/// the rest as strings.
+fn typed_var(ty: VarType, v: Option<String>) -> (SqlValueTyped, SqlType) {
+    let Some(t) = v else {
+        return (SqlValueTyped::Null, SqlType::null());
+    };
+    match ty {
+        VarType::Bool => (
+            SqlValueTyped::Int(i64::from(matches!(
+                t.to_ascii_uppercase().as_str(),
+                "ON" | "1" | "TRUE"
+            ))),
+            SqlType::bigint().not_null(),
+        ),
+        VarType::Int => match t.trim().parse::<i64>() {
+            Ok(n) => (SqlValueTyped::Int(n), SqlType::bigint().not_null()),
+            Err(_) => text_value(Some(t)),
+        },
+        VarType::UInt => match t.trim().parse::<u64>() {
+            Ok(n) => (SqlValueTyped::UInt(n), SqlType::ubigint().not_null()),
+            Err(_) => text_value(Some(t)),
+        },
+        VarType::Text => text_value(Some(t)),
+    }
+}
+
+/// A text value (NULL when absent) as a VARCHAR of its length.
+fn text_value(v: Option<String>) -> (SqlValueTyped, SqlType) {
     match v {
         None => (SqlValueTyped::Null, SqlType::null()),
         Some(t) => {
-            let int = !t.is_empty()
-                && (t == "0" || !t.starts_with('0'))
-                && !t.starts_with('+')
-                && t.parse::<i64>().is_ok();
-            if int {
-                (
-                    SqlValueTyped::Int(t.parse().unwrap_or(0)),
-                    SqlType::bigint().not_null(),
-                )
-            } else {
-                let len = t.chars().count() as u32;
-                (
-                    SqlValueTyped::Bytes(t.into_bytes()),
-                    SqlType::varchar(len.max(1), charset::UTF8MB4_0900_AI_CI),
-                )
-            }
+            let len = t.chars().count() as u32;
+            (
+                SqlValueTyped::Bytes(t.into_bytes()),
+                SqlType::varchar(len.max(1), charset::UTF8MB4_0900_AI_CI),
+            )
         }
     }
 }
@@ -1172,12 +1191,15 @@ impl Env for SqlEnv<'_> {
         };
         if name.eq_ignore_ascii_case("tidb_snapshot") {
             let ts = self.ctx.pinned_ts(self.session);
-            return Ok(typed_text(Some(
+            return Ok(text_value(Some(
                 ts.map(|t| t.to_string()).unwrap_or_default(),
             )));
         }
         match self.session.system_var(&self.ctx.globals, name, scope) {
-            Some(v) => Ok(typed_text(v)),
+            Some(v) => Ok(typed_var(
+                super::vars::var_type(&name.to_ascii_lowercase()).unwrap_or(VarType::Text),
+                v,
+            )),
             None => Err(SqlError::new(
                 ER_UNKNOWN_SYSTEM_VARIABLE,
                 format!("Unknown system variable '{name}'"),
@@ -1219,7 +1241,7 @@ impl Env for SqlEnv<'_> {
                 _ => String::new(),
             }
         };
-        let s = |v: Option<String>| typed_text(v);
+        let s = text_value;
         let string = |v: String| {
             let len = v.chars().count() as u32;
             (
@@ -1311,25 +1333,6 @@ impl Env for SqlEnv<'_> {
         }))
     }
 }
-
-/// Session variables clients set that have no global twin in our table.
-const SESSION_ONLY_VARS: &[&str] = &[
-    "tidb_snapshot",
-    "names",
-    "skip_replication",
-    "sql_log_bin",
-    "foreign_key_checks",
-    "unique_checks",
-    "session_track_schema",
-    "session_track_state_change",
-    "session_track_system_variables",
-    "session_track_transaction_info",
-    "sql_safe_updates",
-    "sql_quote_show_create",
-    "sql_auto_is_null",
-    "group_concat_max_len",
-    "transaction_read_only",
-];
 
 /// What `SELECT VERSION()` answers to MariaDB's client library.
 ///

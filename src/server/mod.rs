@@ -104,6 +104,8 @@ pub struct ServerConfig {
     pub default_heartbeat: Option<Duration>,
     /// Reads of TiDB tables at a snapshot timestamp (`SELECT … FROM db.t`); `None` refuses them.
     pub snapshot: Option<Arc<dyn sql::plan::SnapshotSource>>,
+    /// `@@max_binlog_size`: the binlog store's rotation size.
+    pub max_binlog_size: u64,
 }
 
 /// Errors of the server shell (not of a single connection).
@@ -335,6 +337,8 @@ impl Server {
                 mariadb: cfg.mariadb,
                 server_id: cfg.server_id,
                 server_uuid: cfg.server_uuid.to_string(),
+                max_binlog_size: cfg.max_binlog_size,
+                tls: cfg.tls.is_some(),
             },
             users: cfg.users,
             source,

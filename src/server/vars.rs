@@ -19,64 +19,181 @@ pub struct ServerIdentity {
     pub server_id: u32,
     /// Canonical lower-case UUID text (the SID of our GTIDs).
     pub server_uuid: String,
+    /// `@@max_binlog_size`: the size at which the binlog rotates.
+    pub max_binlog_size: u64,
+    /// TLS is offered (`@@have_ssl` YES).
+    pub tls: bool,
 }
 
-/// Variables whose value never changes while the server runs.
-const STATIC_VARS: &[(&str, &str)] = &[
-    ("auto_increment_increment", "1"),
-    ("auto_increment_offset", "1"),
-    ("autocommit", "1"),
-    ("binlog_format", "ROW"),
-    ("binlog_row_image", "FULL"),
-    ("binlog_row_metadata", "FULL"),
-    ("binlog_row_value_options", ""),
-    ("binlog_transaction_compression", "OFF"),
-    ("character_set_client", "utf8mb4"),
-    ("character_set_connection", "utf8mb4"),
-    ("character_set_database", "utf8mb4"),
-    ("character_set_results", "utf8mb4"),
-    ("character_set_server", "utf8mb4"),
-    ("character_set_system", "utf8mb3"),
-    ("collation_connection", "utf8mb4_0900_ai_ci"),
-    ("collation_database", "utf8mb4_0900_ai_ci"),
-    ("collation_server", "utf8mb4_0900_ai_ci"),
-    ("enforce_gtid_consistency", "ON"),
-    ("explicit_defaults_for_timestamp", "ON"),
-    ("gtid_mode", "ON"),
-    ("have_ssl", "DISABLED"),
-    ("init_connect", ""),
-    ("innodb_lock_wait_timeout", "50"),
-    ("interactive_timeout", "28800"),
-    ("license", "GPL"),
+/// How a variable's value is typed. `SELECT @@x` gives an integer for `Bool` (1/0), `Int` and
+/// `UInt`, a string for `Text`; `SHOW VARIABLES` shows a `Bool` as ON/OFF, as MySQL does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarType {
+    Bool,
+    Int,
+    UInt,
+    Text,
+}
+
+use VarType::{Bool, Int, Text, UInt};
+
+/// Variables whose value never changes while the server runs, with their type.
+const STATIC_VARS: &[(&str, VarType, &str)] = &[
+    ("auto_increment_increment", UInt, "1"),
+    ("auto_increment_offset", UInt, "1"),
+    ("autocommit", Bool, "ON"),
+    ("binlog_format", Text, "ROW"),
+    ("binlog_row_image", Text, "FULL"),
+    ("binlog_row_metadata", Text, "FULL"),
+    ("binlog_row_value_options", Text, ""),
+    ("binlog_transaction_compression", Bool, "OFF"),
+    ("character_set_client", Text, "utf8mb4"),
+    ("character_set_connection", Text, "utf8mb4"),
+    ("character_set_database", Text, "utf8mb4"),
+    ("character_set_results", Text, "utf8mb4"),
+    ("character_set_server", Text, "utf8mb4"),
+    ("character_set_system", Text, "utf8mb3"),
+    ("collation_connection", Text, "utf8mb4_0900_ai_ci"),
+    ("collation_database", Text, "utf8mb4_0900_ai_ci"),
+    ("collation_server", Text, "utf8mb4_0900_ai_ci"),
+    ("enforce_gtid_consistency", Text, "ON"),
+    ("explicit_defaults_for_timestamp", Bool, "ON"),
+    ("foreign_key_checks", Bool, "ON"),
+    ("group_concat_max_len", UInt, "1024"),
+    ("gtid_mode", Text, "ON"),
+    ("init_connect", Text, ""),
+    ("innodb_lock_wait_timeout", UInt, "50"),
+    ("interactive_timeout", UInt, "28800"),
+    ("license", Text, "GPL"),
     // Debezium's snapshot sets it (`SET SESSION lock_wait_timeout=…`) and fails on an error.
-    ("lock_wait_timeout", "31536000"),
-    ("log_bin", "ON"),
-    ("log_bin_basename", "binlog"),
-    ("log_replica_updates", "ON"),
-    ("log_slave_updates", "ON"),
-    ("lower_case_table_names", "0"),
-    ("max_allowed_packet", "67108864"),
-    ("max_binlog_size", "1073741824"),
-    ("net_buffer_length", "16384"),
-    ("net_read_timeout", "30"),
-    ("net_write_timeout", "60"),
-    ("performance_schema", "0"),
-    ("query_cache_size", "0"),
-    ("query_cache_type", "OFF"),
-    ("read_only", "OFF"),
-    ("sql_mode", "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
-    ("sql_select_limit", "18446744073709551615"),
-    ("system_time_zone", "UTC"),
-    ("time_zone", "SYSTEM"),
-    ("transaction_isolation", "REPEATABLE-READ"),
-    ("transaction_read_only", "0"),
-    ("tx_isolation", "REPEATABLE-READ"),
-    ("tx_read_only", "0"),
-    ("version_comment", "tibinlog: TiDB binlog master"),
-    ("version_compile_machine", "x86_64"),
-    ("version_compile_os", "Linux"),
-    ("wait_timeout", "28800"),
+    ("lock_wait_timeout", UInt, "31536000"),
+    ("log_bin", Bool, "ON"),
+    ("log_bin_basename", Text, "binlog"),
+    ("log_replica_updates", Bool, "ON"),
+    ("log_slave_updates", Bool, "ON"),
+    ("lower_case_table_names", UInt, "0"),
+    ("max_allowed_packet", UInt, "67108864"),
+    ("max_execution_time", UInt, "0"),
+    ("names", Text, "utf8mb4"),
+    ("net_buffer_length", UInt, "16384"),
+    ("net_read_timeout", UInt, "30"),
+    ("net_write_timeout", UInt, "60"),
+    ("performance_schema", Bool, "OFF"),
+    ("query_cache_size", UInt, "0"),
+    ("query_cache_type", Text, "OFF"),
+    ("read_only", Bool, "OFF"),
+    ("session_track_schema", Bool, "ON"),
+    ("session_track_state_change", Bool, "OFF"),
+    (
+        "session_track_system_variables",
+        Text,
+        "time_zone,autocommit,character_set_client,character_set_results,character_set_connection",
+    ),
+    ("session_track_transaction_info", Text, "OFF"),
+    ("skip_replication", Bool, "OFF"),
+    ("sql_auto_is_null", Bool, "OFF"),
+    ("sql_log_bin", Bool, "ON"),
+    ("sql_mode", Text, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
+    ("sql_quote_show_create", Bool, "ON"),
+    ("sql_safe_updates", Bool, "OFF"),
+    ("sql_select_limit", UInt, "18446744073709551615"),
+    ("system_time_zone", Text, "UTC"),
+    ("time_zone", Text, "SYSTEM"),
+    ("transaction_isolation", Text, "REPEATABLE-READ"),
+    ("transaction_read_only", Bool, "OFF"),
+    ("tx_isolation", Text, "REPEATABLE-READ"),
+    ("tx_read_only", Bool, "OFF"),
+    ("unique_checks", Bool, "ON"),
+    ("version_comment", Text, "tibinlog: TiDB binlog master"),
+    ("version_compile_machine", Text, "x86_64"),
+    ("version_compile_os", Text, "Linux"),
+    ("wait_timeout", UInt, "28800"),
 ];
+
+/// Variables computed from the configuration and the binlog ([`global_variables`]).
+const COMPUTED_VARS: &[(&str, VarType)] = &[
+    ("binlog_checksum", Text),
+    ("gtid_binlog_pos", Text),
+    ("gtid_binlog_state", Text),
+    ("gtid_current_pos", Text),
+    ("gtid_domain_id", UInt),
+    ("gtid_executed", Text),
+    ("gtid_purged", Text),
+    ("gtid_slave_pos", Text),
+    ("gtid_strict_mode", Bool),
+    ("have_openssl", Text),
+    ("have_ssl", Text),
+    ("max_binlog_size", UInt),
+    ("server_id", UInt),
+    ("server_uuid", Text),
+    // The read timestamp of the session's snapshot (TiDB's name); empty when none is pinned.
+    ("tidb_snapshot", Text),
+    ("version", Text),
+];
+
+/// The type of system variable `name` (lower case), or `None` if the server has no such
+/// variable.
+pub fn var_type(name: &str) -> Option<VarType> {
+    STATIC_VARS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, t, _)| *t)
+        .or_else(|| {
+            COMPUTED_VARS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| *t)
+        })
+}
+
+/// A value assigned with `SET name = value`, checked against the variable's type and stored as
+/// `SHOW VARIABLES` shows it (ON/OFF for booleans). Errors are MySQL's: 1231 for a value the
+/// variable cannot take, 1232 for a value of the wrong type.
+pub fn normalize(
+    name: &str,
+    value: Option<String>,
+) -> Result<Option<String>, (tibinlog_protocol::wire::errors::ErrorCode, String)> {
+    use tibinlog_protocol::wire::errors::{ER_WRONG_TYPE_FOR_VAR, ER_WRONG_VALUE_FOR_VAR};
+    let wrong_value = |v: &str| {
+        (
+            ER_WRONG_VALUE_FOR_VAR,
+            format!("Variable '{name}' can't be set to the value of '{v}'"),
+        )
+    };
+    let Some(ty) = var_type(name) else {
+        return Ok(value);
+    };
+    let Some(v) = value else {
+        return match ty {
+            Text => Ok(None),
+            _ => Err(wrong_value("NULL")),
+        };
+    };
+    let t = v.trim();
+    match ty {
+        Bool => match t.to_ascii_uppercase().as_str() {
+            "1" | "ON" | "TRUE" => Ok(Some("ON".into())),
+            "0" | "OFF" | "FALSE" => Ok(Some("OFF".into())),
+            _ => Err(wrong_value(&v)),
+        },
+        Int => t.parse::<i64>().map(|n| Some(n.to_string())).map_err(|_| {
+            (
+                ER_WRONG_TYPE_FOR_VAR,
+                format!("Incorrect argument type to variable '{name}'"),
+            )
+        }),
+        UInt => match (t.parse::<u64>(), t.parse::<i64>()) {
+            (Ok(n), _) => Ok(Some(n.to_string())),
+            // MySQL clamps a negative value of an unsigned variable to its minimum.
+            (Err(_), Ok(_)) => Ok(Some("0".into())),
+            _ => Err((
+                ER_WRONG_TYPE_FOR_VAR,
+                format!("Incorrect argument type to variable '{name}'"),
+            )),
+        },
+        Text => Ok(Some(v)),
+    }
+}
 
 /// Every global variable with its current value, sorted by name (the order of `SHOW VARIABLES`).
 pub fn global_variables(
@@ -85,7 +202,7 @@ pub fn global_variables(
 ) -> BTreeMap<String, String> {
     let mut m: BTreeMap<String, String> = STATIC_VARS
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .map(|(k, _, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
     m.insert("version".into(), id.version.clone());
     m.insert(
@@ -94,6 +211,11 @@ pub fn global_variables(
     );
     m.insert("server_id".into(), id.server_id.to_string());
     m.insert("server_uuid".into(), id.server_uuid.clone());
+    m.insert("max_binlog_size".into(), id.max_binlog_size.to_string());
+    let ssl = if id.tls { "YES" } else { "DISABLED" };
+    m.insert("have_ssl".into(), ssl.into());
+    m.insert("have_openssl".into(), ssl.into());
+    m.insert("tidb_snapshot".into(), String::new());
     m.insert("gtid_executed".into(), source.gtid_executed().to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());
     // MariaDB's GTID variables (replication-client-compat §3.12): our GTIDs as MariaDB names
@@ -105,6 +227,7 @@ pub fn global_variables(
     m.insert("gtid_domain_id".into(), "0".into());
     m.insert("gtid_slave_pos".into(), String::new());
     m.insert("gtid_strict_mode".into(), "OFF".into());
+    debug_assert!(m.keys().all(|k| var_type(k).is_some()));
     m
 }
 

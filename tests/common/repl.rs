@@ -68,6 +68,7 @@ impl Fixture {
             tls,
             auth_plugin: plugin,
             default_heartbeat: None,
+            max_binlog_size: 1 << 29,
             snapshot: tables
                 .clone()
                 .map(|t| Arc::new(t) as Arc<dyn tibinlog::server::sql::plan::SnapshotSource>),
