@@ -935,3 +935,605 @@ async fn debezium_initial_snapshot_then_streams_every_change_once() {
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
+
+/// Runs `requests` (mode, statement, parameters) through `JdbcQueries` on one Connector/J
+/// connection to `url`; one JSON answer per request.
+async fn jdbc(prog: &JavaProgram, url: &str, requests: &[Vec<String>]) -> Vec<Json> {
+    let mut cmd = prog.command("JdbcQueries");
+    cmd.arg(url)
+        .arg("root")
+        .arg("")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("start java JdbcQueries");
+    let mut input = String::new();
+    for r in requests {
+        input.push_str(&r.join("\t"));
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = tokio::spawn(async move {
+        stdin.write_all(input.as_bytes()).await.expect("write");
+        drop(stdin);
+    });
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(l)) = lines.next_line().await {
+            let _ = tx.send(l);
+        }
+    });
+    let mut stderr = child.stderr.take().expect("stderr");
+    let log = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
+        s
+    });
+    let mut answers: Vec<Json> = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(l)) => answers
+                .push(serde_json::from_str(&l).unwrap_or_else(|e| panic!("non-JSON {l:?}: {e}"))),
+            Ok(None) => break,
+            Err(_) => {
+                let _ = child.kill().await;
+                panic!(
+                    "JdbcQueries stalled after {} answers, at {:?}",
+                    answers.len(),
+                    requests.get(answers.len())
+                );
+            }
+        }
+    }
+    let status = child.wait().await.expect("wait for java");
+    writer.await.expect("writer");
+    reader.await.expect("reader");
+    let log = log.await.expect("stderr");
+    assert!(status.success(), "JdbcQueries exited with {status}: {log}");
+    assert_eq!(answers.len(), requests.len(), "one answer per request");
+    answers
+}
+
+fn req(mode: &str, sql: &str, params: &[&str]) -> Vec<String> {
+    let mut r = vec![mode.to_owned(), sql.to_owned()];
+    r.extend(params.iter().map(|p| (*p).to_owned()));
+    r
+}
+
+/// The first result of an answer (panics with the error if the statement failed).
+fn result(a: &Json) -> &Json {
+    assert!(
+        a["error"].is_null(),
+        "{}: {} ({})\n{}",
+        a["sql"],
+        a["msg"],
+        a["error"],
+        a["trace"].as_str().unwrap_or_default()
+    );
+    &a["results"][0]
+}
+
+fn col<'a>(res: &'a Json, label: &str) -> usize {
+    res["cols"]
+        .as_array()
+        .expect("cols")
+        .iter()
+        .position(|c| c.as_str().is_some_and(|c| c.eq_ignore_ascii_case(label)))
+        .unwrap_or_else(|| panic!("no column {label} in {}", res["cols"]))
+}
+
+fn rows(res: &Json) -> &Vec<Json> {
+    res["rows"].as_array().expect("rows")
+}
+
+/// One value as the two readers agree on it: exact, or the same number, or the same temporal
+/// value once trailing fractional zeros are dropped (Connector/J reformats DATETIME, TIME, YEAR
+/// and floating point text).
+fn same_value(java: &Json, text: Option<&str>) -> bool {
+    let (Some(j), Some(t)) = (java.as_str(), text) else {
+        return java.is_null() && text.is_none();
+    };
+    if j == t {
+        return true;
+    }
+    // YEAR reads as a date (Connector/J's yearIsDateType, on by default).
+    if t.len() == 4 && j == format!("{t}-01-01") {
+        return true;
+    }
+    // TIME: Connector/J prints hours without padding, and reads a negative value through
+    // signed hours: the text protocol's "-00:…" becomes 0 (the sign is lost), and its binary
+    // decoder negates only the days of the (negative, days, hours) cell, so -324:… (13 days,
+    // 12 hours) reads as -300:…. The bytes on the wire are MySQL's in both protocols.
+    let time = |s: &str| -> Option<(bool, i64, String)> {
+        let (neg, rest) = s.strip_prefix('-').map_or((false, s), |r| (true, r));
+        let (h, ms) = rest.split_once(':')?;
+        let h: i64 = h.parse().ok()?;
+        let ms = match ms.split_once('.') {
+            Some((whole, frac)) if !frac.trim_end_matches('0').is_empty() => {
+                format!("{whole}.{}", frac.trim_end_matches('0'))
+            }
+            Some((whole, _)) => whole.to_owned(),
+            None => ms.to_owned(),
+        };
+        (ms.len() >= 5 && ms.as_bytes()[2] == b':').then_some((neg, h, ms))
+    };
+    if let (Some((jn, jh, jr)), Some((tn, th, tr))) = (time(j), time(t)) {
+        let read = if jn { -jh } else { jh };
+        let ok = if tn {
+            read == -th || read == -(th / 24 * 24) + th % 24
+        } else {
+            read == th
+        };
+        return ok && jr == tr;
+    }
+    if let (Ok(a), Ok(b)) = (j.parse::<f64>(), t.parse::<f64>()) {
+        return a == b || ((a - b) / b).abs() < 1e-6;
+    }
+    let trim = |s: &str| -> String {
+        match s.split_once('.') {
+            Some((a, f)) if f.bytes().all(|b| b.is_ascii_digit()) => {
+                let f = f.trim_end_matches('0');
+                if f.is_empty() {
+                    a.to_owned()
+                } else {
+                    format!("{a}.{f}")
+                }
+            }
+            _ => s.to_owned(),
+        }
+    };
+    trim(j) == trim(t)
+}
+
+/// The rows of `sql` read with mysql_async: text, or `x:`-hex for the columns Connector/J
+/// typed as binary.
+async fn text_rows(
+    conn: &mut mysql_async::Conn,
+    sql: &str,
+    types: &[Json],
+) -> Vec<Vec<Option<String>>> {
+    let binary = |t: &Json| {
+        let t = t.as_str().unwrap_or_default();
+        t.contains("BINARY") || t.contains("BLOB") || t == "BIT"
+    };
+    let rows: Vec<mysql_async::Row> = conn.query(sql).await.expect(sql);
+    rows.into_iter()
+        .map(|r| {
+            r.unwrap()
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    mysql_async::Value::NULL => None,
+                    mysql_async::Value::Bytes(b) if types.get(i).is_some_and(binary) => {
+                        Some(format!("x:{}", hex(&b)))
+                    }
+                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                    other => Some(other.as_sql(true)),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Asserts that Connector/J's rows (`res`) hold the values mysql_async reads for `sql`, in order.
+async fn assert_same_rows(conn: &mut mysql_async::Conn, sql: &str, res: &Json) -> usize {
+    let want = text_rows(conn, sql, res["types"].as_array().expect("types")).await;
+    let got = rows(res);
+    assert_eq!(got.len(), want.len(), "{sql}: row count");
+    let mut values = 0;
+    for (g, w) in got.iter().zip(&want) {
+        let g = g.as_array().expect("row");
+        assert_eq!(g.len(), w.len(), "{sql}: width");
+        for (a, b) in g.iter().zip(w) {
+            assert!(
+                same_value(a, b.as_deref()),
+                "{sql}: Connector/J read {a}, mysql_async {b:?}"
+            );
+            values += 1;
+        }
+    }
+    values
+}
+
+/// Maxwell's schema capture and bootstrap and Flink CDC's validator, table discovery and chunk
+/// splitter, sent through MySQL Connector/J exactly as the spec lists them (with the JDBC URLs
+/// those tools build), and Debezium's cursor-fetch snapshot read. The answers carry the columns
+/// the tools read by label and position, and the rows equal what mysql_async reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connector_j_runs_maxwell_and_flink_statements() {
+    let Some(prog) = java::compile("JdbcQueries.java", &["mysql-connector-j-"]) else {
+        return;
+    };
+    let run = app::start_sim(37, 400).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = app::start_app(&run, &dir.path().join("data")).await;
+    let want = app::finish_workload(&run, &app).await;
+    assert!(!want.is_empty());
+    let addr = app.local_addr();
+    let mut conn = mysql_async::Conn::new(app::opts(addr, "root"))
+        .await
+        .expect("connect");
+    let dbs: Vec<String> = conn.query("SHOW DATABASES").await.expect("databases");
+    let dbs: Vec<String> = dbs
+        .into_iter()
+        .filter(|d| d != "information_schema")
+        .collect();
+    assert!(!dbs.is_empty());
+    // Base tables per database, and the tables with a one-column integer primary key.
+    let mut tables: Vec<(String, Vec<String>)> = Vec::new();
+    let mut int_pk: Vec<(String, String, String)> = Vec::new();
+    for db in &dbs {
+        let t: Vec<String> = conn
+            .query(format!(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' \
+                 AND TABLE_TYPE = 'BASE TABLE' ORDER BY TABLE_NAME"
+            ))
+            .await
+            .expect("tables");
+        for table in &t {
+            let pk: Vec<(String, String)> = conn
+                .query(format!(
+                    "SELECT k.COLUMN_NAME, c.DATA_TYPE FROM information_schema.KEY_COLUMN_USAGE k \
+                     JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA AND \
+                     c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME \
+                     WHERE k.CONSTRAINT_NAME = 'PRIMARY' AND k.TABLE_SCHEMA = '{db}' \
+                     AND k.TABLE_NAME = '{table}'"
+                ))
+                .await
+                .expect("primary key");
+            if let [(name, ty)] = pk.as_slice() {
+                if ["tinyint", "smallint", "mediumint", "int", "bigint"].contains(&ty.as_str()) {
+                    int_pk.push((db.clone(), table.clone(), name.clone()));
+                }
+            }
+        }
+        tables.push((db.clone(), t));
+    }
+    assert!(!int_pk.is_empty(), "some table has an integer primary key");
+    let mut values = 0usize;
+
+    // Maxwell (its URL; schema capture statements are PreparedStatements inlined by the driver).
+    let maxwell_url = format!(
+        "jdbc:mysql://{addr}?zeroDateTimeBehavior=convertToNull&connectTimeout=5000&\
+         allowPublicKeyRetrieval=true&useSSL=false&characterEncoding=UTF-8&tinyInt1isBit=false"
+    );
+    let mut mx = vec![
+        req("q", "SELECT @@server_id as server_id", &[]),
+        req("q", "SHOW VARIABLES LIKE 'server_id'", &[]),
+    ];
+    for v in [
+        "log_bin",
+        "binlog_format",
+        "binlog_row_image",
+        "read_only",
+        "gtid_mode",
+        "log_slave_updates",
+        "enforce_gtid_consistency",
+    ] {
+        mx.push(req("q", &format!("SHOW VARIABLES LIKE '{v}'"), &[]));
+    }
+    mx.push(req("q", "select @@lower_case_table_names", &[]));
+    mx.push(req("q", "SHOW MASTER STATUS", &[]));
+    mx.push(req(
+        "q",
+        "SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM INFORMATION_SCHEMA.SCHEMATA ORDER BY SCHEMA_NAME",
+        &[],
+    ));
+    mx.push(req("q", "select @@character_set_server", &[]));
+    mx.push(req("v", "ping", &[]));
+    let fixed = mx.len();
+    for db in &dbs {
+        mx.push(req(
+            "p",
+            "SELECT TABLES.TABLE_NAME, CCSA.CHARACTER_SET_NAME FROM INFORMATION_SCHEMA.TABLES LEFT JOIN information_schema.COLLATION_CHARACTER_SET_APPLICABILITY AS CCSA ON TABLES.TABLE_COLLATION = CCSA.COLLATION_NAME WHERE TABLES.TABLE_SCHEMA = ? ",
+            &[db],
+        ));
+        mx.push(req(
+            "p",
+            "SELECT TABLE_NAME,COLUMN_NAME, DATA_TYPE, CHARACTER_SET_NAME, ORDINAL_POSITION, COLUMN_TYPE, DATETIME_PRECISION, COLUMN_KEY FROM `information_schema`.`COLUMNS` WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            &[db],
+        ));
+        mx.push(req(
+            "p",
+            "SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'PRIMARY' AND TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            &[db],
+        ));
+    }
+    // Bootstrap of every integer-keyed table: USE, then a streamed ordered read.
+    let boot = mx.len();
+    for (db, t, pk) in &int_pk {
+        mx.push(req("q", &format!("USE `{db}`"), &[]));
+        mx.push(req(
+            "s",
+            &format!("select * from `{db}`.`{t}` order by {pk}"),
+            &[],
+        ));
+    }
+    let a = jdbc(&prog, &maxwell_url, &mx).await;
+    let server_id = result(&a[0]);
+    assert_eq!(server_id["cols"], serde_json::json!(["server_id"]));
+    let sid: u64 = rows(server_id)[0][0]
+        .as_str()
+        .expect("server id")
+        .parse()
+        .expect("number");
+    assert_ne!(sid, 0);
+    assert_eq!(
+        rows(result(&a[1]))[0][col(result(&a[1]), "Value")],
+        sid.to_string()
+    );
+    for (i, want) in ["ON", "ROW", "FULL", "OFF", "ON", "ON", "ON"]
+        .iter()
+        .enumerate()
+    {
+        let r = result(&a[2 + i]);
+        assert_eq!(rows(r)[0][col(r, "Value")], *want, "{}", a[2 + i]["sql"]);
+    }
+    assert_eq!(rows(result(&a[9]))[0][0], "0", "lower_case_table_names");
+    let status = result(&a[10]);
+    let pos: i64 = rows(status)[0][col(status, "Position")]
+        .as_str()
+        .expect("position")
+        .parse()
+        .expect("Position reads as an int");
+    assert!(pos > 4);
+    assert!(rows(status)[0][col(status, "File")].is_string());
+    assert!(rows(status)[0][col(status, "Executed_Gtid_Set")].is_string());
+    let schemata = result(&a[11]);
+    let names: Vec<&str> = rows(schemata)
+        .iter()
+        .map(|r| r[col(schemata, "SCHEMA_NAME")].as_str().expect("name"))
+        .collect();
+    for db in &dbs {
+        assert!(names.contains(&db.as_str()), "{db} in SCHEMATA");
+    }
+    assert!(rows(schemata)
+        .iter()
+        .all(|r| r[col(schemata, "DEFAULT_CHARACTER_SET_NAME")].is_string()));
+    let cs = result(&a[12]);
+    assert_eq!(cs["cols"], serde_json::json!(["@@character_set_server"]));
+    assert_eq!(result(&a[13])["valid"], true, "COM_PING");
+    for (i, (db, base)) in tables.iter().enumerate() {
+        let t = result(&a[fixed + 3 * i]);
+        let listed: Vec<&str> = rows(t)
+            .iter()
+            .filter(|r| {
+                let cs = &r[col(t, "CHARACTER_SET_NAME")];
+                base.iter()
+                    .any(|b| Some(b.as_str()) == r[col(t, "TABLE_NAME")].as_str())
+                    && {
+                        assert!(cs.is_string(), "{db}: base table without a charset: {r}");
+                        true
+                    }
+            })
+            .map(|r| r[col(t, "TABLE_NAME")].as_str().expect("name"))
+            .collect();
+        let mut sorted = listed.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, *base, "{db}: Maxwell's table list");
+        let c = result(&a[fixed + 3 * i + 1]);
+        assert!(!rows(c).is_empty(), "{db}: columns");
+        let mut last: Option<(String, u64)> = None;
+        for r in rows(c) {
+            assert!(
+                r[col(c, "COLUMN_KEY")].is_string(),
+                "COLUMN_KEY not NULL: {r}"
+            );
+            assert!(
+                r[col(c, "COLUMN_TYPE")].is_string(),
+                "COLUMN_TYPE not NULL: {r}"
+            );
+            let table = r[col(c, "TABLE_NAME")].as_str().expect("table").to_owned();
+            let ord: u64 = r[col(c, "ORDINAL_POSITION")]
+                .as_str()
+                .expect("ordinal")
+                .parse()
+                .expect("number");
+            match &last {
+                Some((t, n)) if *t == table => assert_eq!(ord, n + 1, "{db}.{table} order"),
+                _ => assert_eq!(ord, 1, "{db}.{table} starts at 1"),
+            }
+            last = Some((table, ord));
+        }
+        let k = result(&a[fixed + 3 * i + 2]);
+        for r in rows(k) {
+            assert!(r[col(k, "COLUMN_NAME")].is_string());
+        }
+    }
+    for (i, (db, t, pk)) in int_pk.iter().enumerate() {
+        assert!(a[boot + 2 * i]["error"].is_null(), "USE `{db}`");
+        let sql = format!("select * from `{db}`.`{t}` order by {pk}");
+        values += assert_same_rows(&mut conn, &sql, result(&a[boot + 2 * i + 1])).await;
+    }
+
+    // Flink CDC (its URL): validator, discovery, schema, and the chunk splitter's reads.
+    let flink_url = format!(
+        "jdbc:mysql://{addr}/?useInformationSchema=true&nullCatalogMeansCurrent=false&\
+         useUnicode=true&zeroDateTimeBehavior=CONVERT_TO_NULL&characterEncoding=UTF-8&\
+         characterSetResults=UTF-8"
+    );
+    let mut fl = vec![
+        req("q", "SELECT VERSION()", &[]),
+        req("q", "SHOW GLOBAL VARIABLES LIKE 'binlog_format'", &[]),
+        req("q", "SHOW GLOBAL VARIABLES LIKE 'binlog_row_image'", &[]),
+        req(
+            "q",
+            "SHOW GLOBAL VARIABLES LIKE 'binlog_row_value_options'",
+            &[],
+        ),
+        req("q", "SHOW VARIABLES", &[]),
+        req("q", "SHOW MASTER STATUS", &[]),
+        req("q", "SHOW GLOBAL VARIABLES LIKE 'GTID_MODE'", &[]),
+        req("q", "SELECT @@global.gtid_purged", &[]),
+        req("q", "SHOW BINARY LOGS", &[]),
+        req("q", "SHOW DATABASES", &[]),
+    ];
+    let disc = fl.len();
+    for db in &dbs {
+        fl.push(req(
+            "q",
+            &format!("SHOW FULL TABLES IN `{db}` where Table_Type = 'BASE TABLE'"),
+            &[],
+        ));
+    }
+    let per_table = fl.len();
+    const PER_TABLE: usize = 10;
+    let mut bounds = Vec::new();
+    for (db, t, pk) in &int_pk {
+        let (min, max): (Option<i64>, Option<i64>) = conn
+            .query_first(format!("SELECT MIN(`{pk}`), MAX(`{pk}`) FROM `{db}`.`{t}`"))
+            .await
+            .expect("min max")
+            .expect("a row");
+        let (lo, hi) = (min.unwrap_or(0), max.unwrap_or(0));
+        let (b1, b2) = (lo + (hi - lo) / 3, lo + 2 * (hi - lo) / 3);
+        bounds.push((min, max, b1, b2));
+        let q = |w: &str| format!("SELECT * FROM `{db}`.`{t}` WHERE {w}");
+        fl.extend([
+            req("q", &format!("SHOW CREATE TABLE `{db}`.`{t}`"), &[]),
+            req("q", &format!("DESC `{db}`.`{t}`"), &[]),
+            req("q", &format!("USE `{db}`;"), &[]),
+            req("q", &format!("SHOW TABLE STATUS LIKE '{t}';"), &[]),
+            req("q", &format!("SELECT MIN(`{pk}`), MAX(`{pk}`) FROM `{db}`.`{t}`"), &[]),
+            req(
+                "q",
+                &format!(
+                    "SELECT MAX(`{pk}`) FROM (SELECT `{pk}` FROM `{db}`.`{t}` WHERE `{pk}` >= {lo} ORDER BY `{pk}` ASC LIMIT 8096) AS T"
+                ),
+                &[],
+            ),
+            req("q", &q(&format!("`{pk}` <= {b1} AND NOT (`{pk}` = {b1})")), &[]),
+            req(
+                "q",
+                &q(&format!("`{pk}` >= {b1} AND NOT (`{pk}` = {b2}) AND `{pk}` <= {b2}")),
+                &[],
+            ),
+            req("q", &q(&format!("`{pk}` >= {b2}")), &[]),
+            req("q", &format!("SELECT * FROM `{db}`.`{t}`"), &[]),
+        ]);
+    }
+    let a = jdbc(&prog, &flink_url, &fl).await;
+    let version = rows(result(&a[0]))[0][0].as_str().expect("version");
+    let parts: Vec<i64> = version
+        .split('.')
+        .take(2)
+        .map(|p| {
+            p.parse()
+                .expect("Flink parses the first two parts as integers")
+        })
+        .collect();
+    assert!(
+        parts[0] > 5 || (parts[0] == 5 && parts[1] >= 6),
+        "{version}"
+    );
+    assert_eq!(rows(result(&a[1]))[0][1], "ROW");
+    assert_eq!(rows(result(&a[2]))[0][1], "FULL");
+    assert_eq!(rows(result(&a[3]))[0][1], "");
+    assert!(rows(result(&a[4]))
+        .iter()
+        .any(|r| r[0] == "lower_case_table_names" && r[1] == "0"));
+    let status = result(&a[5]);
+    assert!(status["cols"].as_array().expect("cols").len() > 4);
+    assert!(rows(status)[0][4].is_string(), "GTID set in column 5");
+    assert_eq!(rows(result(&a[6]))[0][1], "ON");
+    assert!(rows(result(&a[7]))[0][0].is_string());
+    assert!(!rows(result(&a[8])).is_empty(), "SHOW BINARY LOGS");
+    for (i, (db, base)) in tables.iter().enumerate() {
+        let r = result(&a[disc + i]);
+        let mut listed: Vec<&str> = rows(r)
+            .iter()
+            .map(|r| r[0].as_str().expect("name"))
+            .collect();
+        listed.sort_unstable();
+        assert_eq!(listed, *base, "{db}: Flink's table discovery");
+    }
+    for (i, ((db, t, pk), (min, max, b1, b2))) in int_pk.iter().zip(&bounds).enumerate() {
+        let at = per_table + PER_TABLE * i;
+        let create = result(&a[at]);
+        assert!(rows(create)[0][1]
+            .as_str()
+            .is_some_and(|s| s.starts_with("CREATE TABLE")));
+        let desc = result(&a[at + 1]);
+        for label in ["Field", "Type", "Null", "Key", "Default", "Extra"] {
+            col(desc, label);
+        }
+        assert!(a[at + 2]["error"].is_null(), "USE `{db}`;");
+        let ts = result(&a[at + 3]);
+        assert!(ts["cols"].as_array().expect("cols").len() >= 5);
+        assert_eq!(rows(ts).len(), 1, "SHOW TABLE STATUS LIKE '{t}'");
+        assert_eq!(ts["cols"][4], "Rows");
+        let mm = result(&a[at + 4]);
+        let num = |v: &Json| v.as_str().map(|s| s.parse::<i64>().expect("integer"));
+        assert_eq!((num(&rows(mm)[0][0]), num(&rows(mm)[0][1])), (*min, *max));
+        let top = result(&a[at + 5]);
+        let full = result(&a[at + 9]);
+        let n = rows(full).len();
+        if n <= 8096 {
+            assert_eq!(
+                num(&rows(top)[0][0]),
+                *max,
+                "{db}.{t}: top of the first chunk"
+            );
+        }
+        // The chunks cover the table once: every row in exactly one chunk.
+        let pk_at = col(full, pk);
+        let mut chunked: Vec<i64> = (6..9)
+            .flat_map(|c| rows(result(&a[at + c])).iter())
+            .map(|r| num(&r[pk_at]).expect("pk"))
+            .collect();
+        chunked.sort_unstable();
+        let mut all: Vec<i64> = rows(full)
+            .iter()
+            .map(|r| num(&r[pk_at]).expect("pk"))
+            .collect();
+        all.sort_unstable();
+        assert_eq!(chunked, all, "{db}.{t}: chunks at {b1}, {b2}");
+        values += assert_same_rows(&mut conn, &format!("SELECT * FROM `{db}`.`{t}`"), full).await;
+    }
+
+    // Debezium's snapshot read with useCursorFetch: COM_STMT_PREPARE/EXECUTE with a cursor and
+    // COM_STMT_FETCH in batches of 7.
+    let cursor_url = format!(
+        "jdbc:mysql://{addr}/?useInformationSchema=true&useCursorFetch=true&characterEncoding=UTF-8"
+    );
+    let cur: Vec<Vec<String>> = int_pk
+        .iter()
+        .map(|(db, t, pk)| {
+            req(
+                "c",
+                &format!("SELECT * FROM `{db}`.`{t}` ORDER BY `{pk}`"),
+                &[],
+            )
+        })
+        .collect();
+    let a = jdbc(&prog, &cursor_url, &cur).await;
+    let mut fetched = 0;
+    for ((db, t, pk), ans) in int_pk.iter().zip(&a) {
+        let r = result(ans);
+        fetched += rows(r).len();
+        values += assert_same_rows(
+            &mut conn,
+            &format!("SELECT * FROM `{db}`.`{t}` ORDER BY `{pk}`"),
+            r,
+        )
+        .await;
+    }
+    assert!(fetched > 7, "more rows than one fetch");
+    assert!(values > 500, "only {values} values compared");
+    eprintln!(
+        "Connector/J: {} databases, {} integer-keyed tables, {values} values equal",
+        dbs.len(),
+        int_pk.len()
+    );
+    drop(conn);
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}

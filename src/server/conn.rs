@@ -559,7 +559,9 @@ async fn command_loop(
                     .await?;
                     continue;
                 };
-                if let Some(q) = fetch(&mut io, q, rows).await? {
+                let deprecate_eof =
+                    tibinlog_protocol::wire::response::deprecate_eof(info.capabilities);
+                if let Some(q) = fetch(&mut io, q, rows, deprecate_eof).await? {
                     if let Some(stmt) = stmts.map.get_mut(&stmt_id) {
                         stmt.cursor = Some(q);
                     }
@@ -812,12 +814,13 @@ async fn send_cursor_header(
     Ok(())
 }
 
-/// COM_STMT_FETCH: up to `rows` binary rows of the cursor, then EOF (with
+/// COM_STMT_FETCH: up to `rows` binary rows of the cursor, then EOF or its OK form (with
 /// SERVER_STATUS_LAST_ROW_SENT when the rows are exhausted). The cursor, if rows remain.
 async fn fetch(
     io: &mut PacketIo,
     q: admin::QueryReply,
     rows: u32,
+    deprecate_eof: bool,
 ) -> Result<Option<admin::QueryReply>, ConnError> {
     let codec = io.codec.clone();
     let task = tokio::task::spawn_blocking(move || {
@@ -871,7 +874,13 @@ async fn fetch(
     if done {
         status |= StatusFlags::SERVER_STATUS_LAST_ROW_SENT;
     }
-    encode_eof_into(0, status, &mut p);
+    // As after any rows: an OK packet with the 0xFE header when the client asked for
+    // CLIENT_DEPRECATE_EOF (Connector/J takes a 5-byte EOF there for a row), else an EOF.
+    if deprecate_eof {
+        OkResponse::new(status).encode_as_eof_into(&mut p);
+    } else {
+        encode_eof_into(0, status, &mut p);
+    }
     io.queue(&p);
     io.flush().await?;
     Ok((!done).then_some(q))
