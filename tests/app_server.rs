@@ -540,6 +540,9 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
                 ))
                 .await
                 .expect("primary key");
+            // mysqldump's --single-transaction: a savepoint around every table; rolling back
+            // to it keeps the transaction and its snapshot.
+            conn.query_drop("SAVEPOINT sp").await.expect("savepoint");
             let mut r = conn
                 .query_iter(format!("SELECT * FROM `{db}`.`{t}`"))
                 .await
@@ -556,10 +559,21 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
                         .collect()
                 })
                 .collect();
+            conn.query_drop("ROLLBACK TO SAVEPOINT sp")
+                .await
+                .expect("rollback to savepoint");
             got.insert((db.clone(), t.clone()), rows);
             keys.insert((db.clone(), t), pk);
         }
     }
+    let e = conn
+        .query_drop("ROLLBACK TO SAVEPOINT nope")
+        .await
+        .expect_err("no such savepoint");
+    assert!(
+        matches!(&e, mysql_async::Error::Server(s) if s.code == 1305),
+        "{e}"
+    );
     conn.query_drop("COMMIT").await.expect("commit");
     drop(conn);
 

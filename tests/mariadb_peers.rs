@@ -1095,3 +1095,188 @@ fn format_g_prints_like_c_printf() {
     assert_eq!(format_g(1234567.0, 6), "1.23457e+06");
     assert_eq!(format_g(0.0001, 6), "0.0001");
 }
+
+// ---------------------------------------------------------------------------------------------
+// mariadb-dump seeding a replica
+
+/// `mariadb-dump --single-transaction --master-data=2 [extra] --databases wl` from `addr`.
+fn dump(tool: &PathBuf, addr: SocketAddr, extra: &[&str]) -> Vec<u8> {
+    let mut args = vec![
+        "--no-defaults".to_owned(),
+        "--protocol=TCP".to_owned(),
+        "-h127.0.0.1".to_owned(),
+        format!("-P{}", addr.port()),
+        "-uroot".to_owned(),
+        "--single-transaction".to_owned(),
+        "--master-data=2".to_owned(),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args.extend(["--databases".to_owned(), "wl".to_owned()]);
+    let out = run_tool(tool, &args);
+    assert!(
+        out.status.success(),
+        "mariadb-dump {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The value of `key='…'` or `key=…` in the dump's commented coordinates.
+fn dump_coordinate(dump: &[u8], key: &str) -> Option<String> {
+    let dump = String::from_utf8_lossy(dump);
+    let line = dump
+        .lines()
+        .find(|l| l.starts_with("-- ") && l.contains(key))?;
+    let (_, rest) = line.split_once(&format!("{key}="))?;
+    let v = rest.trim_start_matches('\'');
+    let end = v.find(['\'', ',', ';']).unwrap_or(v.len());
+    Some(v[..end].to_owned())
+}
+
+/// Loads `dump` into the replica with the `mariadb` client.
+fn load(db: &MariaDb, dump: &[u8]) {
+    use std::io::Write;
+    let mut child = db
+        .client()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mariadb");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(dump)
+        .expect("write the dump");
+    let out = child.wait_with_output().expect("mariadb");
+    assert!(
+        out.status.success(),
+        "loading the dump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The classic way to seed a replica: `mariadb-dump --single-transaction --master-data=2` taken
+/// while the workload runs, loaded into a MariaDB 10.11, then `CHANGE MASTER TO` the recorded
+/// file and position; and the same through the MariaDB-flavoured listener with `--gtid` and
+/// `MASTER_USE_GTID=slave_pos`. Both replicas end equal to the simulator's tables, so the dump
+/// and the binlog from its coordinates hold every row once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
+    let Some(tool) = require_tool("mariadb-dump") else {
+        return;
+    };
+    let started = Instant::now();
+    let replicas = tokio::task::spawn_blocking(|| {
+        (
+            MariaDb::start(&[&format!("--server-id={REPLICA_SERVER_ID}")]),
+            MariaDb::start(&[&format!("--server-id={}", REPLICA_SERVER_ID + 1)]),
+        )
+    });
+    let (Some(by_pos), Some(by_gtid)) = replicas.await.expect("start MariaDB") else {
+        return;
+    };
+    let seed = 19;
+    let dumps = std::sync::Mutex::new(None);
+    let demo = run_demo(seed, |addr, maria| {
+        let (tool, dumps) = (tool.clone(), &dumps);
+        async move {
+            // Mid-stream: once a few dozen transactions are in the binlog.
+            let deadline = Instant::now() + WAIT;
+            loop {
+                let s = master_status(addr).await.expect("status");
+                if s.gtids
+                    .rsplit('-')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    >= Some(40)
+                {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the workload never got going");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let d = tokio::task::spawn_blocking(move || {
+                (dump(&tool, addr, &[]), dump(&tool, maria, &["--gtid"]))
+            })
+            .await
+            .expect("dumps");
+            *dumps.lock().expect("dumps") = Some(d);
+        }
+    })
+    .await;
+    let (plain, gtid) = dumps.lock().expect("dumps").take().expect("dumped");
+
+    // By file and position.
+    let file = dump_coordinate(&plain, "MASTER_LOG_FILE").expect("file in the dump");
+    let pos: u64 = dump_coordinate(&plain, "MASTER_LOG_POS")
+        .expect("position in the dump")
+        .parse()
+        .expect("a number");
+    assert!(
+        (file.as_str(), pos) < (demo.end.file.as_str(), demo.end.position),
+        "seed {seed}: the dump is mid-stream ({file}:{pos}, end {:?})",
+        demo.end
+    );
+    load(&by_pos, &plain);
+    replica_sql(
+        &by_pos,
+        &format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_LOG_FILE='{file}', MASTER_LOG_POS={pos}, \
+             MASTER_USE_GTID=no",
+            demo.addr().port()
+        ),
+    )
+    .await;
+    replica_sql(&by_pos, "START SLAVE").await;
+    wait_status(&by_pos, "dump + file/position", |s| {
+        s.relay_master_log_file == demo.end.file && s.exec_master_log_pos == demo.end.position
+    })
+    .await;
+
+    // By GTID, through the MariaDB-flavoured listener.
+    let slave_pos = dump_coordinate(&gtid, "gtid_slave_pos").expect("gtid_slave_pos in the dump");
+    assert!(slave_pos.starts_with("0-1-"), "{slave_pos}");
+    load(&by_gtid, &gtid);
+    replica_sql(
+        &by_gtid,
+        &format!("SET GLOBAL gtid_slave_pos = '{slave_pos}'"),
+    )
+    .await;
+    replica_sql(
+        &by_gtid,
+        &format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos",
+            demo.app.mariadb_addr().expect("listener").port()
+        ),
+    )
+    .await;
+    replica_sql(&by_gtid, "START SLAVE").await;
+    let last = mariadb_gtid(demo.truth.len());
+    wait_status(&by_gtid, "dump + GTID", |s| s.gtid_io_pos == last).await;
+    let deadline = Instant::now() + WAIT;
+    while gtid_slave_pos(&by_gtid).await.as_deref() != Some(last.as_str()) {
+        assert!(
+            Instant::now() < deadline,
+            "the GTID replica never applied {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let mut model = Model::default();
+    for txn in &demo.truth {
+        model.apply(txn);
+    }
+    let a = assert_replica_equals_model(&by_pos, &model).await;
+    let b = assert_replica_equals_model(&by_gtid, &model).await;
+    eprintln!(
+        "seed {seed}: dump at {file}:{pos} / {slave_pos}, {} transactions; {a} and {b} values \
+         equal on the replicas, {:?}",
+        demo.truth.len(),
+        started.elapsed()
+    );
+    demo.stop().await;
+}

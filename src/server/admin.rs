@@ -124,8 +124,9 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
         info,
         globals: global_variables(&shared.identity, shared.source.as_ref()),
     };
+    let sql = executable(shared, sql);
     let mut out = Vec::new();
-    for stmt in split_statements(sql) {
+    for stmt in split_statements(&sql) {
         let r = ctx.one(session, stmt);
         let stop = matches!(r, Reply::Err(_));
         out.push(r);
@@ -156,6 +157,7 @@ pub fn prepare(
     session: &mut Session,
     sql: &str,
 ) -> Result<Prepared, Reply> {
+    let sql = &*executable(shared, sql);
     let marks = placeholders(sql).map_err(Reply::from)?;
     if split_statements(sql).len() > 1 {
         return Err(Reply::err(
@@ -194,6 +196,16 @@ pub fn prepare(
         params: marks.len(),
         columns,
     })
+}
+
+/// `sql` with its executable comments expanded as this server's version runs them.
+fn executable<'a>(shared: &Shared, sql: &'a str) -> std::borrow::Cow<'a, str> {
+    use super::sql::parse::{expand_executable_comments, version_id};
+    expand_executable_comments(
+        sql,
+        version_id(&shared.identity.version),
+        shared.identity.mariadb,
+    )
 }
 
 /// The statement text of a prepared statement with its parameters bound as literals.
@@ -694,11 +706,23 @@ impl Ctx<'_> {
                 session.transaction = Some(super::vars::Transaction::default());
                 Reply::ok()
             }
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => savepoint_op(session, &name.value, false),
+            Statement::ReleaseSavepoint { name } => savepoint_op(session, &name.value, true),
             Statement::Commit { .. } | Statement::Rollback { .. } => {
                 session.transaction = None;
                 Reply::ok()
             }
-            Statement::Savepoint { .. } | Statement::ReleaseSavepoint { .. } => Reply::ok(),
+            Statement::Savepoint { name } => {
+                if let Some(t) = session.transaction.as_mut() {
+                    let name = name.value.to_ascii_lowercase();
+                    t.savepoints.retain(|s| *s != name);
+                    t.savepoints.push(name);
+                }
+                Reply::ok()
+            }
             Statement::Insert(_)
             | Statement::Update(_)
             | Statement::Delete(_)
@@ -1112,6 +1136,27 @@ impl Ctx<'_> {
             Expr::Identifier(id) if !id.value.starts_with('@') => Ok(Some(id.value.clone())),
             _ => self.eval(session, e),
         }
+    }
+}
+
+/// `ROLLBACK TO SAVEPOINT name` (forgets the later savepoints) or `RELEASE SAVEPOINT name`
+/// (forgets it and the later ones); the transaction and its snapshot stay. 1305 when the
+/// transaction has no such savepoint.
+fn savepoint_op(session: &mut Session, name: &str, release: bool) -> Reply {
+    let lower = name.to_ascii_lowercase();
+    let at = session
+        .transaction
+        .as_ref()
+        .and_then(|t| t.savepoints.iter().position(|s| *s == lower));
+    match (at, session.transaction.as_mut()) {
+        (Some(i), Some(t)) => {
+            t.savepoints.truncate(if release { i } else { i + 1 });
+            Reply::ok()
+        }
+        _ => Reply::err(
+            tibinlog_protocol::wire::errors::ER_SP_DOES_NOT_EXIST,
+            format!("SAVEPOINT {name} does not exist"),
+        ),
     }
 }
 

@@ -301,6 +301,10 @@ impl std::fmt::Debug for Snapshot {
 pub struct Transaction {
     /// Taken at `START TRANSACTION WITH CONSISTENT SNAPSHOT`, else at the first read.
     pub snapshot: Option<Snapshot>,
+    /// `SAVEPOINT` names, oldest first (lower case). Reads change nothing, so rolling back to
+    /// one only forgets the later ones: the snapshot stays (mysqldump rolls back to a
+    /// savepoint after every table of a `--single-transaction` dump).
+    pub savepoints: Vec<String>,
 }
 
 impl std::fmt::Debug for ReadLock {

@@ -50,6 +50,90 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>, ParseFailure> {
         .map_err(ParseFailure::Syntax)
 }
 
+/// `major * 10000 + minor * 100 + patch` of a server version text (`8.0.36-…` → 80036); a
+/// MariaDB greeting's `5.5.5-` prefix is skipped.
+pub fn version_id(version: &str) -> u32 {
+    let v = version.strip_prefix("5.5.5-").unwrap_or(version);
+    let mut parts = v
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (a, b, c) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    a * 10_000 + b * 100 + c
+}
+
+/// Executable comments, as the server of `version` (a [`version_id`]) runs them: the text of
+/// `/*! … */` is part of the statement, that of `/*!NNNNN … */` when the version is at least
+/// NNNNN, and that of MariaDB's `/*M!NNNNN … */` only on a MariaDB server. Comments whose
+/// version is higher are dropped. Quoted text is left alone. Tools send these everywhere
+/// (`START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */`, `/*!40101 SET NAMES … */`).
+pub fn expand_executable_comments(
+    sql: &str,
+    version: u32,
+    mariadb: bool,
+) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") && !sql.contains("/*M!") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = sql[i + 2..].find("*/").map_or(b.len(), |e| i + 2 + e);
+                let (marker, maria_only) = match (b.get(i + 2), b.get(i + 3)) {
+                    (Some(b'!'), _) => (i + 3, false),
+                    (Some(b'M'), Some(b'!')) => (i + 4, true),
+                    _ => {
+                        i = (end + 2).min(b.len());
+                        continue;
+                    }
+                };
+                let digits = sql[marker..end]
+                    .bytes()
+                    .take(6)
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+                let wanted: u32 = sql[marker..marker + digits].parse().unwrap_or(0);
+                let runs = (!maria_only || mariadb) && version >= wanted;
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                if runs {
+                    out.push_str(&sql[marker + digits..end]);
+                    out.push(' ');
+                }
+                i = (end + 2).min(b.len());
+                copied = i;
+            }
+            b'#' => i = sql[i..].find('\n').map_or(b.len(), |e| i + e + 1),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                i = sql[i..].find('\n').map_or(b.len(), |e| i + e + 1)
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&sql[copied.min(sql.len())..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// Splits a COM_QUERY text at the `;` that end statements (not those inside quotes, quoted
 /// identifiers or comments). Pieces with nothing but blanks and comments are left out.
 pub fn split_statements(sql: &str) -> Vec<&str> {
@@ -239,5 +323,41 @@ mod tests {
             })
             .expect("spawn");
         assert!(t.join().expect("no stack overflow") > 0);
+    }
+
+    #[test]
+    fn executable_comments_run_by_version_and_flavour() {
+        let x = |sql, v, m| {
+            expand_executable_comments(sql, v, m)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            x(
+                "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */",
+                80036,
+                false
+            ),
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT"
+        );
+        assert_eq!(x("SELECT 1 /*!90000 + 1 */", 80036, false), "SELECT 1");
+        assert_eq!(x("SELECT 1 /*! + 1*/", 80036, false), "SELECT 1 + 1");
+        assert_eq!(x("SELECT 1 /*M!100500 + 1 */", 101100, false), "SELECT 1");
+        assert_eq!(
+            x("SELECT 1 /*M!100500 + 1 */", 101100, true),
+            "SELECT 1 + 1"
+        );
+        assert_eq!(
+            x("SELECT '/*!40100 x */' /* c */", 80036, false),
+            "SELECT '/*!40100 x */' /* c */"
+        );
+        assert_eq!(x("SELECT 1 /*!40101", 80036, false), "SELECT 1");
+        assert_eq!(
+            x("/*!40101 SET NAMES utf8mb4 */;SELECT 2", 80036, false),
+            "SET NAMES utf8mb4 ;SELECT 2"
+        );
+        assert_eq!(version_id("8.0.36-tibinlog-0.1.0"), 80036);
+        assert_eq!(version_id("5.5.5-10.11.99-MariaDB-tibinlog"), 101199);
     }
 }
