@@ -537,7 +537,10 @@ async fn debezium_streams_changes_with_correct_values() {
             if settled && app.checkpoint().borrow().0 >= last {
                 break app::truth_after(&lines, run.start_ts).len();
             }
-            assert!(Instant::now() < deadline, "the binlog never caught up with the pause");
+            assert!(
+                Instant::now() < deadline,
+                "the binlog never caught up with the pause"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
