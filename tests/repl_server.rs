@@ -1951,3 +1951,304 @@ async fn sql_front_reads_tables_and_information_schema() {
     drop(c);
     f.stop().await;
 }
+
+/// A seeded generator of SELECT statements over the SQL front's tables and information_schema:
+/// operators, functions, casts, joins, grouping, ordering and limits, with literals at the edges
+/// of their types and names that do not exist.
+struct Grammar {
+    state: u64,
+}
+
+impl Grammar {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    fn literal(&mut self) -> String {
+        self.pick(&[
+            "0",
+            "1",
+            "-1",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "9223372036854775807",
+            "3.14159",
+            "-0.5",
+            "1e308",
+            "2.5e-3",
+            "NULL",
+            "TRUE",
+            "'abc'",
+            "''",
+            "'O''Reilly'",
+            "'a\\\\b'",
+            "'%_'",
+            "'ünï 😀'",
+            "'2024-01-03'",
+            "'2024-01-03 12:00:00.5'",
+            "'12:30:00'",
+            "X'00ff'",
+            "0x41",
+            "b'101'",
+            "DATE '2024-02-29'",
+        ])
+        .to_owned()
+    }
+
+    fn expr(&mut self, cols: &[&str], depth: u32) -> String {
+        if depth == 0 || self.chance(30) {
+            return if self.chance(55) {
+                if self.chance(5) {
+                    "no_such_column".to_owned()
+                } else {
+                    self.pick(cols).to_owned()
+                }
+            } else {
+                self.literal()
+            };
+        }
+        let d = depth - 1;
+        match self.next() % 12 {
+            0 | 1 => {
+                let op = self.pick(&[
+                    "+", "-", "*", "/", "DIV", "%", "=", "<>", "<", "<=", ">", ">=", "<=>", "AND",
+                    "OR", "XOR", "&", "|", "^", "<<", ">>", "LIKE",
+                ]);
+                format!("({} {op} {})", self.expr(cols, d), self.expr(cols, d))
+            }
+            2 => format!("(NOT {})", self.expr(cols, d)),
+            3 => {
+                let f = self.pick(&[
+                    "UPPER",
+                    "LOWER",
+                    "LENGTH",
+                    "CHAR_LENGTH",
+                    "ABS",
+                    "ROUND",
+                    "FLOOR",
+                    "CEIL",
+                    "HEX",
+                    "TRIM",
+                    "REVERSE",
+                    "ISNULL",
+                    "DATE",
+                    "YEAR",
+                    "NO_SUCH_FUNCTION",
+                ]);
+                format!("{f}({})", self.expr(cols, d))
+            }
+            4 => {
+                let f = self.pick(&[
+                    "CONCAT", "COALESCE", "IFNULL", "NULLIF", "LEAST", "GREATEST",
+                ]);
+                format!("{f}({}, {})", self.expr(cols, d), self.expr(cols, d))
+            }
+            5 => format!(
+                "SUBSTRING({}, {}, {})",
+                self.expr(cols, d),
+                self.expr(cols, d),
+                self.expr(cols, d)
+            ),
+            6 => {
+                let t = self.pick(&[
+                    "CHAR",
+                    "SIGNED",
+                    "UNSIGNED",
+                    "DECIMAL(5,2)",
+                    "DATE",
+                    "DATETIME",
+                    "BINARY",
+                    "JSON",
+                ]);
+                format!("CAST({} AS {t})", self.expr(cols, d))
+            }
+            7 => format!(
+                "({} IS {}NULL)",
+                self.expr(cols, d),
+                if self.chance(50) { "NOT " } else { "" }
+            ),
+            8 => format!(
+                "({} IN ({}, {}))",
+                self.expr(cols, d),
+                self.literal(),
+                self.literal()
+            ),
+            9 => format!(
+                "({} BETWEEN {} AND {})",
+                self.expr(cols, d),
+                self.expr(cols, d),
+                self.expr(cols, d)
+            ),
+            10 => format!(
+                "CASE WHEN {} THEN {} ELSE {} END",
+                self.expr(cols, d),
+                self.expr(cols, d),
+                self.expr(cols, d)
+            ),
+            _ => format!(
+                "IF({}, {}, {})",
+                self.expr(cols, d),
+                self.expr(cols, d),
+                self.expr(cols, d)
+            ),
+        }
+    }
+
+    fn statement(&mut self) -> String {
+        const TABLES: &[(&str, &[&str])] = &[
+            (
+                "shop.customers",
+                &["id", "name", "city", "balance", "created"],
+            ),
+            ("shop.orders", &["id", "customer_id", "total", "note"]),
+            ("shop.events", &["kind", "n"]),
+            (
+                "information_schema.TABLES",
+                &["TABLE_SCHEMA", "TABLE_NAME", "TABLE_ROWS", "CREATE_TIME"],
+            ),
+            (
+                "information_schema.COLUMNS",
+                &[
+                    "TABLE_NAME",
+                    "COLUMN_NAME",
+                    "ORDINAL_POSITION",
+                    "COLUMN_TYPE",
+                ],
+            ),
+            ("shop.nope", &["id"]),
+        ];
+        let (table, cols) = TABLES[(self.next() % TABLES.len() as u64) as usize];
+        let mut sql = String::from("SELECT ");
+        if self.chance(15) {
+            sql.push_str("DISTINCT ");
+        }
+        let grouped = self.chance(25);
+        let n = 1 + self.next() % 3;
+        for i in 0..n {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            if grouped && self.chance(60) {
+                let agg = self.pick(&["COUNT", "MIN", "MAX", "SUM", "AVG", "GROUP_CONCAT"]);
+                let arg = if agg == "COUNT" && self.chance(40) {
+                    "*".to_owned()
+                } else {
+                    self.expr(cols, 2)
+                };
+                sql.push_str(&format!("{agg}({arg})"));
+            } else if self.chance(10) {
+                sql.push('*');
+            } else {
+                sql.push_str(&self.expr(cols, 3));
+            }
+        }
+        sql.push_str(&format!(" FROM {table}"));
+        let mut cols: Vec<&str> = cols.to_vec();
+        if self.chance(15) {
+            let (other, ocols) = TABLES[(self.next() % 3) as usize];
+            let kind = self.pick(&["JOIN", "LEFT JOIN", "CROSS JOIN"]);
+            sql.push_str(&format!(" AS a {kind} {other} AS b"));
+            if kind != "CROSS JOIN" {
+                let on = format!(" ON a.{} = b.{}", self.pick(&cols), self.pick(ocols));
+                sql.push_str(&on);
+            }
+            cols.extend(ocols.iter().copied());
+            // Bare names may now be ambiguous (1052): an answer, too.
+        }
+        if self.chance(60) {
+            sql.push_str(&format!(" WHERE {}", self.expr(&cols, 4)));
+        }
+        if grouped && self.chance(70) {
+            sql.push_str(&format!(" GROUP BY {}", self.pick(&cols)));
+            if self.chance(30) {
+                sql.push_str(&format!(" HAVING {}", self.expr(&cols, 2)));
+            }
+        }
+        if self.chance(40) {
+            let col = self.pick(&cols);
+            let dir = self.pick(&["", " ASC", " DESC"]);
+            sql.push_str(&format!(" ORDER BY {col}{dir}"));
+        }
+        if self.chance(30) {
+            sql.push_str(&format!(" LIMIT {}", self.next() % 5));
+            if self.chance(30) {
+                sql.push_str(&format!(" OFFSET {}", self.next() % 3));
+            }
+        }
+        sql
+    }
+}
+
+/// Random statements from [`Grammar`] through the text and the binary protocol: every one gets
+/// rows or a MySQL error (never a dropped connection, which is what a panic in the executor
+/// would give), and the server still answers afterwards. `TIBINLOG_SQL_SEED` replays a run.
+#[tokio::test]
+async fn random_statements_get_rows_or_errors_and_never_break_the_server() {
+    let seed: u64 = std::env::var("TIBINLOG_SQL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    let f = Fixture::start_with_tables(shop()).await;
+    let mut conn = f.conn().await;
+    let mut g = Grammar { state: seed };
+    let (mut answered, mut errors) = (0u32, 0u32);
+    let mut codes = std::collections::BTreeMap::<u16, u32>::new();
+    for i in 0..600 {
+        let sql = g.statement();
+        let r: Result<Vec<mysql_async::Row>, _> = if i % 4 == 3 {
+            conn.exec(&sql, ()).await
+        } else {
+            conn.query(&sql).await
+        };
+        match r {
+            Ok(_) => answered += 1,
+            Err(mysql_async::Error::Server(e)) => {
+                assert!(
+                    !e.message.is_empty(),
+                    "seed {seed}: {sql}: an empty message"
+                );
+                if std::env::var_os("TIBINLOG_SQL_SHOW").is_some() && matches!(e.code, 1105 | 1064)
+                {
+                    eprintln!("{}: {}", e.code, e.message);
+                }
+                *codes.entry(e.code).or_default() += 1;
+                errors += 1;
+            }
+            Err(e) => panic!("seed {seed}: statement {i} broke the connection: {sql}\n{e}"),
+        }
+    }
+    let one: Option<i64> = conn.query_first("SELECT 1").await.expect("still answers");
+    assert_eq!(one, Some(1));
+    drop(conn);
+    let mut other = f.conn().await;
+    let v: Option<String> = other
+        .query_first("SELECT @@version")
+        .await
+        .expect("new session");
+    assert!(v.is_some());
+    assert!(
+        answered > 100,
+        "seed {seed}: only {answered} statements gave rows"
+    );
+    eprintln!("seed {seed}: {answered} answered, {errors} errors {codes:?}");
+    drop(other);
+    f.stop().await;
+}

@@ -81,6 +81,14 @@ pub enum Func {
     GtidSubset,
     TimeToSec,
     TimeDiff,
+    /// `&`, `|`, `^`, `<<`, `>>`: on unsigned 64-bit integers, as MySQL does for numbers.
+    BitAnd,
+    BitOr,
+    BitXor,
+    ShiftLeft,
+    ShiftRight,
+    Floor,
+    Ceil,
 }
 
 #[derive(Debug, Clone)]
@@ -264,6 +272,21 @@ impl<'a> Compiler<'a> {
             }
             ast::Expr::Value(v) => literal(&v.value),
             ast::Expr::Nested(inner) => self.compile(inner),
+            // FLOOR(x) and CEIL(x) have their own syntax node.
+            ast::Expr::Floor {
+                expr: inner,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
+                let arg = self.compile(inner)?;
+                self.func("FLOOR", vec![arg])
+            }
+            ast::Expr::Ceil {
+                expr: inner,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
+                let arg = self.compile(inner)?;
+                self.func("CEIL", vec![arg])
+            }
             ast::Expr::TypedString(ts) => {
                 let text = match &ts.value.value {
                     ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
@@ -567,6 +590,22 @@ impl<'a> Compiler<'a> {
                     },
                     ty,
                 ))
+            }
+            BinaryOperator::BitwiseAnd
+            | BinaryOperator::BitwiseOr
+            | BinaryOperator::BitwiseXor
+            | BinaryOperator::PGBitwiseShiftLeft
+            | BinaryOperator::PGBitwiseShiftRight => {
+                let f = match op {
+                    BinaryOperator::BitwiseAnd => Func::BitAnd,
+                    BinaryOperator::BitwiseOr => Func::BitOr,
+                    BinaryOperator::BitwiseXor => Func::BitXor,
+                    BinaryOperator::PGBitwiseShiftLeft => Func::ShiftLeft,
+                    _ => Func::ShiftRight,
+                };
+                let (l, r) = (self.compile(left)?, self.compile(right)?);
+                let ty = SqlType::ubigint().nullable(l.ty.nullable || r.ty.nullable);
+                Ok(expr(ExprKind::Func(f, vec![l, r]), ty))
             }
             other => Err(SqlError::unsupported(format!("the operator {other}"))),
         }
@@ -892,6 +931,24 @@ impl<'a> Compiler<'a> {
                 arity(n == 1)?;
                 (Func::Abs, args[0].ty.clone())
             }
+            "FLOOR" | "CEIL" | "CEILING" => {
+                arity(n == 1)?;
+                let f = if name == "FLOOR" {
+                    Func::Floor
+                } else {
+                    Func::Ceil
+                };
+                // Integers stay integers, decimals lose their scale, the rest is DOUBLE.
+                let t = &args[0].ty;
+                let ty = if t.is_integer() {
+                    t.clone()
+                } else if matches!(t.kind, TypeKind::Decimal { .. }) {
+                    SqlType::bigint().nullable(t.nullable)
+                } else {
+                    SqlType::double().nullable(t.nullable)
+                };
+                (f, ty)
+            }
             "GREATEST" | "LEAST" => {
                 arity(n >= 2)?;
                 let tys: Vec<&SqlType> = args.iter().map(|a| &a.ty).collect();
@@ -1091,6 +1148,23 @@ pub fn literal(v: &ast::Value) -> Result<Expr> {
             return Ok(expr(
                 ExprKind::Const(Value::Bytes(bytes)),
                 SqlType::varchar(h.len().div_ceil(2) as u32, charset::BINARY).not_null(),
+            ));
+        }
+        // b'0101': a bit-value literal, the binary string of its bits (right-aligned).
+        ast::Value::SingleQuotedByteStringLiteral(bits)
+            if bits.bytes().all(|b| b == b'0' || b == b'1') =>
+        {
+            let mut bytes = vec![0u8; bits.len().div_ceil(8)];
+            for (i, b) in bits.bytes().rev().enumerate() {
+                if b == b'1' {
+                    let at = bytes.len() - 1 - i / 8;
+                    bytes[at] |= 1 << (i % 8);
+                }
+            }
+            let len = bytes.len() as u32;
+            return Ok(expr(
+                ExprKind::Const(Value::Bytes(bytes)),
+                SqlType::varchar(len.max(1), charset::BINARY).not_null(),
             ));
         }
         ast::Value::Placeholder(p) => {
@@ -1624,6 +1698,75 @@ impl Expr {
                     bool_value(a.is_subset_of(&b))
                 }
             }
+            Func::BitAnd | Func::BitOr | Func::BitXor | Func::ShiftLeft | Func::ShiftRight => {
+                let (a, b) = (arg(0)?, arg(1)?);
+                if matches!(a, Value::Null) || matches!(b, Value::Null) {
+                    return Ok(Value::Null);
+                }
+                // MySQL converts each operand to a 64-bit integer: negative values wrap,
+                // larger ones saturate.
+                let word = |val: &Value, t: &SqlType| -> u64 {
+                    // Binary strings (b'…', X'…') count as the big-endian number of their bytes.
+                    if let Value::Bytes(b) = val {
+                        if t.collation == charset::BINARY && b.len() <= 8 {
+                            return b.iter().fold(0u64, |n, x| (n << 8) | u64::from(*x));
+                        }
+                    }
+                    match v::to_int(val, t) {
+                        Some(i) if i < 0 => (i.max(i128::from(i64::MIN)) as i64) as u64,
+                        Some(i) => u64::try_from(i).unwrap_or(u64::MAX),
+                        None => {
+                            let f = v::to_f64(val, t);
+                            if f <= 0.0 {
+                                0
+                            } else {
+                                u64::MAX
+                            }
+                        }
+                    }
+                };
+                let (x, y) = (word(&a, &args[0].ty), word(&b, &args[1].ty));
+                Value::UInt(match f {
+                    Func::BitAnd => x & y,
+                    Func::BitOr => x | y,
+                    Func::BitXor => x ^ y,
+                    Func::ShiftLeft => x.checked_shl(u32::try_from(y).unwrap_or(64)).unwrap_or(0),
+                    _ => x.checked_shr(u32::try_from(y).unwrap_or(64)).unwrap_or(0),
+                })
+            }
+            Func::Floor | Func::Ceil => {
+                let val = arg(0)?;
+                let t = &args[0].ty;
+                match val {
+                    Value::Null => Value::Null,
+                    Value::Int(_) | Value::UInt(_) if t.is_integer() => val,
+                    Value::Decimal(d) if matches!(t.kind, TypeKind::Decimal { .. }) => {
+                        // Exactly, on the text: the integer part, one step down (FLOOR of a
+                        // negative) or up (CEIL of a positive) when a fraction is left.
+                        let (neg, digits) = d
+                            .strip_prefix('-')
+                            .map_or((false, d.as_str()), |r| (true, r));
+                        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+                        let whole: i64 =
+                            int.parse().map_err(|_| out_of_range("BIGINT", "floor"))?;
+                        let whole = if neg { -whole } else { whole };
+                        let fraction = frac.bytes().any(|b| b != b'0');
+                        Value::Int(match (f == Func::Floor, neg, fraction) {
+                            (true, true, true) => whole - 1,
+                            (false, false, true) => whole + 1,
+                            _ => whole,
+                        })
+                    }
+                    other => {
+                        let x = v::to_f64(&other, t);
+                        Value::Double(if f == Func::Floor {
+                            x.floor()
+                        } else {
+                            x.ceil()
+                        })
+                    }
+                }
+            }
             Func::TimeToSec => {
                 let val = arg(0)?;
                 match v::to_time(&val, &args[0].ty) {
@@ -1910,6 +2053,22 @@ mod tests {
     #[test]
     fn arithmetic_and_functions() {
         assert_eq!(eval("1 + 2 * 3"), Value::Int(7));
+        assert_eq!(eval("12 & 10"), Value::UInt(8));
+        assert_eq!(eval("12 | 3"), Value::UInt(15));
+        assert_eq!(eval("12 ^ 10"), Value::UInt(6));
+        assert_eq!(eval("1 << 62"), Value::UInt(1 << 62));
+        assert_eq!(eval("1 << 64"), Value::UInt(0));
+        assert_eq!(eval("-1 >> 60"), Value::UInt(15));
+        assert_eq!(eval("NULL & 1"), Value::Null);
+        assert_eq!(eval("b'101' | 0"), Value::UInt(5));
+        assert_eq!(eval("b'100000001'"), Value::Bytes(vec![1, 1]));
+        assert_eq!(eval("FLOOR(-2.5)"), Value::Int(-3));
+        assert_eq!(eval("CEIL(2.01)"), Value::Int(3));
+        assert_eq!(eval("CEILING(-2.5)"), Value::Int(-2));
+        assert_eq!(eval("FLOOR(7)"), Value::Int(7));
+        assert_eq!(eval("FLOOR(2.5e0)"), Value::Double(2.0));
+        assert_eq!(eval("FLOOR('3.7x')"), Value::Double(3.0));
+        assert_eq!(eval("FLOOR(NULL)"), Value::Null);
         assert_eq!(eval("7 DIV 2"), Value::Int(3));
         assert_eq!(eval("7 % 0"), Value::Null);
         assert_eq!(eval("1 / 0"), Value::Null);
