@@ -9,6 +9,9 @@
 //! * stopping after K transactions and resuming from the position / GTID set the client
 //!   reported, until the end.
 //!
+//! PyMySQL's unbuffered cursor (`tests/clients/pymysql_stream.py`) reads a large table while
+//! the server streams it.
+//!
 //! The interpreter is the virtualenv made by `scripts/pyrepl-venv.sh install` (run by
 //! `scripts/install-deps.sh`); without it the test is skipped, and fails under `CI=true`.
 
@@ -250,4 +253,72 @@ async fn python_mysql_replication_sees_every_row() {
     );
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
+}
+
+/// PyMySQL's unbuffered cursor (`SSCursor`, what Python CDC tools use for big snapshot reads)
+/// reads a 200,000-row table while the server streams it, then the connection goes on (also
+/// after a cursor closed early).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymysql_unbuffered_cursor_reads_a_large_table() {
+    use tibinlog::server::sql::charset::UTF8MB4_BIN;
+    use tibinlog::server::sql::types::SqlType;
+    use tibinlog::server::testing::{MemTable, MemTables};
+    use tibinlog_protocol::value::Value;
+    let Some(py) = python() else { return };
+    const ROWS: i64 = 200_000;
+    let mut want_sum = 0i64;
+    let mut want_len = 0usize;
+    let rows: Vec<Vec<Value>> = (1..=ROWS)
+        .map(|i| {
+            let v = format!("row-{i}-{}", "x".repeat((i % 17) as usize));
+            want_sum += i;
+            want_len += v.len();
+            vec![
+                Value::Int(i),
+                Value::Bytes(v.into_bytes()),
+                Value::Double(i as f64 / 4.0),
+            ]
+        })
+        .collect();
+    let tables = MemTables::new(vec![MemTable {
+        db: "big".into(),
+        name: "t".into(),
+        columns: vec![
+            ("id".into(), SqlType::bigint().not_null(), "bigint".into()),
+            (
+                "v".into(),
+                SqlType::varchar(64, UTF8MB4_BIN),
+                "varchar(64)".into(),
+            ),
+            ("d".into(), SqlType::double(), "double".into()),
+        ],
+        pk: Some(0),
+        rows,
+    }]);
+    let f = common::repl::Fixture::start_with_tables(tables).await;
+    let out = tokio::time::timeout(
+        CLIENT_WAIT,
+        tokio::process::Command::new(&py)
+            .arg(repo().join("tests/clients/pymysql_stream.py"))
+            .arg(f.addr.ip().to_string())
+            .arg(f.addr.port().to_string())
+            .arg("root")
+            .arg(common::repl::PASSWORD)
+            .arg("SELECT id, v, d FROM big.t")
+            .output(),
+    )
+    .await
+    .expect("PyMySQL finishes")
+    .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Json = serde_json::from_slice(&out.stdout).expect("one JSON line");
+    assert_eq!(got["rows"], ROWS);
+    assert_eq!(got["sum"], want_sum);
+    assert_eq!(got["length"], want_len);
+    assert_eq!(got["one"], 1);
+    f.stop().await;
 }
