@@ -2252,3 +2252,84 @@ async fn random_statements_get_rows_or_errors_and_never_break_the_server() {
     drop(other);
     f.stop().await;
 }
+
+/// `KILL QUERY` stops a streaming SELECT with 1317 after the rows already sent and leaves the
+/// connection usable; `KILL` ends a streaming connection. The rows are wide enough that the
+/// result cannot sit in socket buffers when the kill arrives.
+#[tokio::test]
+async fn kill_query_stops_a_streaming_select_and_kill_ends_the_connection() {
+    use tibinlog::server::sql::charset::UTF8MB4_BIN;
+    use tibinlog::server::sql::types::SqlType;
+    use tibinlog::server::testing::{MemTable, MemTables};
+    use tibinlog_protocol::value::Value;
+    const ROWS: i64 = 100_000;
+    let pad = "p".repeat(400);
+    let rows = (1..=ROWS)
+        .map(|i| vec![Value::Int(i), Value::Bytes(pad.clone().into_bytes())])
+        .collect();
+    let tables = MemTables::new(vec![MemTable {
+        db: "big".into(),
+        name: "t".into(),
+        columns: vec![
+            ("id".into(), SqlType::bigint().not_null(), "bigint".into()),
+            (
+                "pad".into(),
+                SqlType::varchar(400, UTF8MB4_BIN),
+                "varchar(400)".into(),
+            ),
+        ],
+        pk: Some(0),
+        rows,
+    }]);
+    let f = Fixture::start_with_tables(tables).await;
+    let mut a = f.conn().await;
+    let mut b = f.conn().await;
+
+    let a_id = a.id();
+    let mut r = a.query_iter("SELECT * FROM big.t").await.expect("select");
+    let first: mysql_async::Row = r.next().await.expect("first row").expect("a row");
+    assert_eq!(first.get::<i64, _>(0), Some(1));
+    b.query_drop(format!("KILL QUERY {a_id}"))
+        .await
+        .expect("kill query");
+    let mut read = 1i64;
+    let err = loop {
+        match r.next().await {
+            Ok(Some(_)) => read += 1,
+            Ok(None) => panic!("the whole result arrived despite KILL QUERY"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(server_code(&err), Some(1317), "{err}");
+    assert!(read < ROWS, "{read} rows before the error");
+    drop(r);
+    let one: Option<i64> = a.query_first("SELECT 1").await.expect("still usable");
+    assert_eq!(one, Some(1));
+
+    // KILL ends the streaming connection; the killer's own connection goes on.
+    let a_id = a.id();
+    let mut r = a.query_iter("SELECT * FROM big.t").await.expect("select");
+    let _: mysql_async::Row = r.next().await.expect("first row").expect("a row");
+    b.query_drop(format!("KILL {a_id}")).await.expect("kill");
+    let ended = loop {
+        match r.next().await {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("the whole result arrived despite KILL"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        !matches!(ended, mysql_async::Error::Server(_)),
+        "a closed connection, not an error packet: {ended}"
+    );
+    drop(r);
+    let e = b
+        .query_drop("KILL QUERY 999999")
+        .await
+        .expect_err("unknown id");
+    assert_eq!(server_code(&e), Some(1094));
+    let one: Option<i64> = b.query_first("SELECT 1").await.expect("b goes on");
+    assert_eq!(one, Some(1));
+    drop(b);
+    f.stop().await;
+}

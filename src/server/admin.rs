@@ -674,10 +674,14 @@ impl Ctx<'_> {
                     None => no_such_table(&db, &table),
                 }
             }
-            Statement::Kill { id, .. } => match u32::try_from(*id) {
-                Ok(id) if self.shared.kill(id) => Reply::ok(),
-                _ => Reply::err(ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}")),
-            },
+            Statement::Kill { id, modifier } => {
+                let query = matches!(modifier, Some(sqlparser::ast::KillType::Query));
+                match u32::try_from(*id) {
+                    Ok(id) if query && self.shared.kill_query(id) => Reply::ok(),
+                    Ok(id) if !query && self.shared.kill(id) => Reply::ok(),
+                    _ => Reply::err(ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}")),
+                }
+            }
             Statement::Use(_) => {
                 // The name is the token after USE (quotes removed).
                 match words.get(1) {

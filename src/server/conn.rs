@@ -229,6 +229,8 @@ pub struct ConnInfo {
     pub mariadb_client: bool,
     /// Cancelled when the connection ends (KILL, shutdown): running statements stop.
     pub cancel: CancellationToken,
+    /// Set by `KILL QUERY`; cleared when the next command starts.
+    pub interrupt: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
@@ -356,6 +358,7 @@ async fn handshake(
     Ok(ConnInfo {
         id,
         cancel,
+        interrupt: shared.interrupt_flag(id),
         mariadb_client,
         user: hello.user,
         host,
@@ -405,6 +408,9 @@ async fn command_loop(
                 Err(e) => return Err(e),
             },
         };
+        // A KILL QUERY that found no statement running is forgotten, as MySQL forgets it.
+        info.interrupt
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let cmd = match decode_command(&packet.payload) {
             Ok(c) => c,
             Err(e) if !e.is_fatal() => {
@@ -561,7 +567,9 @@ async fn command_loop(
                 };
                 let deprecate_eof =
                     tibinlog_protocol::wire::response::deprecate_eof(info.capabilities);
-                if let Some(q) = fetch(&mut io, q, rows, deprecate_eof).await? {
+                if let Some(q) =
+                    fetch(&mut io, q, rows, deprecate_eof, info.interrupt.clone()).await?
+                {
                     if let Some(stmt) = stmts.map.get_mut(&stmt_id) {
                         stmt.cursor = Some(q);
                     }
@@ -821,6 +829,7 @@ async fn fetch(
     q: admin::QueryReply,
     rows: u32,
     deprecate_eof: bool,
+    interrupt: Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<Option<admin::QueryReply>, ConnError> {
     let codec = io.codec.clone();
     let task = tokio::task::spawn_blocking(move || {
@@ -833,6 +842,10 @@ async fn fetch(
         let mut done = false;
         let mut err = None;
         while sent < rows.max(1) {
+            if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+                err = Some(interrupted());
+                break;
+            }
             match q.op.next(&mut row) {
                 Ok(true) => {
                     payload.clear();
@@ -999,6 +1012,18 @@ async fn send_query(
 }
 
 /// [`send_query`] in the text (`binary = false`) or binary row format.
+/// How long a result set waits for a client that reads nothing (MySQL's `net_write_timeout`
+/// default).
+const NET_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// MySQL's answer to a statement stopped by `KILL QUERY`.
+fn interrupted() -> ErrResponse {
+    ErrResponse::new(
+        tibinlog_protocol::wire::errors::ER_QUERY_INTERRUPTED,
+        "Query execution was interrupted",
+    )
+}
+
 async fn send_result_set(
     io: &mut PacketIo,
     info: &ConnInfo,
@@ -1025,6 +1050,7 @@ async fn send_result_set(
     let codec = io.codec.clone();
     let types = q.types;
     let mut op = q.op;
+    let interrupt = info.interrupt.clone();
     let producer = tokio::task::spawn_blocking(move || {
         let mut codec = codec;
         let mut row = Vec::new();
@@ -1032,6 +1058,9 @@ async fn send_result_set(
         let mut cell = Vec::with_capacity(256);
         let mut chunk = Vec::with_capacity(QUERY_CHUNK + 1024);
         let result = loop {
+            if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+                break Err(interrupted());
+            }
             match op.next(&mut row) {
                 Ok(true) => {
                     payload.clear();
@@ -1063,13 +1092,41 @@ async fn send_result_set(
         }
         (codec, result)
     });
+    // The rows go out while they are produced; a client that stops reading for
+    // NET_WRITE_TIMEOUT, or a KILL of the connection, ends the statement (the producer stops
+    // at its next send) and the connection.
     let mut write_failed = None;
-    while let Some(chunk) = rx.recv().await {
+    loop {
+        let chunk = tokio::select! {
+            c = rx.recv() => c,
+            _ = info.cancel.cancelled() => {
+                write_failed = Some(ConnError::Closed);
+                break;
+            }
+        };
+        let Some(chunk) = chunk else { break };
         io.queue_framed(&chunk);
         if io.pending() >= QUERY_CHUNK {
-            if let Err(e) = io.flush().await {
-                write_failed = Some(e);
-                break;
+            let flushed = tokio::select! {
+                r = tokio::time::timeout(NET_WRITE_TIMEOUT, io.flush()) => r,
+                _ = info.cancel.cancelled() => {
+                    write_failed = Some(ConnError::Closed);
+                    break;
+                }
+            };
+            match flushed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    write_failed = Some(e.into());
+                    break;
+                }
+                Err(_) => {
+                    write_failed = Some(ConnError::Io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the client read no rows for net_write_timeout",
+                    )));
+                    break;
+                }
             }
         }
     }
@@ -1078,7 +1135,7 @@ async fn send_result_set(
         .await
         .map_err(|e| ConnError::Internal(format!("query task failed: {e}")))?;
     if let Some(e) = write_failed {
-        return Err(e.into());
+        return Err(e);
     }
     io.codec = codec;
     p.clear();

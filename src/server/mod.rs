@@ -136,6 +136,8 @@ pub struct Registration {
 #[derive(Debug, Clone)]
 struct ConnEntry {
     cancel: CancellationToken,
+    /// Set by `KILL QUERY`: the running statement stops with 1317.
+    interrupt: Arc<std::sync::atomic::AtomicBool>,
     /// Server id of the dump this connection runs, if any (a new dump with the same non-zero
     /// id ends the old one).
     dump_server_id: Option<u32>,
@@ -185,6 +187,7 @@ impl Shared {
             id,
             ConnEntry {
                 cancel,
+                interrupt: Arc::default(),
                 dump_server_id: None,
             },
         );
@@ -216,6 +219,26 @@ impl Shared {
     /// must keep history from it on while it is set.
     pub fn snapshot_hold(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
         self.hold_tx.subscribe()
+    }
+
+    /// The `KILL QUERY` flag of connection `id` (a fresh one if it is not registered).
+    pub fn interrupt_flag(&self, id: u32) -> Arc<std::sync::atomic::AtomicBool> {
+        lock(&self.conns)
+            .get(&id)
+            .map(|e| e.interrupt.clone())
+            .unwrap_or_default()
+    }
+
+    /// `KILL QUERY id`: the connection's running statement stops with 1317, the connection
+    /// stays. False if there is no such connection.
+    pub fn kill_query(&self, id: u32) -> bool {
+        match lock(&self.conns).get(&id) {
+            Some(e) => {
+                e.interrupt.store(true, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
     }
 
     /// `KILL id`: cancels the connection. False if there is no such connection.
