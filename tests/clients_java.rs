@@ -1017,7 +1017,7 @@ fn result(a: &Json) -> &Json {
     &a["results"][0]
 }
 
-fn col<'a>(res: &'a Json, label: &str) -> usize {
+fn col(res: &Json, label: &str) -> usize {
     res["cols"]
         .as_array()
         .expect("cols")

@@ -224,29 +224,6 @@ impl RowStream for TableScan {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unsigned_ranges_come_in_value_order() {
-        let id = 7;
-        let k = |h: i64| record_key(id, h);
-        assert_eq!(
-            key_ranges(id, &Some(vec![(5, 9)]), false),
-            vec![(k(5), k(10))]
-        );
-        let top = u64::MAX as i128;
-        let r = key_ranges(id, &Some(vec![(10, top)]), true);
-        assert_eq!(r.len(), 2);
-        assert_eq!(r[0], (k(10), record_span(id).1));
-        assert_eq!(r[1], (k(i64::MIN), k(0)));
-        let whole = key_ranges(id, &None, true);
-        assert_eq!(whole[0].0, k(0));
-        assert_eq!(whole[1].1, k(0));
-    }
-}
-
 /// How long PD keeps the snapshot hold if it is not refreshed (the process died).
 const HOLD_TTL_SECS: i64 = 600;
 /// How often a held snapshot's service safe point is refreshed.
@@ -298,5 +275,28 @@ pub async fn hold_snapshots(
         let _ = pd
             .update_service_gc_safe_point(&service_id, 0, Ts::MAX)
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsigned_ranges_come_in_value_order() {
+        let id = 7;
+        let k = |h: i64| record_key(id, h);
+        assert_eq!(
+            key_ranges(id, &Some(vec![(5, 9)]), false),
+            vec![(k(5), k(10))]
+        );
+        let top = u64::MAX as i128;
+        let r = key_ranges(id, &Some(vec![(10, top)]), true);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0], (k(10), record_span(id).1));
+        assert_eq!(r[1], (k(i64::MIN), k(0)));
+        let whole = key_ranges(id, &None, true);
+        assert_eq!(whole[0].0, k(0));
+        assert_eq!(whole[1].1, k(0));
     }
 }

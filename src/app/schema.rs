@@ -93,8 +93,11 @@ pub struct SchemaView {
     history: Arc<SchemaHistory>,
     files: BinlogFiles,
     /// The SQL catalog of the last version asked for (versions change only at DDL).
-    cache: Arc<Mutex<Option<(Catalog, Arc<CatalogSnapshot>)>>>,
+    cache: Arc<Mutex<Option<CachedCatalog>>>,
 }
+
+/// A schema version and the SQL catalog built from it.
+type CachedCatalog = (Catalog, Arc<CatalogSnapshot>);
 
 impl SchemaView {
     pub fn new(history: Arc<SchemaHistory>, files: BinlogFiles) -> Self {

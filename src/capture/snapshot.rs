@@ -32,6 +32,9 @@ use tonic::transport::Channel;
 use tonic::Status;
 
 use super::pd::{dial, PdClient, PdError, MAX_DECODING_MESSAGE_SIZE};
+
+/// One page of a scan: its (key, value) pairs and the key to resume from, if any remain.
+pub type ScanPage = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
 use super::region_cache::{RegionCache, RegionInfo};
 use super::span::encode_key_into;
 use crate::model::Ts;
@@ -329,7 +332,7 @@ impl SnapshotReader {
         end: &[u8],
         ts: Ts,
         limit: u32,
-    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+    ) -> Result<ScanPage> {
         if !end.is_empty() && start >= end {
             return Ok((Vec::new(), None));
         }
@@ -407,13 +410,7 @@ impl BlockingSnapshotReader {
     }
 
     /// [`SnapshotReader::scan_page`], blocking.
-    pub fn scan_page(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        ts: Ts,
-        limit: u32,
-    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>)> {
+    pub fn scan_page(&self, start: &[u8], end: &[u8], ts: Ts, limit: u32) -> Result<ScanPage> {
         self.block(self.reader.scan_page(start, end, ts, limit))
     }
 

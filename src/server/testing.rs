@@ -397,8 +397,11 @@ impl BinlogReader for MemReader {
 #[derive(Debug, Clone, Default)]
 pub struct MemTables {
     catalog: Arc<CatalogSnapshot>,
-    rows: Arc<std::collections::HashMap<(String, String), Vec<Vec<Value>>>>,
+    rows: Arc<std::collections::HashMap<TableName, Vec<Vec<Value>>>>,
 }
+
+/// (database, table).
+type TableName = (String, String);
 
 /// One table of a [`MemTables`]: `(column name, type, column_type text)` per column, the
 /// primary key column (an integer handle) if any, and the rows.

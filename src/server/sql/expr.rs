@@ -1548,12 +1548,12 @@ impl Expr {
                     return Ok(Value::Null);
                 }
                 let mut ints = Vec::new();
-                for i in 1..args.len() {
+                for (i, a) in args.iter().enumerate().skip(1) {
                     let x = arg(i)?;
                     if matches!(x, Value::Null) {
                         return Ok(Value::Null);
                     }
-                    ints.push(v::to_int(&x, &args[i].ty).unwrap_or(0));
+                    ints.push(v::to_int(&x, &a.ty).unwrap_or(0));
                 }
                 let s = String::from_utf8_lossy(&text(&val, 0)).into_owned();
                 let chars: Vec<char> = s.chars().collect();

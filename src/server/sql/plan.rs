@@ -277,7 +277,7 @@ fn plan_select(
         collect_aggregates(h, &mut agg_calls);
     }
     for k in &order_keys {
-        collect_aggregates(&k.expr, &mut agg_calls);
+        collect_aggregates(k.expr, &mut agg_calls);
     }
     let grouped = !group_exprs.is_empty() || !agg_calls.is_empty() || sel.having.is_some();
 
@@ -380,7 +380,7 @@ fn plan_select(
         for k in &order_keys {
             match resolve_order(k, &items)? {
                 Some(i) => order_refs.push((i, k.desc)),
-                None => hidden_order.push((c.compile(&k.expr)?, k.desc)),
+                None => hidden_order.push((c.compile(k.expr)?, k.desc)),
             }
         }
         let calls: Vec<AggCall> = agg_scope
@@ -409,7 +409,7 @@ fn plan_select(
         for k in &order_keys {
             match resolve_order(k, &items)? {
                 Some(i) => order_refs.push((i, k.desc)),
-                None => hidden_order.push((c.compile(&k.expr)?, k.desc)),
+                None => hidden_order.push((c.compile(k.expr)?, k.desc)),
             }
         }
     }
