@@ -463,7 +463,7 @@ async fn a_start_ts_below_the_gc_safe_point_is_fatal() {
 }
 
 #[tokio::test]
-async fn snapshot_scan_spans_two_regions_at_a_ts_and_waits_for_locks() {
+async fn snapshot_scan_spans_two_regions_at_a_ts_and_resolves_locks() {
     let seed = 18;
     timed(seed, async {
         let c = cluster(2, seed).await;
@@ -513,29 +513,75 @@ async fn snapshot_scan_spans_two_regions_at_a_ts_and_waits_for_locks() {
         );
         assert_eq!(reader.get(&key(T1, 9), second).await.expect("get"), None);
 
-        // A lock below the read ts: the read waits until the transaction commits (after the
-        // read ts, so the old value is the answer).
+        // A live lock below the read ts: the read asks the primary, which pushes the
+        // transaction's min commit ts above the read ts, and reads past the lock (the old value)
+        // at once; the transaction then commits after the read ts.
         let held = c
             .hold_lock(key(T1, 6), b"c6".to_vec(), Duration::from_secs(600))
             .await
             .expect("lock");
         let read_ts = ts(c.tso());
-        let read = {
-            let reader = reader.clone();
-            tokio::spawn(async move { reader.get(&key(T1, 6), read_ts).await })
-        };
-        // The read is waiting on the lock (it has not answered); then the lock commits.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!read.is_finished(), "the read did not wait for the lock");
-        let commit = ts(held.commit_now().await.expect("commit"));
-        let got = read.await.expect("read task").expect("get");
+        let got = reader.get(&key(T1, 6), read_ts).await.expect("get");
         assert_eq!(got, Some(b"b6".to_vec()));
-        assert!(commit > read_ts);
+        let scanned = reader
+            .scan(&key(T1, 6), &key(T1, 7), read_ts)
+            .await
+            .expect("scan past the live lock");
+        assert_eq!(scanned, vec![(key(T1, 6), b"b6".to_vec())]);
+        let commit = ts(held.commit_now().await.expect("commit"));
+        assert!(
+            commit > read_ts,
+            "the pushed transaction commits after the read"
+        );
         let scanned = reader
             .scan(&key(T1, 6), &key(T1, 7), commit)
             .await
             .expect("scan");
         assert_eq!(scanned, vec![(key(T1, 6), b"c6".to_vec())]);
+
+        // A client that died after committing its primary (the smallest key): the read finds
+        // the primary committed and commits the secondary lock it meets.
+        let mut t = c.begin().await.expect("begin");
+        t.put(key(T1, 1), b"d1".to_vec());
+        t.put(key(T1, 3), b"d3".to_vec());
+        let committed = ts(t
+            .commit_primary_only(Duration::from_secs(600))
+            .await
+            .expect("commit the primary"));
+        let after = ts(c.tso());
+        assert_eq!(
+            reader.get(&key(T1, 3), after).await.expect("get"),
+            Some(b"d3".to_vec())
+        );
+        assert_eq!(
+            reader.get(&key(T1, 3), committed).await.expect("get"),
+            Some(b"d3".to_vec()),
+            "committed at its primary's commit ts"
+        );
+
+        // A client that died before its commit point: once the locks' TTL has passed, the read
+        // rolls back the lock it meets and sees the value before the transaction.
+        let mut t = c.begin().await.expect("begin");
+        t.put(key(T1, 2), b"e2".to_vec());
+        t.put(key(T1, 4), b"e4".to_vec());
+        let abandoned = ts(t.start_ts());
+        let ttl = Duration::from_millis(5);
+        t.abandon(ttl).await.expect("prewrite");
+        // The TTL runs on PD's clock: wait until the TSO is past it.
+        while ts(c.tso()).physical_ms() <= abandoned.physical_ms() + 5 {
+            tokio::task::yield_now().await;
+        }
+        let read_ts = ts(c.tso());
+        let got = reader
+            .scan(&key(T1, 2), &key(T1, 5), read_ts)
+            .await
+            .expect("scan over the abandoned locks");
+        let want: Vec<(Vec<u8>, Vec<u8>)> = vec![
+            (key(T1, 2), b"b2".to_vec()),
+            (key(T1, 3), b"d3".to_vec()),
+            (key(T1, 4), b"b4".to_vec()),
+        ];
+        assert_eq!(got, want);
 
         // The mounter's synchronous view, from a blocking thread.
         let blocking =

@@ -8,12 +8,17 @@
 //! * Region errors (not leader, epoch not match, region not found, key not in region, busy) and
 //!   transport failures: forget the region (or apply the leader hint), back off, locate again,
 //!   retry; at most [`SnapshotConfig::max_region_retries`] times in a row.
-//! * A lock at or below the read ts (`KeyError.locked`): the transaction may still commit
-//!   below our ts, so the read waits and retries with exponential backoff until the lock is
-//!   gone, at most [`SnapshotConfig::lock_wait_max`]. A full reader would check the primary's
-//!   status and resolve expired locks (`KvCheckTxnStatus` / `KvResolveLock`); this one only
-//!   waits, which is enough for live transactions and fails with [`SnapshotError::LockTimeout`]
-//!   on an abandoned lock.
+//! * A lock at or below the read ts (`KeyError.locked`) is resolved the way TiDB's reader does:
+//!   `KvCheckTxnStatus` on the lock's primary, with our read ts as the caller's. A committed
+//!   transaction has its lock on our key committed (`KvResolveLock` with the commit ts), a
+//!   rolled-back or expired one (TiKV rolls back a lock whose TTL passed) has it rolled back;
+//!   either way the read goes on at once. A live transaction gets its min commit ts pushed
+//!   above our read ts, so it will commit after it: the read then skips that lock
+//!   (`Context.resolved_locks`) and sees the value before it. Only a lock that cannot be pushed
+//!   (async commit) is waited for, with exponential backoff, at most
+//!   [`SnapshotConfig::lock_wait_max`] ([`SnapshotError::LockTimeout`]). A secondary lock whose
+//!   primary has no lock and no record is only rolled back once its own TTL has passed (its
+//!   primary may still be prewriting).
 //! * Other key errors are returned as they are.
 //!
 //! # Blocking use
@@ -107,34 +112,45 @@ pub struct SnapshotReader {
 enum Again {
     /// Retry after locating the region again.
     Region(String),
-    /// Wait for a lock.
-    Locked { key: Vec<u8>, lock_ts: Ts },
+    /// A lock stands in the way: resolve it, or wait for it.
+    Locked(Box<kvrpcpb::LockInfo>),
 }
 
-fn context(r: &RegionInfo) -> Option<kvrpcpb::Context> {
+/// The request context for region `r`; reads skip the locks of `bypass` (transactions known
+/// to commit after the read ts).
+fn context(r: &RegionInfo, bypass: &[u64]) -> Option<kvrpcpb::Context> {
     Some(kvrpcpb::Context {
         region_id: r.id.0,
         region_epoch: Some(r.epoch),
         peer: r.leader,
+        resolved_locks: bypass.to_vec(),
         ..Default::default()
     })
 }
 
 fn key_error(key: &[u8], e: kvrpcpb::KeyError) -> std::result::Result<Again, SnapshotError> {
     match e.locked {
-        Some(l) => Ok(Again::Locked {
-            key: if l.key.is_empty() {
-                key.to_vec()
-            } else {
-                l.key
-            },
-            lock_ts: Ts(l.lock_version),
-        }),
+        Some(mut l) => {
+            if l.key.is_empty() {
+                l.key = key.to_vec();
+            }
+            Ok(Again::Locked(Box::new(l)))
+        }
         None => Err(SnapshotError::Key {
             key: key.to_vec(),
             message: format!("{e:?}"),
         }),
     }
+}
+
+/// What the primary says about a lock's transaction.
+enum LockFate {
+    /// Committed (`Some(commit_ts)`) or rolled back (`None`): resolve the lock accordingly.
+    Resolve(Option<Ts>),
+    /// Alive, and will commit after the read ts: skip the lock.
+    Bypass,
+    /// Alive and not pushed, or its primary not written yet: wait.
+    Wait,
 }
 
 /// The raw key an encoded region start corresponds to (empty = −∞ / +∞).
@@ -230,15 +246,16 @@ impl SnapshotReader {
         s.to_string()
     }
 
-    /// Runs `attempt` until it yields data, handling region retries and lock waits.
-    async fn retrying<T, F, Fut>(&self, key: &[u8], mut attempt: F) -> Result<T>
+    /// Runs `attempt` (a read at `ts`) until it yields data, handling region retries and locks.
+    async fn retrying<T, F, Fut>(&self, key: &[u8], ts: Ts, mut attempt: F) -> Result<T>
     where
-        F: FnMut(RegionInfo, TikvClient<Channel>) -> Fut,
+        F: FnMut(RegionInfo, TikvClient<Channel>, Vec<u64>) -> Fut,
         Fut: Future<Output = Result<std::result::Result<T, Again>>>,
     {
         let mut region_retries = 0u32;
         let mut lock_wait = Duration::ZERO;
         let mut lock_step = Duration::from_millis(10);
+        let mut bypass: Vec<u64> = Vec::new();
         loop {
             let outcome = match self.locate(key).await? {
                 None => Again::Region("PD knows no region".into()),
@@ -252,7 +269,7 @@ impl SnapshotReader {
                             self.cache().invalidate(r.id);
                             Again::Region(e)
                         }
-                        Ok(c) => match attempt(r, c).await? {
+                        Ok(c) => match attempt(r, c, bypass.clone()).await? {
                             Ok(v) => return Ok(v),
                             Err(again) => again,
                         },
@@ -272,24 +289,135 @@ impl SnapshotReader {
                     let ms = (2u64 << region_retries.min(8)).min(500);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
-                Again::Locked { key, lock_ts } => {
-                    if lock_wait >= self.cfg.lock_wait_max {
-                        return Err(SnapshotError::LockTimeout { key, lock_ts });
+                Again::Locked(lock) => match self.lock_fate(&lock, ts).await? {
+                    LockFate::Resolve(commit) => {
+                        tracing::debug!(
+                            lock_ts = lock.lock_version,
+                            committed = commit.map(|c| c.0),
+                            "read resolves a lock"
+                        );
+                        self.resolve_lock(&lock.key, Ts(lock.lock_version), commit)
+                            .await?;
                     }
-                    tracing::debug!(ts = lock_ts.0, "read met a lock, waiting");
-                    tokio::time::sleep(lock_step).await;
-                    lock_wait += lock_step;
-                    lock_step = (lock_step * 2).min(Duration::from_millis(500));
-                }
+                    LockFate::Bypass => {
+                        if !bypass.contains(&lock.lock_version) {
+                            bypass.push(lock.lock_version);
+                        }
+                    }
+                    LockFate::Wait => {
+                        let lock_ts = Ts(lock.lock_version);
+                        if lock_wait >= self.cfg.lock_wait_max {
+                            return Err(SnapshotError::LockTimeout {
+                                key: lock.key.clone(),
+                                lock_ts,
+                            });
+                        }
+                        tracing::debug!(ts = lock_ts.0, "read met a lock, waiting");
+                        tokio::time::sleep(lock_step).await;
+                        lock_wait += lock_step;
+                        lock_step = (lock_step * 2).min(Duration::from_millis(500));
+                    }
+                },
             }
+        }
+    }
+
+    /// What to do about `lock`, met by a read at `read_ts`: asks its primary
+    /// (`KvCheckTxnStatus`, which pushes a live transaction's min commit ts above `read_ts`).
+    async fn lock_fate(&self, lock: &kvrpcpb::LockInfo, read_ts: Ts) -> Result<LockFate> {
+        if lock.use_async_commit {
+            // Its commit ts is decided by its secondaries (CheckSecondaryLocks): wait.
+            return Ok(LockFate::Wait);
+        }
+        let lock_ts = Ts(lock.lock_version);
+        // Only an expired lock may be rolled back when its primary has neither a lock nor a
+        // record: a live transaction may not have written its primary yet.
+        let now = self.pd.tso().await?;
+        let expired = lock_ts.physical_ms().saturating_add(lock.lock_ttl) < now.physical_ms();
+        let primary = lock.primary_lock.clone();
+        let req = move |r: &RegionInfo| kvrpcpb::CheckTxnStatusRequest {
+            context: context(r, &[]),
+            primary_key: primary.clone(),
+            lock_ts: lock_ts.0,
+            caller_start_ts: read_ts.0,
+            current_ts: now.0,
+            rollback_if_not_exist: expired,
+            ..Default::default()
+        };
+        let resp = Box::pin(self.retrying(&lock.primary_lock, read_ts, |r, mut c, _| {
+            let req = req(&r);
+            async move {
+                let resp = match c.kv_check_txn_status(req).await {
+                    Ok(resp) => resp.into_inner(),
+                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                };
+                if let Some(e) = resp.region_error {
+                    return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+                }
+                Ok(Ok(resp))
+            }
+        }))
+        .await?;
+        if let Some(e) = resp.error {
+            if e.txn_lock_not_found.is_some() {
+                return Ok(LockFate::Wait);
+            }
+            return Err(SnapshotError::Key {
+                key: lock.primary_lock.clone(),
+                message: format!("{e:?}"),
+            });
+        }
+        Ok(if resp.commit_version != 0 {
+            LockFate::Resolve(Some(Ts(resp.commit_version)))
+        } else if resp.lock_ttl == 0 {
+            LockFate::Resolve(None)
+        } else if resp
+            .lock_info
+            .as_ref()
+            .is_some_and(|l| l.min_commit_ts > read_ts.0)
+        {
+            LockFate::Bypass
+        } else {
+            LockFate::Wait
+        })
+    }
+
+    /// Commits (`commit`) or rolls back the lock of `lock_ts` on raw `key` (`KvResolveLock`).
+    async fn resolve_lock(&self, key: &[u8], lock_ts: Ts, commit: Option<Ts>) -> Result<()> {
+        let resp = Box::pin(self.retrying(key, lock_ts, |r, mut c, _| {
+            let req = kvrpcpb::ResolveLockRequest {
+                context: context(&r, &[]),
+                start_version: lock_ts.0,
+                commit_version: commit.map_or(0, |c| c.0),
+                keys: vec![key.to_vec()],
+                ..Default::default()
+            };
+            async move {
+                let resp = match c.kv_resolve_lock(req).await {
+                    Ok(resp) => resp.into_inner(),
+                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                };
+                if let Some(e) = resp.region_error {
+                    return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+                }
+                Ok(Ok(resp))
+            }
+        }))
+        .await?;
+        match resp.error {
+            None => Ok(()),
+            Some(e) => Err(SnapshotError::Key {
+                key: key.to_vec(),
+                message: format!("{e:?}"),
+            }),
         }
     }
 
     /// The value of raw `key` at `ts`, or `None` if absent (or deleted).
     pub async fn get(&self, key: &[u8], ts: Ts) -> Result<Option<Vec<u8>>> {
-        self.retrying(key, |r, mut c| async move {
+        self.retrying(key, ts, |r, mut c, bypass| async move {
             let req = kvrpcpb::GetRequest {
-                context: context(&r),
+                context: context(&r, &bypass),
                 key: key.to_vec(),
                 version: ts.0,
                 need_commit_ts: false,
@@ -338,7 +466,7 @@ impl SnapshotReader {
         }
         let batch = limit.max(1);
         let from = start.to_vec();
-        self.retrying(&from, |r, mut c| {
+        self.retrying(&from, ts, |r, mut c, bypass| {
             let from = from.clone();
             async move {
                 let region_end = raw_of(&r.span.end)?;
@@ -349,7 +477,7 @@ impl SnapshotReader {
                         region_end.clone()
                     };
                 let req = kvrpcpb::ScanRequest {
-                    context: context(&r),
+                    context: context(&r, &bypass),
                     start_key: from.clone(),
                     end_key: upper.clone(),
                     limit: batch,

@@ -1,6 +1,8 @@
 //! `tikvpb.Tikv` snapshot reads of one store: `KvGet`, `KvScan`, `KvBatchGet`
-//! (upstream-wire-facts §3), with TiKV's region checks on `kvrpcpb::Context` and the mapping of
-//! core errors to `kvrpcpb::KeyError` / `errorpb::Error`.
+//! (upstream-wire-facts §3), and the lock resolution a reader does when it meets a lock:
+//! `KvCheckTxnStatus` on the primary and `KvResolveLock`; with TiKV's region checks on
+//! `kvrpcpb::Context` and the mapping of core errors to `kvrpcpb::KeyError` /
+//! `errorpb::Error`.
 //!
 //! Checks, in TiKV's order: the store serves (else the RPC fails with `UNAVAILABLE`, as a dead
 //! TiKV would at transport level) → region known with a peer here (`region_not_found`) → this
@@ -352,6 +354,25 @@ fn fill_scan(mut r: kvrpcpb::ScanResponse, e: ReadError) -> kvrpcpb::ScanRespons
     r
 }
 
+fn fill_check(
+    mut r: kvrpcpb::CheckTxnStatusResponse,
+    e: ReadError,
+) -> kvrpcpb::CheckTxnStatusResponse {
+    match e {
+        ReadError::Region(x) => r.region_error = Some(*x),
+        ReadError::Key(x) => r.error = Some(*x),
+    }
+    r
+}
+
+fn fill_resolve(mut r: kvrpcpb::ResolveLockResponse, e: ReadError) -> kvrpcpb::ResolveLockResponse {
+    match e {
+        ReadError::Region(x) => r.region_error = Some(*x),
+        ReadError::Key(x) => r.error = Some(*x),
+    }
+    r
+}
+
 fn fill_batch(mut r: kvrpcpb::BatchGetResponse, e: ReadError) -> kvrpcpb::BatchGetResponse {
     match e {
         ReadError::Region(x) => r.region_error = Some(*x),
@@ -360,8 +381,114 @@ fn fill_batch(mut r: kvrpcpb::BatchGetResponse, e: ReadError) -> kvrpcpb::BatchG
     r
 }
 
+impl KvService {
+    /// `KvCheckTxnStatus` on the primary key (in this request's region): committed (commit
+    /// version), rolled back (both zero; rolled back now if the TTL expired or, when asked, if
+    /// there is no lock), or alive (its TTL, its min commit ts pushed above the caller's ts).
+    fn check_txn_status(
+        &self,
+        req: &kvrpcpb::CheckTxnStatusRequest,
+    ) -> Result<kvrpcpb::CheckTxnStatusResponse, Status> {
+        use crate::sim::mvcc::TxnStatus;
+        let mut resp = kvrpcpb::CheckTxnStatusResponse::default();
+        let region = match check_context(&self.shared, self.store_id, req.context.as_ref())? {
+            Ok(r) => r,
+            Err(e) => return Ok(fill_check(resp, e)),
+        };
+        if let Err(e) = check_key(&region, &req.primary_key) {
+            return Ok(fill_check(resp, e));
+        }
+        let r = self.shared.apply(|core| {
+            core.check_txn_status(
+                &req.primary_key,
+                Ts(req.lock_ts),
+                Ts(req.caller_start_ts),
+                req.rollback_if_not_exist,
+            )
+        });
+        match r {
+            Ok(TxnStatus::Committed(ts)) => resp.commit_version = ts.0,
+            Ok(TxnStatus::RolledBack) => {}
+            Ok(TxnStatus::TtlExpireRollback) => {
+                resp.action = kvrpcpb::Action::TtlExpireRollback as i32;
+            }
+            Ok(TxnStatus::LockNotExistRollback) => {
+                resp.action = kvrpcpb::Action::LockNotExistRollback as i32;
+            }
+            Ok(TxnStatus::Locked {
+                ttl_ms,
+                min_commit_ts,
+                lock,
+            }) => {
+                resp.lock_ttl = ttl_ms.max(1);
+                if min_commit_ts > Ts(req.caller_start_ts) && req.caller_start_ts != 0 {
+                    resp.action = kvrpcpb::Action::MinCommitTsPushed as i32;
+                }
+                resp.lock_info = Some(lock.to_lock_info(&req.primary_key));
+            }
+            Err(e) => return Ok(fill_check(resp, ReadError::from_sim(e)?)),
+        }
+        Ok(resp)
+    }
+
+    /// `KvResolveLock`: commits (`commit_version` non-zero) or rolls back the locks of
+    /// `start_version` on `keys`, or on every key of this request's region when `keys` is empty.
+    fn resolve_lock(
+        &self,
+        req: &kvrpcpb::ResolveLockRequest,
+    ) -> Result<kvrpcpb::ResolveLockResponse, Status> {
+        let resp = kvrpcpb::ResolveLockResponse::default();
+        if !req.txn_infos.is_empty() {
+            return Err(Status::unimplemented(
+                "batched resolve (txn_infos) is not simulated",
+            ));
+        }
+        let region = match check_context(&self.shared, self.store_id, req.context.as_ref())? {
+            Ok(r) => r,
+            Err(e) => return Ok(fill_resolve(resp, e)),
+        };
+        for k in &req.keys {
+            if let Err(e) = check_key(&region, k) {
+                return Ok(fill_resolve(resp, e));
+            }
+        }
+        let start = Ts(req.start_version);
+        let r = self.shared.apply(|core| {
+            let keys: Vec<Vec<u8>> = if req.keys.is_empty() {
+                core.mvcc
+                    .locks()
+                    .filter(|(k, l)| l.start_ts == start && region.contains_encoded(&encode_key(k)))
+                    .map(|(k, _)| k.to_vec())
+                    .collect()
+            } else {
+                req.keys.clone()
+            };
+            core.resolve_lock(start, Ts(req.commit_version), Some(&keys))
+                .map(|out| ((), out))
+        });
+        if let Err(e) = r {
+            return Ok(fill_resolve(resp, ReadError::from_sim(e)?));
+        }
+        Ok(resp)
+    }
+}
+
 #[tonic::async_trait]
 impl Tikv for KvService {
+    async fn kv_check_txn_status(
+        &self,
+        request: Request<kvrpcpb::CheckTxnStatusRequest>,
+    ) -> Result<Response<kvrpcpb::CheckTxnStatusResponse>, Status> {
+        self.check_txn_status(request.get_ref()).map(Response::new)
+    }
+
+    async fn kv_resolve_lock(
+        &self,
+        request: Request<kvrpcpb::ResolveLockRequest>,
+    ) -> Result<Response<kvrpcpb::ResolveLockResponse>, Status> {
+        self.resolve_lock(request.get_ref()).map(Response::new)
+    }
+
     async fn kv_get(
         &self,
         request: Request<kvrpcpb::GetRequest>,

@@ -113,6 +113,34 @@ impl SimTxn {
         commit_keys(&self.cluster, &keys, self.start_ts, Some(commit_ts))
     }
 
+    /// Prewrites every key with a lock TTL of `ttl`, commits only the primary (the smallest
+    /// key) at a fresh TSO and leaves the secondaries locked: a client that died right after its
+    /// commit point. Readers must find the primary committed and resolve the rest. Returns the
+    /// commit ts.
+    pub async fn commit_primary_only(self, ttl: Duration) -> Result<Ts> {
+        let (keys, mut req) = self.request()?;
+        req.lock_ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.cluster.prewrite(&req)?;
+        let primary = keys
+            .first()
+            .ok_or(SimError::InvalidRequest("empty transaction"))?;
+        commit_keys(
+            &self.cluster,
+            std::slice::from_ref(primary),
+            self.start_ts,
+            None,
+        )
+    }
+
+    /// Prewrites every key with a lock TTL of `ttl` and never commits: a client that died
+    /// before its commit point. Once the TTL has passed, a reader may roll the locks back.
+    pub async fn abandon(self, ttl: Duration) -> Result<()> {
+        let (_, mut req) = self.request()?;
+        req.lock_ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.cluster.prewrite(&req)?;
+        Ok(())
+    }
+
     /// Prewrites now and commits after `hold` (the lock stays visible to readers and holds
     /// back resolved ts meanwhile). Commit failures are reported through the handle.
     pub async fn commit_after(self, hold: Duration) -> Result<HeldLock> {
