@@ -28,6 +28,12 @@ case "$mode" in
     ;;
 esac
 
+# Two runs at once (the demo and the tests, or two test runs) would race for apt's lock and for
+# the per-user virtualenv, jars and node packages: the second waits here for the first, then finds
+# what it installed.
+exec 9>"${TMPDIR:-/tmp}/tibinlog-install-deps.$(id -u).lock"
+flock 9
+
 # Installed (dpkg status "installed"), or provided by an installed package (the NodeSource
 # `nodejs` package provides `npm`).
 provided="$(dpkg-query -W -f='${db:Status-Status} ${Provides}\n' 2>/dev/null | grep -E '^installed ' || true)"
@@ -58,7 +64,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     own_policy=1
   fi
   status=0
-  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } || status=$?
+  # Another apt user (unattended upgrades) holding the lock is waited for, not failed on.
+  apt=($SUDO apt-get -o DPkg::Lock::Timeout=600)
+  { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } || status=$?
   if [ -n "$own_policy" ]; then $SUDO rm -f "$policy"; fi
   if [ "$status" -ne 0 ]; then
     echo "error: could not install the Debian packages ${missing[*]} (apt-get exit $status)" >&2
