@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::app::{
-    dense_set, finish_workload, master_gtids, max_commit_ts, opts, start_app, start_sim,
-    start_sim_paused, truth_after, wait_until, Run, WAIT,
+    dense_set, finish_workload, master_gtids, max_commit_ts, opts, pause_and_settle, start_app,
+    start_sim, start_sim_paused, truth_after, wait_until, Run, WAIT,
 };
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
 use mysql_async::prelude::*;
@@ -475,12 +475,10 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
     let dir = tempfile::tempdir().expect("tempdir");
     let app = start_app(&run, dir.path()).await;
     run.sim.start_workload();
-    // Snapshot in the middle of the workload, once a few hundred transactions are durable.
-    let written_at_start = app.txns_written();
-    wait_until("transactions written", || {
-        app.txns_written() >= written_at_start + 300 && app.checkpoint().borrow().0 > run.start_ts.0
-    })
-    .await;
+    // Snapshot in the middle of the workload: a few hundred transactions are durable, the
+    // workload is held until the snapshot is pinned and writes on while the tables are read.
+    wait_until("transactions written", || run.sim.summary().txns >= 300).await;
+    pause_and_settle(&run, &app).await;
     let mut conn = mysql_async::Conn::new(opts(app.local_addr(), "root"))
         .await
         .expect("connect");
@@ -508,6 +506,7 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
         .expect("a row");
     let ts: u64 = ts.parse().expect("a pinned timestamp");
     conn.query_drop("UNLOCK TABLES").await.expect("unlock");
+    run.sim.start_workload();
     // Both directions of the mapping agree with the pinned pair.
     let at: Option<u64> = conn
         .query_first(format!("SELECT TIBINLOG_TS_FOR_POS('{file}', {pos})"))

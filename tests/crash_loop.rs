@@ -103,6 +103,16 @@ fn log_tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The last `n` lines of the log at `path` that contain one of `words`.
+fn log_grep(path: &Path, words: &[&str], n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| words.iter().any(|w| l.contains(w)))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// A `tibinlog` subprocess: stdout lines on a channel, stderr appended to a log file, killed on
 /// drop.
 struct Proc {
@@ -798,8 +808,10 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
             while store_size(&binlog_dir).0 <= map0 {
                 assert!(
                     Instant::now() < deadline,
-                    "the server never wrote; log:\n{}",
-                    master.proc().tail()
+                    "the server never wrote; log:\n{}\n--- its warnings ---\n{}\n--- the simulator's faults ---\n{}",
+                    master.proc().tail(),
+                    log_grep(&master.log, &["WARN", "ERROR", "binlog store open", "serving"], 40),
+                    log_grep(&dir.path().join("sim.log"), &["chaos", "WARN", "ERROR"], 40),
                 );
                 master.run(Some(Instant::now() + SIZE_POLL)).await;
             }

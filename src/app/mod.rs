@@ -473,6 +473,12 @@ impl App {
         self.shared.dump_server_ids()
     }
 
+    /// A watch of the oldest snapshot timestamp an SQL session reads at (`None`: no session
+    /// holds one), e.g. a consistent-snapshot transaction or a read lock.
+    pub fn snapshot_hold(&self) -> watch::Receiver<Option<u64>> {
+        self.shared.snapshot_hold()
+    }
+
     /// Transactions written since start (skipped resends not counted).
     pub fn txns_written(&self) -> u64 {
         self.stats.txns.load(Ordering::Relaxed)
@@ -760,7 +766,11 @@ impl Writer {
                 }
                 let c = self.store()?.write_ddl(&d)?;
                 if let Some(cat) = d.catalog.clone() {
-                    self.history.push(c.end, key, cat, self.files.end_pos());
+                    // Versions are kept back to the snapshot point: reads (and the catalog
+                    // answers with them) stand there, which can be behind the durable end.
+                    let end = self.files.end_pos();
+                    let readers = self.files.snapshot_point().map_or(end, |p| p.end.min(end));
+                    self.history.push(c.end, key, cat, readers);
                 }
                 self.stats.txns.fetch_add(1, Ordering::Relaxed);
                 self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);

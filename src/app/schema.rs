@@ -28,7 +28,7 @@ struct Version {
 }
 
 /// Catalog versions by the binlog position they hold from, oldest first. Versions that the
-/// durable end has passed are dropped, except the newest of them.
+/// snapshot point (where reads stand) has passed are dropped, except the newest of them.
 #[derive(Debug)]
 pub struct SchemaHistory {
     versions: Mutex<VecDeque<Version>>,
@@ -58,10 +58,11 @@ impl SchemaHistory {
     }
 
     /// The DDL `(commit_ts, start_ts)` whose event ends at `from` changes the catalog to
-    /// `catalog`; `durable` is the binlog's durable end now.
-    pub fn push(&self, from: BinlogPos, ddl: (Ts, Ts), catalog: Catalog, durable: BinlogPos) {
+    /// `catalog`; `oldest` is the oldest position a reader can still ask for (versions before
+    /// the one that holds there are dropped).
+    pub fn push(&self, from: BinlogPos, ddl: (Ts, Ts), catalog: Catalog, oldest: BinlogPos) {
         let mut v = self.lock();
-        let visible = v.partition_point(|x| x.from <= durable);
+        let visible = v.partition_point(|x| x.from <= oldest);
         v.drain(..visible.saturating_sub(1));
         v.push_back(Version {
             from,

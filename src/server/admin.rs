@@ -116,13 +116,23 @@ impl Reply {
 const MSG_READ_ONLY: &str =
     "The MySQL server is running with the --read-only option so it cannot execute this statement";
 
+/// The global variables as `session` sees them: `@@gtid_executed` (and MariaDB's GTID
+/// positions) at its read lock's point, or at the visible point.
+fn session_globals(shared: &Shared, session: &Session) -> BTreeMap<String, String> {
+    let executed = match &session.read_lock {
+        Some(l) => l.gtid_executed.clone(),
+        None => shared.source.visible_status().1,
+    };
+    global_variables(&shared.identity, shared.source.as_ref(), &executed)
+}
+
 /// Runs the statements of one COM_QUERY (several with CLIENT_MULTI_STATEMENTS): one reply
 /// each, stopping at the first error as MySQL does.
 pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &str) -> Vec<Reply> {
     let ctx = Ctx {
         shared,
         info,
-        globals: global_variables(&shared.identity, shared.source.as_ref()),
+        globals: session_globals(shared, session),
     };
     let sql = executable(shared, sql);
     let mut out = Vec::new();
@@ -173,7 +183,7 @@ pub fn prepare(
     let ctx = Ctx {
         shared,
         info,
-        globals: global_variables(&shared.identity, shared.source.as_ref()),
+        globals: session_globals(shared, session),
     };
     // Planning must not change the session (a prepared SET is only run at execute).
     let mut scratch = session.clone();
@@ -764,7 +774,7 @@ impl Ctx<'_> {
                 let (end, gtids) = match &session.read_lock {
                     Some(l) => (l.end.clone(), l.gtid_executed.to_string()),
                     None => {
-                        let (end, gtids) = self.shared.source.status();
+                        let (end, gtids) = self.shared.source.visible_status();
                         (end, gtids.to_string())
                     }
                 };

@@ -90,6 +90,18 @@ pub trait BinlogSource: Send + Sync + 'static {
     fn status(&self) -> (BinlogPosition, GtidSet) {
         (self.end_position(), self.gtid_executed())
     }
+    /// What `SHOW MASTER STATUS` and `@@gtid_executed` show: the newest snapshot point's end
+    /// and GTIDs, or [`Self::status`] where there is none. A read that follows reads at that
+    /// point or a later one, so a watermark taken here is never ahead of the rows a following
+    /// `SELECT` sees (the durable end can run ahead of it while a batch is written, and a
+    /// read-only incremental snapshot between two such watermarks would keep a row a
+    /// transaction inside the low one had already deleted).
+    fn visible_status(&self) -> (BinlogPosition, GtidSet) {
+        match self.snapshot_point() {
+            Some(p) => (p.end, p.gtid_executed),
+            None => self.status(),
+        }
+    }
     /// GTIDs whose files were purged (`@@gtid_purged`).
     fn gtid_purged(&self) -> GtidSet;
     /// The position where the history splits at TiDB timestamp `ts`: before the first

@@ -196,9 +196,11 @@ pub fn normalize(
 }
 
 /// Every global variable with its current value, sorted by name (the order of `SHOW VARIABLES`).
+/// `executed` is `@@gtid_executed` as the session sees it (its read lock's, or the visible one).
 pub fn global_variables(
     id: &ServerIdentity,
     source: &dyn BinlogSource,
+    executed: &tibinlog_protocol::binlog::GtidSet,
 ) -> BTreeMap<String, String> {
     let mut m: BTreeMap<String, String> = STATIC_VARS
         .iter()
@@ -216,11 +218,11 @@ pub fn global_variables(
     m.insert("have_ssl".into(), ssl.into());
     m.insert("have_openssl".into(), ssl.into());
     m.insert("tidb_snapshot".into(), String::new());
-    m.insert("gtid_executed".into(), source.gtid_executed().to_string());
+    m.insert("gtid_executed".into(), executed.to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());
     // MariaDB's GTID variables (replication-client-compat §3.12): our GTIDs as MariaDB names
     // them, `0-<server_id>-<last gno>` (domain 0), empty before the first transaction.
-    let pos = mariadb_gtid_pos(id, source);
+    let pos = mariadb_gtid_pos(id, executed);
     for k in ["gtid_binlog_pos", "gtid_binlog_state", "gtid_current_pos"] {
         m.insert(k.into(), pos.clone());
     }
@@ -232,10 +234,13 @@ pub fn global_variables(
 }
 
 /// `@@gtid_binlog_pos`: `0-<server_id>-<last gno of our SID>`, or empty.
-pub fn mariadb_gtid_pos(id: &ServerIdentity, source: &dyn BinlogSource) -> String {
+pub fn mariadb_gtid_pos(
+    id: &ServerIdentity,
+    executed: &tibinlog_protocol::binlog::GtidSet,
+) -> String {
     let sid = tibinlog_protocol::binlog::Sid::parse(&id.server_uuid)
         .unwrap_or(tibinlog_protocol::binlog::Sid::ZERO);
-    match super::dump::last_gno(&source.gtid_executed(), &sid) {
+    match super::dump::last_gno(executed, &sid) {
         0 => String::new(),
         n => format!("0-{}-{n}", id.server_id),
     }

@@ -146,6 +146,26 @@ pub fn max_commit_ts(lines: &[String]) -> u64 {
         .unwrap_or(0)
 }
 
+/// Pauses the workload and waits until everything committed before the pause is durable:
+/// the truth log's transactions that reach the binlog, in binlog order (GNO = index + 1).
+pub async fn pause_and_settle(run: &Run, app: &App) -> Vec<Json> {
+    run.sim.pause_workload();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let lines = run.truth.lines();
+        let last = max_commit_ts(&lines);
+        let settled = lines.len() == run.truth.lines().len();
+        if settled && app.checkpoint().borrow().0 >= last {
+            return truth_after(&lines, run.start_ts);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the binlog never caught up with the pause"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Polls until `cond` holds or `WAIT` passes.
 pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;

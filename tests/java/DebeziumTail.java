@@ -13,7 +13,11 @@
 // log; `kind` says how to compare: int, float32, float64, decimal, datetime (always 6 fractional
 // digits), time (same), json, bytes, text.
 //
-// Usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR
+// Usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR [SNAPSHOT_MODE [KEY=VALUE ...]]
+// (each KEY=VALUE sets one more connector property; "{WORKDIR}" in a value is replaced). The
+// pseudo-property tail.wait.incremental.snapshot=true makes it stop only once an incremental
+// snapshot has also completed: it turns on Debezium's sink notifications and prints each as
+// {"ev":"notification","aggregate":…,"type":…}.
 // The last GTID to wait for is read from the first line of stdin; the program stops after the END
 // of that transaction.
 
@@ -56,13 +60,16 @@ public class DebeziumTail {
     // The GTID to stop after and the last transaction that ended; either may come first.
     static String lastGtid;
     static String lastEnded;
+    static boolean waitIncremental;
+    static boolean incrementalDone;
+    static final String NOTIFICATIONS = "tibinlog.notifications";
     static volatile String failure;
     static final CountDownLatch finished = new CountDownLatch(1);
 
     public static void main(String[] args) throws Exception {
         System.setOut(System.err);
-        if (args.length != 6 && args.length != 7) {
-            System.err.println("usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR [SNAPSHOT_MODE]");
+        if (args.length < 6) {
+            System.err.println("usage: DebeziumTail HOST PORT USER PASSWORD SERVER_ID WORKDIR [SNAPSHOT_MODE [KEY=VALUE ...]]");
             System.exit(64);
         }
         String work = args[5];
@@ -80,7 +87,7 @@ public class DebeziumTail {
         p.setProperty("topic.prefix", "tibinlog");
         p.setProperty("schema.history.internal", "io.debezium.storage.file.history.FileSchemaHistory");
         p.setProperty("schema.history.internal.file.filename", work + "/schema-history.dat");
-        p.setProperty("snapshot.mode", args.length == 7 ? args[6] : "no_data");
+        p.setProperty("snapshot.mode", args.length >= 7 ? args[6] : "no_data");
         p.setProperty("include.schema.changes", "false");
         p.setProperty("provide.transaction.metadata", "true");
         p.setProperty("tombstones.on.delete", "false");
@@ -90,6 +97,22 @@ public class DebeziumTail {
         p.setProperty("connect.timeout.ms", "30000");
         // Fail at once instead of retrying: the test wants the first error.
         p.setProperty("errors.max.retries", "0");
+        for (int i = 7; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq <= 0) {
+                System.err.println("not KEY=VALUE: " + args[i]);
+                System.exit(64);
+            }
+            String key = args[i].substring(0, eq);
+            String value = args[i].substring(eq + 1).replace("{WORKDIR}", work);
+            if (key.equals("tail.wait.incremental.snapshot")) {
+                waitIncremental = Boolean.parseBoolean(value);
+                p.setProperty("notification.enabled.channels", "sink");
+                p.setProperty("notification.sink.topic.name", NOTIFICATIONS);
+            } else {
+                p.setProperty(key, value);
+            }
+        }
 
         Thread reader = new Thread(() -> {
             try {
@@ -138,14 +161,21 @@ public class DebeziumTail {
 
     static synchronized void stopAfter(String gtid) {
         lastGtid = gtid;
-        if (gtid.equals(lastEnded)) {
-            finished.countDown();
-        }
+        checkDone();
     }
 
     static synchronized void ended(String gtid) {
         lastEnded = gtid;
-        if (gtid.equals(lastGtid)) {
+        checkDone();
+    }
+
+    static synchronized void incrementalCompleted() {
+        incrementalDone = true;
+        checkDone();
+    }
+
+    static synchronized void checkDone() {
+        if (lastGtid != null && lastGtid.equals(lastEnded) && (!waitIncremental || incrementalDone)) {
             finished.countDown();
         }
     }
@@ -171,6 +201,15 @@ public class DebeziumTail {
         }
         Struct v = (Struct) r.value();
         String topic = r.topic();
+        if (topic.equals(NOTIFICATIONS)) {
+            String aggregate = v.getString("aggregate_type");
+            String type = v.getString("type");
+            OUT.println("{\"ev\":\"notification\",\"aggregate\":" + str(aggregate) + ",\"type\":" + str(type) + "}");
+            if ("Incremental Snapshot".equals(aggregate) && "COMPLETED".equals(type)) {
+                incrementalCompleted();
+            }
+            return;
+        }
         if (topic.endsWith(".transaction")) {
             String id = v.getString("id");
             String status = v.getString("status");
@@ -189,6 +228,7 @@ public class DebeziumTail {
             case "u": op = "update"; break;
             case "d": op = "delete"; break;
             case "r": op = "read"; break;
+            case "t": op = "truncate"; break;
             default: return;
         }
         Struct source = v.getStruct("source");
