@@ -275,10 +275,14 @@ impl KvService {
             }
         }
         let limit = req.limit as usize;
+        // A forward scan starts inside the region and goes up: the first `limit` pairs from
+        // `lower` hold every in-region pair the answer can have (the in-region ones come
+        // first), so the store reads one page, never the rest of the range.
+        let store_limit = if req.reverse { 0 } else { limit };
         let r = self.shared.lock().core.mvcc.scan(
             &lower,
             &upper,
-            0,
+            store_limit,
             Ts(req.version),
             req.key_only,
             &resolved_locks(ctx),
@@ -287,16 +291,18 @@ impl KvService {
             Ok(p) => p,
             Err(e) => return Ok(fill_scan(resp, ReadError::from_sim(e)?)),
         };
-        let in_region = pairs
-            .into_iter()
-            .filter(|p| region.contains_encoded(&encode_key(&p.key)));
         let picked: Vec<_> = if req.reverse {
-            let mut v: Vec<_> = in_region.collect();
+            let mut v: Vec<_> = pairs
+                .into_iter()
+                .filter(|p| region.contains_encoded(&encode_key(&p.key)))
+                .collect();
             v.reverse();
             v.truncate(if limit == 0 { usize::MAX } else { limit });
             v
         } else {
-            in_region
+            pairs
+                .into_iter()
+                .take_while(|p| region.contains_encoded(&encode_key(&p.key)))
                 .take(if limit == 0 { usize::MAX } else { limit })
                 .collect()
         };

@@ -1,0 +1,455 @@
+//! Benchmarks of the SQL read side. Prints figures; asserts no time limit.
+//!
+//! Sections (`SELECT_BENCH=scan,catalog`, both by default):
+//!
+//! * `scan`: a narrow table (BIGINT primary key, INT, VARCHAR(32)) of `SELECT_ROWS`
+//!   (1,000,000) rows written into the simulated cluster, then the app started on it; one
+//!   `mysql_async` client reads `SELECT * FROM test.narrow` as a stream (text protocol), which
+//!   the server answers from a KvScan at the snapshot point. The same rows are loaded into a
+//!   throwaway MariaDB 10.11 (InnoDB) and read the same way by the same client. Prints rows/s
+//!   and MB/s (bytes of the values received) of both, the ratio, and the peak growth of this
+//!   process's resident set during our read (the app, the simulator and the client share the
+//!   process; the simulator's data is loaded before the baseline). Rounds alternate
+//!   (`SELECT_ROUNDS`, 3) and medians are printed.
+//! * `catalog`: `CATALOG_TABLES` (10,000) tables of 8 columns created in the simulated
+//!   cluster before the app starts; times `SELECT … FROM information_schema.COLUMNS` over all
+//!   of them (the first answer builds the SQL catalog, the second reuses it) and one table's
+//!   `SHOW FULL COLUMNS`.
+//!
+//! `cargo bench --bench select` (each figure is one run over a large volume).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use tibinlog::app::{App, AppConfig};
+use tibinlog::model::Ts;
+use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle, WorkloadKind};
+use tibinlog::sim::tidb::types as ty;
+use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
+use tibinlog_protocol::value::Value;
+use tokio_util::sync::CancellationToken;
+
+#[path = "../tests/common/mariadb.rs"]
+mod mariadb;
+
+/// VARCHAR(32) value of every row.
+const NAME: &str = "some narrow name";
+/// Rows per simulated transaction while loading.
+const LOAD_TXN_ROWS: i64 = 10_000;
+
+fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
+        Err(_) => default,
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn narrow_table() -> TableDef {
+    TableDef {
+        name: "narrow".into(),
+        columns: vec![
+            ColumnDef::new("id", ty::int(TYPE_LONGLONG, false)).not_null(),
+            ColumnDef::new("n", ty::int(TYPE_LONG, false)),
+            ColumnDef::new("s", ty::varchar(32)),
+        ],
+        primary_key: vec!["id".into()],
+        clustered: true,
+        indexes: Vec::new(),
+        partition: None,
+    }
+}
+
+async fn start_sim() -> SimHandle {
+    SimBuilder::new(SimArgs {
+        stores: 3,
+        workload: WorkloadKind::None,
+        seed: Some(1),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    })
+    .start(CancellationToken::new())
+    .await
+    .expect("sim")
+}
+
+fn ddl(sim: &SimHandle, ddl: Ddl) {
+    let tidb = sim.tidb();
+    sim.cluster()
+        .apply(|core| {
+            let mut t = tidb.lock().expect("tidb");
+            let out = t.execute_ddl(core, &ddl).expect("ddl");
+            Ok(((), out.outputs))
+        })
+        .expect("ddl");
+}
+
+fn create(sim: &SimHandle, db: &str, table: TableDef) {
+    ddl(
+        sim,
+        Ddl::CreateTable {
+            db: db.into(),
+            table,
+        },
+    );
+}
+
+/// The app on `sim`, started after everything there is (its catalog holds every table), with
+/// a snapshot point to read at.
+async fn start_app(sim: &SimHandle, dir: &std::path::Path) -> App {
+    let cluster = sim.cluster();
+    let mut cfg = AppConfig::new(
+        vec![cluster.pd_url()],
+        "127.0.0.1:0".parse().expect("addr"),
+        dir,
+    );
+    let start = Ts(cluster.tso().0);
+    cfg.start_ts = Some(start);
+    cfg.progress_interval = Duration::from_secs(3600);
+    let app = App::start(cfg, CancellationToken::new())
+        .await
+        .expect("app start");
+    let mut cp = app.checkpoint();
+    tokio::time::timeout(Duration::from_secs(120), cp.wait_for(|c| c.0 > start.0))
+        .await
+        .expect("a checkpoint after the start")
+        .expect("app running");
+    app
+}
+
+fn opts(port: u16, user: &str) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some(user))
+        .pass(Some(""))
+        .prefer_socket(false)
+        .into()
+}
+
+/// Resident set of this process, bytes.
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// Samples the resident set every 5 ms until stopped; the peak.
+struct RssPeak {
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RssPeak {
+    fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(rss()));
+        let thread = {
+            let (stop, peak) = (stop.clone(), peak.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss(), Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        RssPeak {
+            stop,
+            peak,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// One streaming read of `sql`: (rows, value bytes, seconds).
+async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
+    let mut conn = mysql_async::Conn::new(opts(port, user))
+        .await
+        .expect("connect");
+    let began = Instant::now();
+    let mut result = conn.query_iter(sql).await.expect("query");
+    let mut rows = 0u64;
+    let mut bytes = 0u64;
+    let mut stream = result
+        .stream::<mysql_async::Row>()
+        .await
+        .expect("stream")
+        .expect("a result set");
+    use futures_util::StreamExt;
+    while let Some(row) = stream.next().await {
+        let row = row.expect("row");
+        rows += 1;
+        for i in 0..row.len() {
+            if let Some(mysql_async::Value::Bytes(b)) = row.as_ref(i) {
+                bytes += b.len() as u64;
+            }
+        }
+    }
+    drop(stream);
+    let secs = began.elapsed().as_secs_f64();
+    drop(result);
+    conn.disconnect().await.expect("disconnect");
+    (rows, bytes, secs)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A MariaDB with `rows` rows of the same table (InnoDB), and its port.
+fn mariadb_with(rows: i64) -> Option<(mariadb::MariaDb, u16)> {
+    use std::io::Write;
+    let port = free_port();
+    let port_arg = format!("--port={port}");
+    let db = mariadb::MariaDb::start(&[
+        "--skip-networking=0",
+        "--bind-address=127.0.0.1",
+        &port_arg,
+        "--skip-name-resolve",
+        "--innodb-flush-log-at-trx-commit=0",
+        "--innodb-buffer-pool-size=536870912",
+    ])?;
+    db.sql(
+        "CREATE USER bench@'%'; GRANT ALL PRIVILEGES ON *.* TO bench@'%'; \
+         CREATE DATABASE test; \
+         CREATE TABLE test.narrow (id BIGINT NOT NULL PRIMARY KEY, n INT, s VARCHAR(32)) \
+         DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    );
+    let began = Instant::now();
+    let mut child = db
+        .client()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start mariadb client");
+    {
+        let stdin = child.stdin.as_mut().expect("client stdin");
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, stdin);
+        let mut id = 0i64;
+        while id < rows {
+            write!(w, "INSERT INTO test.narrow VALUES ").expect("write");
+            for i in 0..1000.min(rows - id) {
+                let sep = if i == 0 { "" } else { "," };
+                id += 1;
+                write!(w, "{sep}({id},{},'{NAME}')", id * 7).expect("write");
+            }
+            writeln!(w, ";").expect("write");
+        }
+        w.flush().expect("flush");
+    }
+    let status = child.wait().expect("mariadb client");
+    assert!(status.success(), "loading MariaDB failed");
+    println!(
+        "  MariaDB loaded {rows} rows in {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
+    Some((db, port))
+}
+
+async fn scan() {
+    let rows: i64 = env_num("SELECT_ROWS", 1_000_000);
+    let rounds: usize = env_num("SELECT_ROUNDS", 3);
+    println!("== SELECT * of a {rows}-row narrow table, streamed to one mysql_async client");
+    let sim = start_sim().await;
+    create(&sim, "test", narrow_table());
+    let began = Instant::now();
+    let cluster = sim.cluster().clone();
+    let tidb = sim.tidb();
+    let mut id = 0i64;
+    while id < rows {
+        let n = LOAD_TXN_ROWS.min(rows - id);
+        cluster
+            .apply(|core| {
+                let mut t = tidb.lock().expect("tidb");
+                let mut txn = t.begin(core);
+                for _ in 0..n {
+                    id += 1;
+                    let row = [
+                        Value::Int(id),
+                        Value::Int(id * 7),
+                        Value::Bytes(NAME.as_bytes().to_vec()),
+                    ];
+                    txn.insert("test", "narrow", &row).expect("insert");
+                }
+                let c = txn.commit().expect("commit");
+                Ok(((), c.outputs))
+            })
+            .expect("load");
+    }
+    println!(
+        "  simulated cluster loaded {rows} rows in {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let app = start_app(&sim, dir.path()).await;
+    let ours: SocketAddr = app.local_addr();
+    let maria = mariadb_with(rows);
+    if maria.is_none() {
+        println!("  MariaDB side skipped: mariadbd is not installed (run scripts/install-deps.sh)");
+    }
+    let sql = "SELECT * FROM test.narrow";
+    let (mut ours_s, mut theirs_s, mut growth) = (Vec::new(), Vec::new(), Vec::new());
+    let mut bytes = (0, 0);
+    for round in 0..rounds {
+        let base = rss();
+        let peak = RssPeak::start();
+        let (n, b, s) = read_all(ours.port(), "root", sql).await;
+        let top = peak.finish();
+        assert_eq!(n, rows as u64, "our server sent every row");
+        growth.push(top.saturating_sub(base) as f64);
+        ours_s.push(s);
+        bytes.0 = b;
+        if let Some((_, port)) = &maria {
+            let (n, b, s) = read_all(*port, "bench", sql).await;
+            assert_eq!(n, rows as u64, "MariaDB sent every row");
+            theirs_s.push(s);
+            bytes.1 = b;
+        }
+        println!(
+            "  round {}: ours {:.2} s{}",
+            round + 1,
+            ours_s[round],
+            theirs_s
+                .get(round)
+                .map(|s| format!(", MariaDB {s:.2} s"))
+                .unwrap_or_default()
+        );
+    }
+    let ours_t = median(ours_s);
+    println!(
+        "  tibinlog: {:.0} rows/s, {:.1} MB/s of values; peak RSS growth during the read {:.1} MB (median of {rounds})",
+        rows as f64 / ours_t,
+        mb(bytes.0) / ours_t,
+        mb(median(growth) as u64)
+    );
+    if !theirs_s.is_empty() {
+        let theirs_t = median(theirs_s);
+        println!(
+            "  MariaDB:  {:.0} rows/s, {:.1} MB/s of values",
+            rows as f64 / theirs_t,
+            mb(bytes.1) / theirs_t
+        );
+        println!("  ratio tibinlog / MariaDB: {:.2}x", theirs_t / ours_t);
+    }
+    app.stop().await.expect("app stop");
+    sim.shutdown().await.expect("sim shutdown");
+}
+
+async fn catalog() {
+    let tables: usize = env_num("CATALOG_TABLES", 10_000);
+    println!("== information_schema.COLUMNS over {tables} tables of 8 columns");
+    let sim = start_sim().await;
+    let began = Instant::now();
+    for d in 0..10 {
+        ddl(
+            &sim,
+            Ddl::CreateDatabase {
+                name: format!("db{d}"),
+            },
+        );
+    }
+    for i in 0..tables {
+        let mut columns = vec![ColumnDef::new("id", ty::int(TYPE_LONGLONG, false)).not_null()];
+        for c in 1..8 {
+            columns.push(if c % 2 == 0 {
+                ColumnDef::new(&format!("c{c}"), ty::int(TYPE_LONG, false))
+            } else {
+                ColumnDef::new(&format!("c{c}"), ty::varchar(64))
+            });
+        }
+        create(
+            &sim,
+            &format!("db{}", i % 10),
+            TableDef {
+                name: format!("t{i}"),
+                columns,
+                primary_key: vec!["id".into()],
+                clustered: true,
+                indexes: Vec::new(),
+                partition: None,
+            },
+        );
+    }
+    println!(
+        "  created {tables} tables in {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let began = Instant::now();
+    let app = start_app(&sim, dir.path()).await;
+    println!(
+        "  app started on them in {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
+    let port = app.local_addr().port();
+    let sql = "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, \
+               COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY FROM information_schema.COLUMNS";
+    for what in ["first (builds the SQL catalog)", "second"] {
+        let (n, _, s) = read_all(port, "root", sql).await;
+        assert!(n >= tables as u64 * 8, "a row per column ({n})");
+        println!("  {what}: {n} rows in {s:.3} s");
+    }
+    let mut conn = mysql_async::Conn::new(opts(port, "root"))
+        .await
+        .expect("connect");
+    let began = Instant::now();
+    let cols: Vec<mysql_async::Row> = conn
+        .query("SHOW FULL COLUMNS FROM db7.t4567")
+        .await
+        .expect("show columns");
+    println!(
+        "  SHOW FULL COLUMNS of one table: {} rows in {:.3} s",
+        cols.len(),
+        began.elapsed().as_secs_f64()
+    );
+    conn.disconnect().await.expect("disconnect");
+    app.stop().await.expect("app stop");
+    sim.shutdown().await.expect("sim shutdown");
+}
+
+fn main() {
+    let sections = std::env::var("SELECT_BENCH").unwrap_or_else(|_| "scan,catalog".into());
+    let on = |s: &str| sections.split(',').any(|x| x.trim() == s);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if on("scan") {
+        rt.block_on(scan());
+    }
+    if on("catalog") {
+        rt.block_on(catalog());
+    }
+}
