@@ -21,8 +21,14 @@ use crate::server::sql::exec::RowStream;
 use crate::server::sql::plan::SnapshotSource;
 use crate::tidb::key::{decode_record_key, encode_record_key, record_span, Handle};
 
-/// Rows per TiKV page of a snapshot scan.
-pub const SCAN_PAGE: u32 = 1024;
+/// Rows of the first TiKV page of a snapshot scan; the pages that follow double up to
+/// [`SCAN_PAGE_MAX`] while they stay under [`SCAN_PAGE_BYTES`] (a `LIMIT 1` reads little, a
+/// whole table takes few round trips, wide rows keep pages small).
+pub const SCAN_PAGE: u32 = 256;
+/// Most rows of one page.
+pub const SCAN_PAGE_MAX: u32 = 16_384;
+/// Bytes of a page above which the next one is halved.
+pub const SCAN_PAGE_BYTES: usize = 4 << 20;
 
 /// Row decoding with a mounted table version.
 #[derive(Debug)]
@@ -172,45 +178,78 @@ impl SnapshotSource for TableReader {
             decoder,
             ts: Ts(ts),
             pending,
+            ahead: None,
+            limit: SCAN_PAGE,
             table: format!("{}.{}", table.db, table.name),
         }))
     }
 }
 
-/// The pages of one table scan.
+/// The pages of one table scan. The next page of the current range is read on the runtime
+/// while the rows of the one before are decoded and sent.
 struct TableScan {
     reader: BlockingSnapshotReader,
     decoder: Arc<dyn RowDecoder>,
     ts: Ts,
     /// Key ranges still to read, the next one last.
     pending: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The read of the page that starts `pending`'s last range, if started.
+    ahead: Option<crate::capture::snapshot::PageRead>,
+    /// Rows to ask for in the next page.
+    limit: u32,
     table: String,
 }
 
+impl TableScan {
+    fn start_next(&mut self) {
+        if let Some((start, end)) = self.pending.last() {
+            self.ahead =
+                Some(
+                    self.reader
+                        .start_page(start.clone(), end.clone(), self.ts, self.limit),
+                );
+        }
+    }
+}
+
 impl RowStream for TableScan {
-    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> Result<bool> {
+    fn next_batch(
+        &mut self,
+        out: &mut Vec<Vec<Value>>,
+        spare: &mut Vec<Vec<Value>>,
+    ) -> Result<bool> {
         loop {
-            let Some((start, end)) = self.pending.pop() else {
+            if self.ahead.is_none() {
+                self.start_next();
+            }
+            let Some(page) = self.ahead.take() else {
                 return Ok(false);
             };
-            let (pairs, next) = self
-                .reader
-                .scan_page(&start, &end, self.ts, SCAN_PAGE)
-                .map_err(|e| {
-                    SqlError::new(
-                        ER_UNKNOWN_ERROR,
-                        format!("reading {} at ts {}: {e}", self.table, self.ts.0),
-                    )
-                })?;
+            let (_, end) = self.pending.pop().expect("a page read has its range");
+            let (pairs, next) = self.reader.wait_page(page).map_err(|e| {
+                SqlError::new(
+                    ER_UNKNOWN_ERROR,
+                    format!("reading {} at ts {}: {e}", self.table, self.ts.0),
+                )
+            })?;
+            let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+            self.limit = if bytes > SCAN_PAGE_BYTES {
+                (self.limit / 2).max(1)
+            } else {
+                (self.limit * 2).min(SCAN_PAGE_MAX)
+            };
             if let Some(n) = next {
                 self.pending.push((n, end));
             }
+            // The next page is read while this one is decoded.
+            self.start_next();
             if pairs.is_empty() {
                 continue;
             }
             out.reserve(pairs.len());
             for (k, v) in pairs {
-                let mut row = Vec::new();
+                // Every cell is overwritten by the decoder.
+                let mut row = spare.pop().unwrap_or_default();
                 self.decoder.decode(&k, &v, &mut row).map_err(|e| {
                     SqlError::new(
                         ER_UNKNOWN_ERROR,

@@ -74,6 +74,9 @@ pub enum SnapshotError {
     /// A region boundary is not a complete key encoding, so no raw key starts the region.
     #[error("region boundary {0:02x?} is not a complete encoded key")]
     Boundary(Vec<u8>),
+    /// A read running on the runtime ended without a result (the runtime is shutting down).
+    #[error("{0}")]
+    Aborted(String),
 }
 
 /// Result of snapshot reads.
@@ -520,6 +523,17 @@ impl SnapshotReader {
     }
 }
 
+/// A page read running on the runtime ([`BlockingSnapshotReader::start_page`]); aborted when
+/// dropped.
+#[derive(Debug)]
+pub struct PageRead(tokio::task::JoinHandle<Result<ScanPage>>);
+
+impl Drop for PageRead {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// [`SnapshotReader`] behind the mounter's synchronous [`MetaReader`].
 ///
 /// Call it from a blocking thread (`spawn_blocking`, or any thread outside the runtime), or
@@ -540,6 +554,26 @@ impl BlockingSnapshotReader {
     /// [`SnapshotReader::scan_page`], blocking.
     pub fn scan_page(&self, start: &[u8], end: &[u8], ts: Ts, limit: u32) -> Result<ScanPage> {
         self.block(self.reader.scan_page(start, end, ts, limit))
+    }
+
+    /// [`SnapshotReader::scan_page`] started on the runtime now (the caller works on the page
+    /// before while it is read); [`Self::wait_page`] takes its result. Dropping the handle
+    /// abandons the read.
+    pub fn start_page(&self, start: Vec<u8>, end: Vec<u8>, ts: Ts, limit: u32) -> PageRead {
+        let reader = self.reader.clone();
+        PageRead(
+            self.handle
+                .spawn(async move { reader.scan_page(&start, &end, ts, limit).await }),
+        )
+    }
+
+    /// The result of a [`Self::start_page`], blocking until it is there.
+    pub fn wait_page(&self, mut page: PageRead) -> Result<ScanPage> {
+        let joined = self.block(&mut page.0);
+        match joined {
+            Ok(r) => r,
+            Err(e) => Err(SnapshotError::Aborted(format!("page read task: {e}"))),
+        }
     }
 
     fn block<T>(&self, f: impl Future<Output = T>) -> T {

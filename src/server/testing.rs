@@ -576,7 +576,11 @@ struct MemStream {
 }
 
 impl RowStream for MemStream {
-    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> SqlResult<bool> {
+    fn next_batch(
+        &mut self,
+        out: &mut Vec<Vec<Value>>,
+        _spare: &mut Vec<Vec<Value>>,
+    ) -> SqlResult<bool> {
         let before = out.len();
         out.extend(self.rows.by_ref().take(3));
         Ok(out.len() > before)

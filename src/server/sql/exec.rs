@@ -7,13 +7,15 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use tibinlog_protocol::value::Value;
-use tibinlog_protocol::wire::errors::{ER_OUT_OF_SORTMEMORY, ER_QUERY_INTERRUPTED};
+use tibinlog_protocol::wire::errors::{
+    ER_OUT_OF_SORTMEMORY, ER_QUERY_INTERRUPTED, ER_UNKNOWN_ERROR,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::agg::{AggCall, AggState};
 use super::charset;
 use super::error::{Result, SqlError};
-use super::expr::{compare_values, Expr};
+use super::expr::{compare_values, Expr, ExprKind};
 use super::types::SqlType;
 use super::value::{self as v, CmpMode};
 
@@ -28,9 +30,17 @@ pub trait Operator: Send {
 
 /// Rows produced in batches by a source (a TiKV snapshot scan).
 pub trait RowStream: Send {
-    /// Appends the next rows to `out`; false (and nothing appended) at the end.
-    fn next_batch(&mut self, out: &mut Vec<Vec<Value>>) -> Result<bool>;
+    /// Appends the next rows to `out`; false (and nothing appended) at the end. `spare` holds
+    /// rows already consumed, to be reused (cleared or overwritten) instead of allocated.
+    fn next_batch(
+        &mut self,
+        out: &mut Vec<Vec<Value>>,
+        spare: &mut Vec<Vec<Value>>,
+    ) -> Result<bool>;
 }
+
+/// Most consumed rows a [`Scan`] keeps for reuse.
+const SPARE_ROWS: usize = 4096;
 
 /// Rows held in memory (virtual tables, derived tables, `SELECT` without `FROM`).
 pub struct Values {
@@ -62,6 +72,7 @@ pub struct Scan {
     stream: Box<dyn RowStream>,
     batch: std::vec::IntoIter<Vec<Value>>,
     buf: Vec<Vec<Value>>,
+    spare: Vec<Vec<Value>>,
     cancel: CancellationToken,
     done: bool,
 }
@@ -72,6 +83,7 @@ impl Scan {
             stream,
             batch: Vec::new().into_iter(),
             buf: Vec::new(),
+            spare: Vec::new(),
             cancel,
             done: false,
         }
@@ -86,8 +98,11 @@ pub fn interrupted() -> SqlError {
 impl Operator for Scan {
     fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
         loop {
-            if let Some(r) = self.batch.next() {
-                *out = r;
+            if let Some(mut r) = self.batch.next() {
+                std::mem::swap(out, &mut r);
+                if r.capacity() > 0 && self.spare.len() < SPARE_ROWS {
+                    self.spare.push(r);
+                }
                 return Ok(true);
             }
             if self.done {
@@ -97,7 +112,7 @@ impl Operator for Scan {
                 return Err(interrupted());
             }
             self.buf.clear();
-            if !self.stream.next_batch(&mut self.buf)? {
+            if !self.stream.next_batch(&mut self.buf, &mut self.spare)? {
                 self.done = true;
             }
             self.batch = std::mem::take(&mut self.buf).into_iter();
@@ -124,9 +139,31 @@ impl Operator for Filter {
 
 /// Computes the output columns from each input row.
 pub struct Project {
-    pub input: Box<dyn Operator>,
-    pub exprs: Vec<Expr>,
-    pub scratch: Vec<Value>,
+    input: Box<dyn Operator>,
+    exprs: Vec<Expr>,
+    scratch: Vec<Value>,
+    /// When every output is a distinct input column (`SELECT *`, a column list): their
+    /// indexes, and the values are moved from the input row instead of copied.
+    moves: Option<Vec<usize>>,
+}
+
+impl Project {
+    pub fn new(input: Box<dyn Operator>, exprs: Vec<Expr>) -> Self {
+        let mut seen = std::collections::HashSet::new();
+        let moves = exprs
+            .iter()
+            .map(|e| match e.kind {
+                ExprKind::Column(i) if seen.insert(i) => Some(i),
+                _ => None,
+            })
+            .collect::<Option<Vec<usize>>>();
+        Project {
+            input,
+            exprs,
+            scratch: Vec::new(),
+            moves,
+        }
+    }
 }
 
 impl Operator for Project {
@@ -135,6 +172,15 @@ impl Operator for Project {
             return Ok(false);
         }
         out.clear();
+        if let Some(moves) = &self.moves {
+            for &i in moves {
+                let v = self.scratch.get_mut(i).ok_or_else(|| {
+                    SqlError::new(ER_UNKNOWN_ERROR, format!("no input column {i}"))
+                })?;
+                out.push(std::mem::replace(v, Value::Null));
+            }
+            return Ok(true);
+        }
         for e in &self.exprs {
             out.push(e.eval(&self.scratch)?);
         }

@@ -437,11 +437,7 @@ fn plan_select(
             desc,
         });
     }
-    op = Box::new(Project {
-        input: op,
-        exprs,
-        scratch: Vec::new(),
-    });
+    op = Box::new(Project::new(op, exprs));
     if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
         op = Box::new(Distinct::new(op, types.clone()));
     } else if matches!(sel.distinct, Some(ast::Distinct::On(_))) {
