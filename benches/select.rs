@@ -35,25 +35,14 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "../tests/common/mariadb.rs"]
 mod mariadb;
+#[path = "common/util.rs"]
+mod util;
+use util::{env_num, free_port, mb};
 
 /// VARCHAR(32) value of every row.
 const NAME: &str = "some narrow name";
 /// Rows per simulated transaction while loading.
 const LOAD_TXN_ROWS: i64 = 10_000;
-
-fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
-        Err(_) => default,
-    }
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
 
 fn narrow_table() -> TableDef {
     TableDef {
@@ -218,14 +207,6 @@ async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 /// A MariaDB with `rows` rows of the same table (InnoDB), and its port.

@@ -63,6 +63,9 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "../tests/common/mariadb.rs"]
 mod mariadb;
+#[path = "common/util.rs"]
+mod util;
+use util::{env_num, free_port, mb};
 
 /// VARCHAR(32) value of every row (16 bytes).
 const NAME: &str = "some narrow name";
@@ -72,20 +75,6 @@ const C3_STEP: i64 = 1_000_003;
 const WRITE_ROWS_V1: u8 = 23;
 const WRITE_ROWS_V2: u8 = 30;
 const XID: u8 = 16;
-
-fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
-        Err(_) => default,
-    }
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
 
 fn find_tool(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -402,12 +391,6 @@ const SERVER_ID: u32 = 1;
 
 /// Server id of the single raw dump client (differs from both masters').
 const RAW_SERVER_ID: u32 = 900;
-
-/// A free loopback port (the listener is closed before MariaDB binds it).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// A MariaDB master loaded with the same rows (same values, same transaction size), and its port.
 async fn mariadb_master(txns: u64, txn_rows: usize) -> Option<(mariadb::MariaDb, u16)> {

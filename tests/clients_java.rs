@@ -619,6 +619,16 @@ impl Debezium {
         }
     }
 
+    /// Waits until its dump session (`server_id`) runs on `app`, or it failed (its output
+    /// says why, at [`Self::finish`]).
+    async fn wait_dump(&self, app: &tibinlog::app::App, server_id: u32) {
+        let deadline = Instant::now() + WAIT;
+        while !app.dump_server_ids().contains(&server_id) && !self.reader.is_finished() {
+            assert!(Instant::now() < deadline, "Debezium never started its dump");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until it has ended `n` transactions (it is streaming).
     async fn wait_streaming(&self, n: usize) {
         let deadline = Instant::now() + WAIT;
@@ -678,33 +688,13 @@ async fn debezium_streams_changes_with_correct_values() {
     let uuid = app.server_uuid().to_string();
     run.sim.start_workload();
     app::wait_until("a few transactions", || run.sim.summary().txns >= 5).await;
-    run.sim.pause_workload();
     // Everything committed before the pause is durable: Debezium starts after it.
-    let before = {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let lines = run.truth.lines();
-            let last = app::max_commit_ts(&lines);
-            let settled = lines.len() == run.truth.lines().len();
-            if settled && app.checkpoint().borrow().0 >= last {
-                break app::truth_after(&lines, run.start_ts).len();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the binlog never caught up with the pause"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let before = app::pause_and_settle(&run, &app).await.len();
     let work = dir.path().join("debezium");
     let debezium = Debezium::start(&prog, addr, 6102, &work, "no_data", &[]);
 
     // Its dump session (server id 6102) is running, or it failed (its output says why).
-    let deadline = Instant::now() + WAIT;
-    while !app.dump_server_ids().contains(&6102) && !debezium.reader.is_finished() {
-        assert!(Instant::now() < deadline, "Debezium never started its dump");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    debezium.wait_dump(&app, 6102).await;
     run.sim.start_workload();
     let want = app::finish_workload(&run, &app).await;
     let last_rows = want
@@ -891,35 +881,7 @@ async fn debezium_initial_snapshot_then_streams_every_change_once() {
     );
 
     // Snapshot rows = the truth state after the first n transactions.
-    let mut state: std::collections::BTreeMap<(String, String), Vec<Json>> = Default::default();
-    for t in &want[..n] {
-        if let Some(ddl) = t["ddl"].as_str() {
-            if ddl.to_ascii_uppercase().starts_with("TRUNCATE") {
-                for (id, rows) in state.iter_mut() {
-                    if ddl.contains(&format!("`{}`", id.1)) {
-                        rows.clear();
-                    }
-                }
-            }
-        }
-        for r in t["rows"].as_array().into_iter().flatten() {
-            let id = (
-                r["db"].as_str().unwrap_or_default().to_owned(),
-                r["table"].as_str().unwrap_or_default().to_owned(),
-            );
-            let rows = state.entry(id).or_default();
-            if !r["before"].is_null() {
-                let at = rows
-                    .iter()
-                    .position(|x| same_row(x, &r["before"]))
-                    .unwrap_or_else(|| panic!("truth before image not in the state: {r}"));
-                rows.remove(at);
-            }
-            if !r["after"].is_null() {
-                rows.push(r["after"].clone());
-            }
-        }
-    }
+    let state = truth_state(&want[..n]);
     let mut counts = Counts::default();
     let mut read_rows: std::collections::BTreeMap<(String, String), Vec<&Json>> =
         Default::default();
@@ -1784,11 +1746,7 @@ async fn debezium_read_only_incremental_snapshot_while_streaming() {
             "skipped.operations=none",
         ],
     );
-    let deadline = Instant::now() + WAIT;
-    while !app.dump_server_ids().contains(&6104) && !debezium.reader.is_finished() {
-        assert!(Instant::now() < deadline, "Debezium never started its dump");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    debezium.wait_dump(&app, 6104).await;
     run.sim.start_workload();
     debezium.wait_streaming(3).await;
     let collections: Vec<String> = keys.keys().map(|(db, t)| format!("\"{db}.{t}\"")).collect();
@@ -1863,11 +1821,7 @@ async fn debezium_when_needed_snapshots_again_after_a_purge() {
     let work = dir.path().join("debezium");
     let props = ["skipped.operations=none"];
     let first = Debezium::start(&prog, addr, 6105, &work, "when_needed", &props);
-    let deadline = Instant::now() + WAIT;
-    while !app.dump_server_ids().contains(&6105) && !first.reader.is_finished() {
-        assert!(Instant::now() < deadline, "Debezium never started its dump");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    first.wait_dump(&app, 6105).await;
     run.sim.start_workload();
     first.wait_streaming(1).await;
     let durable = app::pause_and_settle(&run, &app).await;
