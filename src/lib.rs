@@ -10,4 +10,5 @@ pub mod mounter;
 pub mod server;
 pub mod sim;
 pub mod sorter;
+pub mod sql;
 pub mod tidb;

@@ -260,9 +260,9 @@ async fn python_mysql_replication_sees_every_row() {
 /// after a cursor closed early).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pymysql_unbuffered_cursor_reads_a_large_table() {
-    use tibinlog::server::sql::charset::UTF8MB4_BIN;
-    use tibinlog::server::sql::types::SqlType;
     use tibinlog::server::testing::{MemTable, MemTables};
+    use tibinlog::sql::charset::UTF8MB4_BIN;
+    use tibinlog::sql::types::SqlType;
     use tibinlog_protocol::value::Value;
     let Some(py) = python() else { return };
     const ROWS: i64 = 200_000;

@@ -1482,9 +1482,9 @@ async fn hostile_statements_get_answers_and_the_server_stays_up() {
 /// The catalog and rows of the SQL front tests: `shop.customers` (BIGINT key), `shop.orders`
 /// (INT UNSIGNED key) and `shop.events` (no key).
 fn shop() -> tibinlog::server::testing::MemTables {
-    use tibinlog::server::sql::charset::UTF8MB4_BIN;
-    use tibinlog::server::sql::types::{SqlType, TypeKind};
     use tibinlog::server::testing::{MemTable, MemTables};
+    use tibinlog::sql::charset::UTF8MB4_BIN;
+    use tibinlog::sql::types::{SqlType, TypeKind};
     use tibinlog_protocol::value::{Date, DateTime, Value};
     let s = |x: &str| Value::Bytes(x.as_bytes().to_vec());
     let dt = |d: u8| {
@@ -2258,9 +2258,9 @@ async fn random_statements_get_rows_or_errors_and_never_break_the_server() {
 /// result cannot sit in socket buffers when the kill arrives.
 #[tokio::test]
 async fn kill_query_stops_a_streaming_select_and_kill_ends_the_connection() {
-    use tibinlog::server::sql::charset::UTF8MB4_BIN;
-    use tibinlog::server::sql::types::SqlType;
     use tibinlog::server::testing::{MemTable, MemTables};
+    use tibinlog::sql::charset::UTF8MB4_BIN;
+    use tibinlog::sql::types::SqlType;
     use tibinlog_protocol::value::Value;
     const ROWS: i64 = 100_000;
     let pad = "p".repeat(400);

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
-use crate::server::sql::catalog::{
+use crate::sql::catalog::{
     CatalogSnapshot, ColumnMeta, HandleKind, IndexMeta, PartitionMeta, TableKind, TableMeta,
 };
-use crate::server::sql::charset;
-use crate::server::sql::types::SqlType;
+use crate::sql::charset;
+use crate::sql::types::SqlType;
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn};
 use mysql_common::constants::ColumnFlags;
 

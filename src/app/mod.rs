@@ -14,7 +14,12 @@
 //! * Writer thread (blocking: the store fsyncs): row pieces → `begin_txn`/`write_rows`/
 //!   `commit_txn`, DDL → `write_ddl`; a transaction the binlog already has (a restart resends
 //!   everything after the checkpoint) is skipped whole. `Resolved(ts)` → `flush(ts)` (group
-//!   commit + checkpoint), then the changefeed's checkpoint advances to `ts`.
+//!   commit + checkpoint), then the changefeed's checkpoint advances to `ts`. Between resolved
+//!   ts, a transaction with a higher commit ts than the last one proves that everything up to
+//!   `commit_ts - 1` is written (they come in commit order): after
+//!   [`INTERMEDIATE_CHECKPOINT`] without a flush, the writer checkpoints there. A catch-up
+//!   batch (one resolved ts after minutes of history) thus makes progress that survives a
+//!   crash, instead of being redone whole by every restart.
 //! * A changefeed error restarts capture from the durable checkpoint (the writer drops an open
 //!   transaction first). A store error stops the app.
 //! * Stop: cancel the token; the writer closes the store cleanly.
@@ -54,6 +59,8 @@ use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
 
 /// Messages queued between the relay task and the writer thread.
 const WRITER_CHANNEL: usize = 64;
+/// Longest stretch of writing without a checkpoint (see the module docs).
+pub const INTERMEDIATE_CHECKPOINT: Duration = Duration::from_millis(200);
 /// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
 const FIRST_RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(30);
@@ -271,7 +278,7 @@ impl App {
         let sql_pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), stop.child_token())
             .await
             .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
-        let snapshot: Option<Arc<dyn crate::server::sql::plan::SnapshotSource>> = {
+        let snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>> = {
             let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
                 sql_pd.clone(),
                 crate::capture::snapshot::SnapshotConfig::default(),
@@ -309,6 +316,8 @@ impl App {
                     stats,
                     history,
                     files,
+                    last_flush: std::time::Instant::now(),
+                    checkpoint_every: INTERMEDIATE_CHECKPOINT,
                 };
                 if let Err(e) = w.run(msg_rx, &abrupt) {
                     failure.set(e.context("binlog writer"));
@@ -649,6 +658,10 @@ struct Writer {
     /// Catalog versions for SQL answers, by binlog position.
     history: Arc<SchemaHistory>,
     files: BinlogFiles,
+    /// When the last checkpoint was flushed.
+    last_flush: std::time::Instant,
+    /// [`INTERMEDIATE_CHECKPOINT`] (tests use zero).
+    checkpoint_every: Duration,
 }
 
 impl Writer {
@@ -701,6 +714,7 @@ impl Writer {
                             p.commit_ts.0
                         );
                     }
+                    self.maybe_checkpoint_before(p.commit_ts)?;
                     if self.store()?.already_written(p.commit_ts, p.start_ts) {
                         self.skipping = Some((p.commit_ts, p.start_ts));
                     } else {
@@ -748,6 +762,7 @@ impl Writer {
                         d.commit_ts.0
                     );
                 }
+                self.maybe_checkpoint_before(d.commit_ts)?;
                 let key = (d.commit_ts, d.start_ts);
                 if self.store()?.already_written(d.commit_ts, d.start_ts) {
                     if let Some(c) = d.catalog.clone() {
@@ -781,19 +796,40 @@ impl Writer {
                     warn!(ts = ts.0, "resolved ts inside a transaction; not flushed");
                     return Ok(());
                 }
-                self.store()?.flush(ts)?;
-                self.stats.checkpoint.store(ts.0, Ordering::Relaxed);
-                self.flushed.send_if_modified(|cur| {
-                    if ts > *cur {
-                        *cur = ts;
-                        true
-                    } else {
-                        false
-                    }
-                });
+                self.checkpoint(ts)?;
             }
         }
         Ok(())
+    }
+
+    /// Group commit with checkpoint `ts`, then the changefeed may move on.
+    fn checkpoint(&mut self, ts: Ts) -> anyhow::Result<()> {
+        self.store()?.flush(ts)?;
+        self.last_flush = std::time::Instant::now();
+        self.stats.checkpoint.store(ts.0, Ordering::Relaxed);
+        self.flushed.send_if_modified(|cur| {
+            if ts > *cur {
+                *cur = ts;
+                true
+            } else {
+                false
+            }
+        });
+        Ok(())
+    }
+
+    /// Before a transaction (or DDL) committed at `commit_ts`, outside any transaction: every
+    /// transaction committed before it was handed over already (the changefeed emits in commit
+    /// order), so `commit_ts - 1` is a valid checkpoint once it is past the stored one.
+    fn maybe_checkpoint_before(&mut self, commit_ts: Ts) -> anyhow::Result<()> {
+        if self.last_flush.elapsed() < self.checkpoint_every {
+            return Ok(());
+        }
+        let ts = commit_ts.prev();
+        if self.store()?.checkpoint().is_some_and(|c| c >= ts) {
+            return Ok(());
+        }
+        self.checkpoint(ts)
     }
 
     fn on_purge(&mut self, req: PurgeRequest) {
@@ -848,8 +884,79 @@ async fn progress_log(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::binlog_store::StoreConfig;
+
+    fn txn(commit: u64, start: u64) -> ChangeEvent {
+        ChangeEvent::Rows(crate::changefeed::TxnRows {
+            start_ts: Ts(start),
+            commit_ts: Ts(commit),
+            rows: Vec::new(),
+            first: true,
+            last: true,
+        })
+    }
+
+    fn writer(dir: &Path) -> (Writer, watch::Receiver<Ts>) {
+        let cfg = StoreConfig::new(dir, 1, Sid([7; 16]));
+        let (store, _) = BinlogStore::open(cfg).unwrap();
+        let files = store.files();
+        let (flushed, rx) = watch::channel(Ts(0));
+        let w = Writer {
+            store: Some(store),
+            skipping: None,
+            in_txn: false,
+            flushed,
+            stats: Arc::new(Stats::default()),
+            history: Arc::new(SchemaHistory::new(Arc::new(Vec::new()))),
+            files,
+            last_flush: std::time::Instant::now(),
+            checkpoint_every: Duration::ZERO,
+        };
+        (w, rx)
+    }
+
+    #[test]
+    fn a_long_batch_checkpoints_before_each_new_commit_ts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, flushed) = writer(dir.path());
+        for ev in [txn(10, 5), txn(20, 6), txn(20, 7), txn(30, 8)] {
+            w.on_event(ev).unwrap();
+        }
+        // Before @30 everything up to 29 was written: that is the checkpoint, and a snapshot
+        // point at the end of the transactions before it.
+        let store = w.store.as_ref().unwrap();
+        assert_eq!(store.checkpoint(), Some(Ts(29)));
+        assert_eq!(*flushed.borrow(), Ts(29));
+        let point = store.files().snapshot_point().unwrap();
+        assert_eq!(point.ts, Ts(29));
+        assert_eq!(
+            point.gtid_executed.to_string(),
+            format!("{}:1-3", Sid([7; 16]))
+        );
+        w.on_event(ChangeEvent::Resolved(Ts(40))).unwrap();
+        w.store.take().unwrap().close().unwrap();
+
+        // A restart resends from 40: nothing to skip. One that resumed from an older
+        // checkpoint skips what it has, and its checkpoints on the way are no snapshot
+        // points while the binlog holds transactions committed after them.
+        let (mut w, _) = writer(dir.path());
+        assert_eq!(w.store.as_ref().unwrap().checkpoint(), Some(Ts(40)));
+        let store = w.store.as_mut().unwrap();
+        store.begin_txn(Ts(41), Ts(50)).unwrap();
+        store.commit_txn().unwrap();
+        w.on_event(txn(50, 41)).unwrap();
+        let store = w.store.as_ref().unwrap();
+        assert_eq!(store.checkpoint(), Some(Ts(49)));
+        assert_eq!(store.files().snapshot_point().unwrap().ts, Ts(40));
+        w.on_event(txn(60, 55)).unwrap();
+        let store = w.store.as_ref().unwrap();
+        assert_eq!(store.checkpoint(), Some(Ts(59)));
+        assert_eq!(store.files().snapshot_point().unwrap().ts, Ts(59));
+        assert_eq!(w.stats.skipped.load(Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn server_uuid_is_a_stable_v5_uuid_of_the_cluster_id() {

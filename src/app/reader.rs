@@ -15,10 +15,10 @@ use crate::capture::pd::PdClient;
 use crate::capture::snapshot::BlockingSnapshotReader;
 use crate::model::Ts;
 use crate::mounter::MountedTable;
-use crate::server::sql::catalog::{RowDecoder, TableMeta};
-use crate::server::sql::error::{Result, SqlError};
-use crate::server::sql::exec::RowStream;
-use crate::server::sql::plan::SnapshotSource;
+use crate::sql::catalog::{RowDecoder, TableMeta};
+use crate::sql::error::{Result, SqlError};
+use crate::sql::exec::RowStream;
+use crate::sql::plan::SnapshotSource;
 use crate::tidb::key::{decode_record_key, encode_record_key, record_span, Handle};
 
 /// Rows of the first TiKV page of a snapshot scan; the pages that follow double up to
@@ -46,10 +46,8 @@ impl RowDecoder for MountedRows {
         out: &mut Vec<Value>,
     ) -> std::result::Result<(), String> {
         let (_, handle) = decode_record_key(key).map_err(|e| e.to_string())?;
-        out.clear();
         self.0
-            .codec
-            .decode_into(value, Some(&handle), out)
+            .decode_row(value, Some(&handle), out)
             .map_err(|e| e.to_string())
     }
 }
@@ -166,7 +164,7 @@ impl SnapshotSource for TableReader {
         })?;
         let unsigned = matches!(
             table.handle,
-            crate::server::sql::catalog::HandleKind::IntPk { unsigned: true, .. }
+            crate::sql::catalog::HandleKind::IntPk { unsigned: true, .. }
         );
         let mut pending = Vec::new();
         for id in decoder.physical_ids() {

@@ -14,8 +14,8 @@ use crate::binlog_store::{BinlogFiles, BinlogPos};
 use crate::model::Ts;
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
-use crate::server::sql::catalog::CatalogSnapshot;
 use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
+use crate::sql::catalog::CatalogSnapshot;
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
 
 /// One catalog version: valid from binlog position `from` on.

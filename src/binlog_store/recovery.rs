@@ -296,7 +296,9 @@ impl BinlogStore {
         let last_timestamp = files.last().map_or(0, |f| f.last_secs);
 
         let snapshot = checkpoint
-            .filter(|(_, requires)| *requires == end_pos)
+            .filter(|(ts, requires)| {
+                *requires == end_pos && last_written.is_none_or(|(c, _)| c <= *ts)
+            })
             .map(|(ts, end)| SnapshotPoint {
                 ts,
                 end,

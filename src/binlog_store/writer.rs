@@ -583,21 +583,30 @@ impl BinlogStore {
             self.publish(end, None);
         } else if new_checkpoint.is_some() {
             let mut st = self.shared.write();
-            Self::update_snapshot(&mut st, self.checkpoint, end, &self.gtid_executed);
+            Self::update_snapshot(
+                &mut st,
+                self.checkpoint,
+                end,
+                self.last_written,
+                &self.gtid_executed,
+            );
         }
         Ok(())
     }
 
     /// Records the checkpoint as the snapshot point when it was recorded at the durable end
-    /// (everything up to it is before `end`, nothing after it is).
+    /// and no transaction before `end` committed after it (everything up to it is before
+    /// `end`, nothing after it is). After a restart, the binlog can be ahead of the checkpoint
+    /// capture resumed from until the resent transactions are skipped past.
     fn update_snapshot(
         st: &mut super::files::FilesState,
         checkpoint: Option<(Ts, BinlogPos)>,
         end: BinlogPos,
+        last_written: Option<(Ts, Ts)>,
         gtid_executed: &GtidSet,
     ) {
         if let Some((ts, requires)) = checkpoint {
-            if requires == end {
+            if requires == end && last_written.is_none_or(|(c, _)| c <= ts) {
                 st.snapshot = Some(super::files::SnapshotPoint {
                     ts,
                     end,
@@ -618,7 +627,13 @@ impl BinlogStore {
             }
             st.files.extend(new_file);
             st.gtid_executed.clone_from(&self.gtid_executed);
-            Self::update_snapshot(&mut st, self.checkpoint, end, &self.gtid_executed);
+            Self::update_snapshot(
+                &mut st,
+                self.checkpoint,
+                end,
+                self.last_written,
+                &self.gtid_executed,
+            );
             // Under the lock, so `BinlogFiles::status` reads an end and a GTID set that agree.
             self.end_tx.send_replace(end);
         }

@@ -135,6 +135,15 @@ impl SpanFrontier {
         self.update(span, |_| None);
     }
 
+    /// The watched piece furthest behind: its first key and its ts (the one holding the
+    /// watermark back), or `None` if nothing is watched.
+    pub fn slowest(&self) -> Option<(&[u8], Ts)> {
+        self.pieces
+            .iter()
+            .filter_map(|(k, v)| v.map(|t| (k.as_slice(), t)))
+            .min_by_key(|(_, t)| *t)
+    }
+
     /// The minimum ts over the watched keys of `span`, or `None` if none is watched: the
     /// `checkpoint_ts` for a new request of `span` after a region failure.
     pub fn min_in(&self, span: &Span) -> Option<Ts> {

@@ -266,6 +266,7 @@ impl Puller {
             rng: Jitter(cfg.seed),
             frontier: SpanFrontier::new(cfg.start_ts),
             emitted: cfg.start_ts,
+            checked: cfg.start_ts,
             pd,
             cfg,
             cancel: cancel.clone(),
@@ -383,7 +384,13 @@ struct Actor {
     commands: mpsc::Receiver<Command>,
     /// Rows dropped as already delivered.
     duplicates: u64,
+    /// The watermark at the last stall check.
+    checked: Ts,
 }
+
+/// How often the actor checks that its watermark moved; a watermark that did not is reported
+/// with the piece holding it back.
+const STALL_CHECK: Duration = Duration::from_secs(10);
 
 type Step = Result<(), PullerError>;
 
@@ -394,8 +401,11 @@ impl Actor {
             Command(Option<Command>),
             Store(Option<StoreOutput>),
             Due,
+            StallCheck,
         }
         let mut handle_gone = false;
+        let mut stall_check = tokio::time::interval_at(Instant::now() + STALL_CHECK, STALL_CHECK);
+        stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let next = self.retries.peek().map(|r| r.0.at);
             let woke = tokio::select! {
@@ -404,6 +414,7 @@ impl Actor {
                 cmd = self.commands.recv(), if !handle_gone => Woke::Command(cmd),
                 o = self.store_rx.recv() => Woke::Store(o),
                 _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => Woke::Due,
+                _ = stall_check.tick() => Woke::StallCheck,
             };
             match woke {
                 Woke::Cancelled => return Ok(()),
@@ -417,8 +428,46 @@ impl Actor {
                 // The actor holds a sender itself.
                 Woke::Store(None) => {}
                 Woke::Due => self.run_due().await?,
+                Woke::StallCheck => self.check_stall(),
             }
         }
+    }
+
+    /// Reports a watermark that has not moved since the last check: the piece holding it back,
+    /// the subscription covering that piece (region, store) or its pending retry.
+    fn check_stall(&mut self) {
+        let stalled = self.emitted == self.checked;
+        self.checked = self.emitted;
+        if !stalled {
+            return;
+        }
+        let Some((key, ts)) = self.frontier.slowest() else {
+            return;
+        };
+        let holder = self
+            .live
+            .iter()
+            .find(|(_, l)| l.span.contains(key))
+            .map(|(id, l)| format!("request {id}: region {} on store {}", l.region, l.store_id));
+        let retrying = self
+            .retries
+            .iter()
+            .filter(|r| match &r.0.task {
+                Task::Range { span, .. } => span.contains(key),
+                Task::Region(req) => req.span.contains(key),
+            })
+            .count();
+        tracing::warn!(
+            watermark = self.emitted.0,
+            slowest_key = %hex::encode(key),
+            slowest_ts = ts.0,
+            held_by = holder.as_deref().unwrap_or("no live subscription"),
+            retries_pending = retrying,
+            live = self.live.len(),
+            stores = self.stores.len(),
+            "the resolved ts has not advanced for {} s",
+            STALL_CHECK.as_secs()
+        );
     }
 
     fn add_sub(&mut self, span: Span, start_ts: Ts) -> Result<u64, CaptureError> {

@@ -146,8 +146,7 @@ impl Mounter {
         let decode = |bytes: &[u8]| -> Result<Vec<Value>> {
             let mut cells = Vec::with_capacity(table.def.columns.len());
             table
-                .codec
-                .decode_into(bytes, Some(&handle), &mut cells)
+                .decode_row(bytes, Some(&handle), &mut cells)
                 .map_err(row_err)?;
             Ok(cells)
         };

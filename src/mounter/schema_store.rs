@@ -47,12 +47,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use tibinlog_protocol::binlog::TableDef;
+use tibinlog_protocol::value::Value;
 
-use super::coltype::table_def;
+use super::coltype::{table_def, visible_columns};
 use super::error::{MounterError, Result};
 use super::filter::{is_system_schema, TableFilter};
 use crate::model::Ts;
-use crate::tidb::key::{self, MetaField};
+use crate::sql::generated::VirtualColumns;
+use crate::sql::types::SqlType;
+use crate::tidb::key::{self, Handle, MetaField};
 use crate::tidb::rowcodec::RowCodec;
 use crate::tidb::schema::{action, DBInfo, Job, TableInfo};
 
@@ -76,6 +79,8 @@ pub struct MountedTable {
     pub def: TableDef,
     /// Row decoder for this version.
     pub codec: RowCodec,
+    /// Its virtual generated columns, computed after decoding (empty for most tables).
+    pub virtual_columns: VirtualColumns,
     /// Whether its rows and DDL pass the table filter (never for system schemas).
     pub included: bool,
 }
@@ -104,13 +109,38 @@ impl MountedTable {
         let codec = RowCodec::new(&info);
         debug_assert!(info.is_view_or_sequence() || def.columns.len() == codec.columns().len());
         let included = filter.matches(schema, &info.name.o);
+        let virtual_columns = virtual_columns(schema, &info, &def, included);
         Ok(MountedTable {
             schema_id,
             info,
             def,
             codec,
+            virtual_columns,
             included,
         })
+    }
+
+    /// Decodes a stored row value into `out` (cleared first; cells in `def.columns` order),
+    /// virtual generated columns computed. `handle` is the row key's handle.
+    pub fn decode_row(
+        &self,
+        value: &[u8],
+        handle: Option<&Handle>,
+        out: &mut Vec<Value>,
+    ) -> std::result::Result<(), crate::tidb::Error> {
+        out.clear();
+        self.codec.decode_into(value, handle, out)?;
+        if !self.virtual_columns.is_empty() {
+            if let Some(f) = self.virtual_columns.fill(out) {
+                tracing::warn!(
+                    table = %format!("{}.{}", self.def.schema, self.def.table),
+                    column = %f.column,
+                    error = %f.reason,
+                    "a virtual generated column could not be computed for a row; it is NULL there (reported once per column)"
+                );
+            }
+        }
+        Ok(())
     }
     /// Database name.
     pub fn schema(&self) -> &str {
@@ -124,6 +154,41 @@ impl MountedTable {
     pub fn is_system(&self) -> bool {
         is_system_schema(&self.def.schema)
     }
+}
+
+/// The compiled virtual generated columns of `info`; those that cannot be computed are named
+/// in a warning (once per table version, for the included tables).
+fn virtual_columns(
+    schema: &str,
+    info: &TableInfo,
+    def: &TableDef,
+    included: bool,
+) -> VirtualColumns {
+    let visible = visible_columns(info);
+    let generated: Vec<(usize, &str)> = visible
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.is_virtual_generated())
+        .map(|(i, c)| (i, c.generated_expr_string.as_str()))
+        .collect();
+    if generated.is_empty() || def.columns.len() != visible.len() {
+        return VirtualColumns::default();
+    }
+    let names: Vec<String> = visible.iter().map(|c| c.name.o.clone()).collect();
+    let types: Vec<SqlType> = def.columns.iter().map(SqlType::from_column).collect();
+    let (compiled, failed) = VirtualColumns::compile(&info.name.o, &names, &types, &generated);
+    if included {
+        for f in failed {
+            tracing::warn!(
+                table = %format!("{schema}.{}", info.name.o),
+                column = %f.column,
+                expression = %f.expression,
+                reason = %f.reason,
+                "a virtual generated column cannot be computed; its value is NULL in row images and reads"
+            );
+        }
+    }
+    compiled
 }
 
 type Versions = Vec<(Ts, Option<Arc<MountedTable>>)>;

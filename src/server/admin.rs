@@ -40,19 +40,19 @@ use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 use super::binlog_events::show_binlog_events;
 use super::conn::ConnInfo;
 use super::source::SourceError;
-use super::sql::charset;
-use super::sql::error::SqlError;
-use super::sql::exec::Operator;
-use super::sql::expr::Env;
-use super::sql::infoschema;
-use super::sql::like::{CaseRule, LikePattern};
-use super::sql::parse::{parse, split_statements, ParseFailure};
-use super::sql::plan::{plan_query, QueryCtx};
-use super::sql::show;
-use super::sql::types::SqlType;
 use super::vars::{global_variables, Scope, Session, VarType};
 use super::words::Words;
 use super::Shared;
+use crate::sql::charset;
+use crate::sql::error::SqlError;
+use crate::sql::exec::Operator;
+use crate::sql::expr::Env;
+use crate::sql::infoschema;
+use crate::sql::like::{CaseRule, LikePattern};
+use crate::sql::parse::{parse, split_statements, ParseFailure};
+use crate::sql::plan::{plan_query, QueryCtx};
+use crate::sql::show;
+use crate::sql::types::SqlType;
 use tibinlog_protocol::value::Value as SqlValueTyped;
 use tibinlog_protocol::wire::stmt::Param;
 use tracing::debug;
@@ -210,7 +210,7 @@ pub fn prepare(
 
 /// `sql` with its executable comments expanded as this server's version runs them.
 fn executable<'a>(shared: &Shared, sql: &'a str) -> std::borrow::Cow<'a, str> {
-    use super::sql::parse::{expand_executable_comments, version_id};
+    use crate::sql::parse::{expand_executable_comments, version_id};
     expand_executable_comments(
         sql,
         version_id(&shared.identity.version),
@@ -1352,7 +1352,7 @@ impl Env for SqlEnv<'_> {
             }
             "CURDATE" | "CURRENT_DATE" | "UTC_DATE" if args.is_empty() => (
                 SqlValueTyped::Date(now().1.date),
-                SqlType::new(crate::server::sql::types::TypeKind::Date).not_null(),
+                SqlType::new(crate::sql::types::TypeKind::Date).not_null(),
             ),
             "LAST_INSERT_ID" | "FOUND_ROWS" if args.is_empty() => {
                 (SqlValueTyped::UInt(0), SqlType::ubigint().not_null())

@@ -614,13 +614,10 @@ async fn command_loop(
             Command::FieldList { table, wildcard } => {
                 let mut sql = format!(
                     "SHOW FULL COLUMNS FROM {}",
-                    crate::server::sql::show::quote_ident(&table)
+                    crate::sql::show::quote_ident(&table)
                 );
                 if !wildcard.is_empty() {
-                    sql.push_str(&format!(
-                        " LIKE {}",
-                        crate::server::sql::show::quote_str(&wildcard)
-                    ));
+                    sql.push_str(&format!(" LIKE {}", crate::sql::show::quote_str(&wildcard)));
                 }
                 let (sh, inf) = (shared.clone(), info.clone());
                 let task = tokio::task::spawn_blocking(move || {
@@ -695,13 +692,13 @@ async fn send_replies(
 /// One text-protocol row.
 fn encode_text_row(
     row: &[tibinlog_protocol::value::Value],
-    types: &[crate::server::sql::types::SqlType],
+    types: &[crate::sql::types::SqlType],
     payload: &mut Vec<u8>,
     cell: &mut Vec<u8>,
 ) {
     for (v, ty) in row.iter().zip(types) {
         cell.clear();
-        if crate::server::sql::text::write_text(v, ty, cell) {
+        if crate::sql::text::write_text(v, ty, cell) {
             tibinlog_protocol::wire::response::put_lenenc_bytes(payload, cell);
         } else {
             payload.push(0xFB);
@@ -849,12 +846,7 @@ async fn fetch(
             match q.op.next(&mut row) {
                 Ok(true) => {
                     payload.clear();
-                    crate::server::sql::binary::write_binary_row(
-                        &row,
-                        &q.types,
-                        &mut payload,
-                        &mut cell,
-                    );
+                    crate::sql::binary::write_binary_row(&row, &q.types, &mut payload, &mut cell);
                     codec.encode(&payload, &mut out);
                     sent += 1;
                 }
@@ -914,18 +906,18 @@ async fn send_binary_reply(
         }
         Reply::Rows { columns, rows } => {
             // Static answers (SHOW MASTER STATUS …): text cells typed as their columns say.
-            let types: Vec<crate::server::sql::types::SqlType> = columns
+            let types: Vec<crate::sql::types::SqlType> = columns
                 .iter()
                 .map(|c| match c.column_type {
                     ColumnType::MYSQL_TYPE_LONGLONG => {
-                        let t = crate::server::sql::types::SqlType::bigint();
+                        let t = crate::sql::types::SqlType::bigint();
                         if c.flags.contains(ColumnFlags::UNSIGNED_FLAG) {
                             t.unsigned()
                         } else {
                             t
                         }
                     }
-                    _ => crate::server::sql::types::SqlType::string(1024),
+                    _ => crate::sql::types::SqlType::string(1024),
                 })
                 .collect();
             let values: Vec<Vec<tibinlog_protocol::value::Value>> = rows
@@ -951,7 +943,7 @@ async fn send_binary_reply(
             let q = admin::QueryReply {
                 columns,
                 types,
-                op: Box::new(crate::server::sql::exec::Values::new(values)),
+                op: Box::new(crate::sql::exec::Values::new(values)),
             };
             send_result_set(io, info, q, status, true).await?;
             io.flush().await?;
@@ -974,7 +966,7 @@ async fn send_field_list(
             while let Ok(true) = q.op.next(&mut row) {
                 let name = row
                     .first()
-                    .map(|v| crate::server::sql::text::to_text(v, &q.types[0]).unwrap_or_default())
+                    .map(|v| crate::sql::text::to_text(v, &q.types[0]).unwrap_or_default())
                     .unwrap_or_default();
                 let spec = ColumnSpec::text(name);
                 p.clear();
@@ -1065,12 +1057,7 @@ async fn send_result_set(
                 Ok(true) => {
                     payload.clear();
                     if binary {
-                        crate::server::sql::binary::write_binary_row(
-                            &row,
-                            &types,
-                            &mut payload,
-                            &mut cell,
-                        );
+                        crate::sql::binary::write_binary_row(&row, &types, &mut payload, &mut cell);
                     } else {
                         encode_text_row(&row, &types, &mut payload, &mut cell);
                     }

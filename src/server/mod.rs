@@ -31,7 +31,6 @@ pub mod conn;
 pub mod dump;
 pub mod mariadb;
 pub mod source;
-pub mod sql;
 pub mod testing;
 pub mod vars;
 mod words;
@@ -103,7 +102,7 @@ pub struct ServerConfig {
     /// `@master_heartbeat_period`; `None` = no heartbeats for them.
     pub default_heartbeat: Option<Duration>,
     /// Reads of TiDB tables at a snapshot timestamp (`SELECT … FROM db.t`); `None` refuses them.
-    pub snapshot: Option<Arc<dyn sql::plan::SnapshotSource>>,
+    pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
     /// `@@max_binlog_size`: the binlog store's rotation size.
     pub max_binlog_size: u64,
 }
@@ -152,7 +151,7 @@ pub struct Shared {
     pub default_heartbeat: Option<Duration>,
     pub auth_plugin: AuthMethod,
     /// Snapshot reads of TiDB tables.
-    pub snapshot: Option<Arc<dyn sql::plan::SnapshotSource>>,
+    pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
     tls: Option<tokio_rustls::TlsAcceptor>,
     next_conn_id: AtomicU32,
     conns: Mutex<HashMap<u32, ConnEntry>>,
@@ -292,11 +291,11 @@ impl Shared {
     }
 
     /// What information_schema shows of the server's sessions.
-    pub fn server_facts(&self) -> sql::infoschema::ServerFacts {
+    pub fn server_facts(&self) -> crate::sql::infoschema::ServerFacts {
         let conns = lock(&self.conns);
-        let mut processlist: Vec<sql::infoschema::ProcessInfo> = conns
+        let mut processlist: Vec<crate::sql::infoschema::ProcessInfo> = conns
             .iter()
-            .map(|(id, e)| sql::infoschema::ProcessInfo {
+            .map(|(id, e)| crate::sql::infoschema::ProcessInfo {
                 id: u64::from(*id),
                 user: String::new(),
                 host: String::new(),
@@ -312,7 +311,7 @@ impl Shared {
             })
             .collect();
         processlist.sort_by_key(|p| p.id);
-        sql::infoschema::ServerFacts { processlist }
+        crate::sql::infoschema::ServerFacts { processlist }
     }
 
     /// Replicas registered on live connections.

@@ -249,7 +249,7 @@ pub trait SchemaProvider: Send + Sync + 'static {
     /// Columns for `SHOW [FULL] COLUMNS`, or `None` if the table is unknown.
     fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>>;
     /// The whole catalog in MySQL's terms (information_schema, SHOW, snapshot reads).
-    fn catalog(&self) -> std::sync::Arc<super::sql::catalog::CatalogSnapshot>;
+    fn catalog(&self) -> std::sync::Arc<crate::sql::catalog::CatalogSnapshot>;
 }
 
 /// One row of `SHOW FULL COLUMNS`.
@@ -287,7 +287,7 @@ impl SchemaProvider for EmptySchema {
     fn columns(&self, _db: &str, _table: &str) -> Option<Vec<ColumnInfo>> {
         None
     }
-    fn catalog(&self) -> std::sync::Arc<super::sql::catalog::CatalogSnapshot> {
+    fn catalog(&self) -> std::sync::Arc<crate::sql::catalog::CatalogSnapshot> {
         std::sync::Arc::default()
     }
 }

@@ -16,13 +16,13 @@ use tibinlog_protocol::value::Value;
 use tokio::sync::watch;
 
 use super::source::{BinlogFile, BinlogPosition, BinlogReader, BinlogSource, SourceError};
-use super::sql::catalog::{
+use crate::sql::catalog::{
     CatalogSnapshot, ColumnMeta, HandleKind, IndexMeta, TableKind, TableMeta,
 };
-use super::sql::error::Result as SqlResult;
-use super::sql::exec::RowStream;
-use super::sql::plan::SnapshotSource;
-use super::sql::types::SqlType;
+use crate::sql::error::Result as SqlResult;
+use crate::sql::exec::RowStream;
+use crate::sql::plan::SnapshotSource;
+use crate::sql::types::SqlType;
 
 /// First event timestamp of the fake history (2023-11-14).
 const BASE_TIMESTAMP: u32 = 1_700_000_000;

@@ -78,17 +78,17 @@ impl<'a> Words<'a> {
             .is_some_and(|t| !t.2 && t.1.eq_ignore_ascii_case(kw))
     }
 
-    /// The tokens for [`super::sql::show`].
-    pub(super) fn tokens(&self) -> super::sql::show::Tokens<'a>
+    /// The tokens for [`crate::sql::show`].
+    pub(super) fn tokens(&self) -> crate::sql::show::Tokens<'a>
     where
         Self: 'a,
     {
-        super::sql::show::Tokens {
+        crate::sql::show::Tokens {
             sql: self.raw,
             toks: self
                 .toks
                 .iter()
-                .map(|(offset, text, quoted)| super::sql::show::Tok {
+                .map(|(offset, text, quoted)| crate::sql::show::Tok {
                     text: text.clone(),
                     quoted: *quoted,
                     offset: *offset,

@@ -71,7 +71,7 @@ impl Fixture {
             max_binlog_size: 1 << 29,
             snapshot: tables
                 .clone()
-                .map(|t| Arc::new(t) as Arc<dyn tibinlog::server::sql::plan::SnapshotSource>),
+                .map(|t| Arc::new(t) as Arc<dyn tibinlog::sql::plan::SnapshotSource>),
         };
         let schema: Arc<dyn tibinlog::server::SchemaProvider> = match tables {
             Some(t) => Arc::new(t),

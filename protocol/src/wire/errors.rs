@@ -65,6 +65,8 @@ error_codes! {
     ER_UNKNOWN_ERROR = 1105, b"HY000";
     /// Unknown table in a qualified wildcard or a multi-table statement.
     ER_UNKNOWN_TABLE = 1109, b"42S02";
+    /// Unknown character set (a charset introducer such as `_latin9'x'`).
+    ER_UNKNOWN_CHARACTER_SET = 1115, b"42000";
     /// Table does not exist.
     ER_NO_SUCH_TABLE = 1146, b"42S02";
     /// Got a packet bigger than max_allowed_packet.

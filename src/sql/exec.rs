@@ -573,7 +573,7 @@ impl Operator for Join {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::sql::expr::{Expr, ExprKind};
+    use crate::sql::expr::{Expr, ExprKind};
 
     fn ints(rows: &[&[i64]]) -> Vec<Vec<Value>> {
         rows.iter()
@@ -622,7 +622,7 @@ mod tests {
         let right = Box::new(Values::new(ints(&[&[1, 10], &[1, 11]])));
         let on = Expr {
             kind: ExprKind::Cmp {
-                op: crate::server::sql::expr::CmpOp::Eq,
+                op: crate::sql::expr::CmpOp::Eq,
                 left: Box::new(col(0)),
                 right: Box::new(col(1)),
                 mode: CmpMode::Int,

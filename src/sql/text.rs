@@ -128,7 +128,7 @@ fn write_time(t: &Time, fsp: u8, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::sql::charset;
+    use crate::sql::charset;
 
     fn text(v: Value, ty: SqlType) -> Option<String> {
         to_text(&v, &ty)

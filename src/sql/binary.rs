@@ -86,7 +86,7 @@ fn write_cell(val: &Value, ty: &SqlType, out: &mut Vec<u8>, scratch: &mut Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::sql::charset::UTF8MB4_BIN;
+    use crate::sql::charset::UTF8MB4_BIN;
 
     #[test]
     fn rows_match_mysql_common_s_binary_parser() {

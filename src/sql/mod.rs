@@ -4,7 +4,7 @@
 //! - [`parse`]: statement text → sqlparser statements, with a bound on tree depth.
 //! - [`types`], [`charset`], [`text`], [`value`]: MySQL types, collations, text rendering and
 //!   comparison rules.
-//! - [`expr`], [`agg`]: expressions and aggregates.
+//! - [`expr`], [`agg`]: expressions and aggregates; [`generated`]: virtual generated columns.
 //! - [`catalog`], [`infoschema`]: the catalog at a position and the views over it.
 //! - [`plan`], [`exec`]: SELECT → operators; [`show`]: SHOW forms as queries.
 //! - [`like`]: `LIKE` patterns, matched in linear time without recursion.
@@ -16,6 +16,7 @@ pub mod charset;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod generated;
 pub mod infoschema;
 pub mod like;
 pub mod parse;

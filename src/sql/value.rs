@@ -365,7 +365,7 @@ pub fn is_true(v: &Value, t: &SqlType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::sql::charset::{UTF8MB4_BIN, UTF8MB4_GENERAL_CI};
+    use crate::sql::charset::{UTF8MB4_BIN, UTF8MB4_GENERAL_CI};
 
     #[test]
     fn modes_follow_mysql() {

@@ -15,7 +15,9 @@ use sqlparser::ast::{
     InTarget, UnaryOperator,
 };
 use tibinlog_protocol::value::Value;
-use tibinlog_protocol::wire::errors::{ER_DATA_OUT_OF_RANGE, ER_SP_DOES_NOT_EXIST};
+use tibinlog_protocol::wire::errors::{
+    ER_DATA_OUT_OF_RANGE, ER_SP_DOES_NOT_EXIST, ER_UNKNOWN_CHARACTER_SET,
+};
 
 use super::charset;
 use super::error::{Result, SqlError};
@@ -271,6 +273,24 @@ impl<'a> Compiler<'a> {
                 self.identifier(&qual, &name.value, name.quote_style)
             }
             ast::Expr::Value(v) => literal(&v.value),
+            // A charset introducer (`_utf8mb4'x'`, `_binary'x'`): the literal in that charset's
+            // default collation.
+            ast::Expr::Prefixed { prefix, value } if prefix.value.starts_with('_') => {
+                let name = &prefix.value[1..];
+                let coll = charset::charset(name)
+                    .and_then(|c| charset::collation_by_name(c.default_collation))
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            ER_UNKNOWN_CHARACTER_SET,
+                            format!("Unknown character set: '{name}'"),
+                        )
+                    })?;
+                let mut e = self.compile(value)?;
+                if e.ty.is_string() {
+                    e.ty = e.ty.with_collation(coll.id);
+                }
+                Ok(e)
+            }
             ast::Expr::Nested(inner) => self.compile(inner),
             // FLOOR(x) and CEIL(x) have their own syntax node.
             ast::Expr::Floor {
