@@ -48,7 +48,14 @@ pub struct CdcConfig {
     pub scan_pending_limit: usize,
     /// `incremental-scan-concurrency`: scans running at once per store.
     pub scan_concurrency: usize,
+    /// Bytes of rows one scan step of one scan sends (in 32 KiB `Entries` events of one
+    /// message): TiKV's `incremental-scan-speed-limit` (128 MiB/s) over the shell's step
+    /// interval (2 ms).
+    pub scan_step_bytes: usize,
 }
+
+/// TiKV's `incremental-scan-speed-limit`.
+pub const INCREMENTAL_SCAN_SPEED_LIMIT: usize = 128 << 20;
 
 impl Default for CdcConfig {
     fn default() -> Self {
@@ -56,6 +63,7 @@ impl Default for CdcConfig {
             cluster_id: 0,
             scan_pending_limit: 10_000,
             scan_concurrency: 6,
+            scan_step_bytes: INCREMENTAL_SCAN_SPEED_LIMIT / 500,
         }
     }
 }
@@ -513,9 +521,10 @@ impl CdcEndpoint {
         Some((id, out))
     }
 
-    /// Sends the next chunk (≤ 32 KiB of rows) of a running scan; the last chunk ends with
-    /// INITIALIZED and moves the downstream to Normal. With the `stall_scan` fault the step may
-    /// send nothing.
+    /// Sends the next chunks (`Entries` events of ≤ 32 KiB of rows, about
+    /// [`CdcConfig::scan_step_bytes`] in all, in one message) of a running scan; the last chunk
+    /// ends with INITIALIZED and moves the downstream to Normal. With the `stall_scan` fault the
+    /// step may send nothing.
     pub fn scan_step(&mut self, id: DownstreamId, rng: &mut SimRng) -> Vec<Output> {
         let stall = self.faults.get(&id.region_id).map_or(0.0, |f| f.stall_scan);
         if rng.chance(stall) {
@@ -527,23 +536,34 @@ impl CdcEndpoint {
         let DownstreamState::Initializing { rows } = &mut d.state else {
             return Vec::new();
         };
-        let mut chunk = Vec::new();
-        let mut bytes = 0;
-        while let Some(r) = rows.front() {
-            let n = row_bytes(r);
-            if !chunk.is_empty() && bytes + n > MAX_ENTRIES_BYTES {
+        let mut events = Vec::new();
+        let mut step_bytes = 0;
+        loop {
+            let mut chunk = Vec::new();
+            let mut bytes = 0;
+            while let Some(r) = rows.front() {
+                let n = row_bytes(r);
+                if !chunk.is_empty() && bytes + n > MAX_ENTRIES_BYTES {
+                    break;
+                }
+                bytes += n;
+                chunk.extend(rows.pop_front());
+            }
+            step_bytes += bytes;
+            if rows.is_empty() {
+                chunk.push(initialized_row());
+                events.push(entries_event(id, chunk));
+                d.state = DownstreamState::Normal {
+                    last_resolved: Ts::ZERO,
+                };
                 break;
             }
-            bytes += n;
-            chunk.extend(rows.pop_front());
+            events.push(entries_event(id, chunk));
+            if step_bytes >= self.config.scan_step_bytes {
+                break;
+            }
         }
-        if rows.is_empty() {
-            chunk.push(initialized_row());
-            d.state = DownstreamState::Normal {
-                last_resolved: Ts::ZERO,
-            };
-        }
-        vec![out_events(id.conn, vec![entries_event(id, chunk)])]
+        vec![out_events(id.conn, events)]
     }
 
     /// Runs a whole scan to completion (convenience for tests and simple shells).

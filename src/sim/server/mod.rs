@@ -176,6 +176,9 @@ impl SimCluster {
             cluster_id,
             scan_pending_limit: cfg.scan_pending_limit,
             scan_concurrency: cfg.scan_concurrency.max(1),
+            // TiKV's speed limit spread over the steps the driver takes.
+            scan_step_bytes: (crate::sim::cdc::INCREMENTAL_SCAN_SPEED_LIMIT as f64
+                * cfg.scan_step_interval.as_secs_f64()) as usize,
         };
         let mut core = SimCore::new(&store_ids, cdc, cfg.clock.clone(), cfg.seed)?;
 
