@@ -176,9 +176,12 @@ impl SimCluster {
             cluster_id,
             scan_pending_limit: cfg.scan_pending_limit,
             scan_concurrency: cfg.scan_concurrency.max(1),
-            // TiKV's speed limit spread over the steps the driver takes.
-            scan_step_bytes: (crate::sim::cdc::INCREMENTAL_SCAN_SPEED_LIMIT as f64
-                * cfg.scan_step_interval.as_secs_f64()) as usize,
+            // TiKV's speed limit spread over the steps the driver takes, and never more than
+            // a small share of the sink quota per step: TiKV's scan waits for its sink between
+            // batches, so a scan alone does not congest it (tests shrink the quota to kilobytes).
+            scan_step_bytes: ((crate::sim::cdc::INCREMENTAL_SCAN_SPEED_LIMIT as f64
+                * cfg.scan_step_interval.as_secs_f64()) as usize)
+                .min(cfg.sink_memory_quota / 8),
         };
         let mut core = SimCore::new(&store_ids, cdc, cfg.clock.clone(), cfg.seed)?;
 
