@@ -449,6 +449,173 @@ async fn read_lock_pins_master_status_and_catalog() {
     run.sim.shutdown().await.expect("sim shutdown");
 }
 
+/// Virtual generated columns, which TiDB never stores, reach the binlog's row images and
+/// snapshot reads computed from the expression TiDB keeps; one the engine cannot compute is
+/// NULL; `SHOW CREATE TABLE` prints the generated clause as MySQL does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
+    use tibinlog::sim::cli::{SimArgs, WorkloadKind};
+    use tibinlog::sim::tidb::types as ty;
+    use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+    use tibinlog::tidb::schema::mysql;
+    use tibinlog_protocol::value::Value;
+
+    let sim = common::app::start_sim_with(SimArgs {
+        stores: 1,
+        workload: WorkloadKind::None,
+        seed: Some(9),
+        resolved_ts_interval: Duration::from_millis(50),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    })
+    .await;
+    let cluster = sim.handle.cluster().clone();
+    let tidb = sim.handle.tidb();
+    let start_ts = Ts(cluster.tso().0);
+    let table = TableDef {
+        name: "gen".into(),
+        columns: vec![
+            ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+            ColumnDef::new("qty", ty::int(mysql::TYPE_LONG, false)),
+            // As TiDB restores the expressions into GeneratedExprString.
+            ColumnDef::new("total", ty::int(mysql::TYPE_LONGLONG, false))
+                .generated("`qty` * 10 + `id`", false),
+            ColumnDef::new("label", ty::varchar(30))
+                .generated("concat(_utf8mb4'#', `id`, _utf8mb4'/', `qty`)", false),
+            ColumnDef::new("stored", ty::int(mysql::TYPE_LONG, false)).generated("`qty` + 1", true),
+            ColumnDef::new("doc_len", ty::int(mysql::TYPE_LONG, false))
+                .generated("json_length(`label`)", false),
+        ],
+        primary_key: vec!["id".into()],
+        clustered: true,
+        indexes: Vec::new(),
+        partition: None,
+    };
+    {
+        let tidb = tidb.clone();
+        cluster
+            .apply(move |core| {
+                let d = Ddl::CreateTable {
+                    db: "test".into(),
+                    table,
+                };
+                let out = tidb
+                    .lock()
+                    .expect("tidb")
+                    .execute_ddl(core, &d)
+                    .expect("ddl");
+                Ok(((), out.outputs))
+            })
+            .expect("ddl applied");
+    }
+    // The caller passes every cell; TiDB writes the stored ones only (the sim's encoder skips
+    // virtual columns), so the values given for them here never reach TiKV.
+    let row = |id: i64, qty: i64| {
+        vec![
+            Value::Int(id),
+            Value::Int(qty),
+            Value::Int(-1),
+            Value::Bytes(b"ignored".to_vec()),
+            Value::Int(qty + 1),
+            Value::Int(-1),
+        ]
+    };
+    // One transaction of `(update, row)` changes.
+    let write = |changes: Vec<(bool, Vec<Value>)>| {
+        let tidb = tidb.clone();
+        cluster
+            .apply(move |core| {
+                let mut t = tidb.lock().expect("tidb");
+                let mut txn = t.begin(core);
+                for (update, r) in &changes {
+                    if *update {
+                        txn.update("test", "gen", &r[..1], r).expect("update");
+                    } else {
+                        txn.insert("test", "gen", r).expect("insert");
+                    }
+                }
+                Ok(((), txn.commit().expect("commit").outputs))
+            })
+            .expect("transaction applied")
+    };
+    write(vec![(false, row(1, 3)), (false, row(2, 4))]);
+    write(vec![(true, row(2, 7))]);
+    let run = Run {
+        sim: sim.handle,
+        truth: sim.truth,
+        start_ts,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_app(&run, &dir.path().join("data")).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while master_gtids(addr).await.ok() != Some(dense_set(&uuid, 3)) {
+        assert!(
+            Instant::now() < deadline,
+            "CREATE, insert and update reach the binlog"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let dump = read_binlog(
+        addr,
+        BinlogStreamRequest::new(0)
+            .with_filename(b"binlog.000001")
+            .with_pos(4),
+        None,
+    )
+    .await;
+    let images: Vec<serde_json::Value> = dump
+        .txns
+        .iter()
+        .flat_map(|t| t.rows.iter().cloned())
+        .collect();
+    let image = |id: &str, qty: &str, total: &str, label: &str, stored: &str| {
+        serde_json::json!({
+            "id": id, "qty": qty, "total": total, "label": label, "stored": stored,
+            "doc_len": null,
+        })
+    };
+    assert_eq!(images.len(), 3, "{images:#?}");
+    assert_eq!(images[0]["after"], image("1", "3", "31", "#1/3", "4"));
+    assert_eq!(images[1]["after"], image("2", "4", "42", "#2/4", "5"));
+    assert_eq!(images[2]["before"], image("2", "4", "42", "#2/4", "5"));
+    assert_eq!(images[2]["after"], image("2", "7", "72", "#2/7", "8"));
+
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let rows: Vec<(i64, i64, i64, String, i64, Option<i64>)> = conn
+        .query("SELECT id, qty, total, label, stored, doc_len FROM test.gen ORDER BY id")
+        .await
+        .expect("SELECT");
+    assert_eq!(
+        rows,
+        [
+            (1, 3, 31, "#1/3".to_owned(), 4, None),
+            (2, 7, 72, "#2/7".to_owned(), 8, None)
+        ]
+    );
+    let filtered: Vec<i64> = conn
+        .query("SELECT id FROM test.gen WHERE total > 40")
+        .await
+        .expect("SELECT WHERE");
+    assert_eq!(filtered, [2]);
+    let ddl = create_table(&mut conn, "gen").await;
+    assert!(
+        ddl.contains("`total` bigint GENERATED ALWAYS AS (`qty` * 10 + `id`) VIRTUAL,"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("`stored` int GENERATED ALWAYS AS (`qty` + 1) STORED,"),
+        "{ddl}"
+    );
+    let _ = conn.disconnect().await;
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}
+
 /// A cell as the truth log renders it: text, or `0x` + upper-case hex for bytes that are not
 /// UTF-8 and for BIT values.
 fn truth_text(v: &mysql_async::Value, col: &mysql_async::Column) -> serde_json::Value {

@@ -411,6 +411,27 @@ pub fn create_table_sql(t: &MountedTable) -> String {
             let _ = write!(l, " COLLATE {}", ft.collate);
         }
         let not_null = has(ft, mysql::NOT_NULL_FLAG);
+        if !c.generated_expr_string.is_empty() {
+            // As MySQL prints it: the expression, then NULL-ness; no DEFAULT.
+            let kind = if c.generated_stored {
+                "STORED"
+            } else {
+                "VIRTUAL"
+            };
+            let _ = write!(
+                l,
+                " GENERATED ALWAYS AS ({}) {kind}",
+                c.generated_expr_string
+            );
+            if not_null {
+                l.push_str(" NOT NULL");
+            }
+            if !c.comment.is_empty() {
+                let _ = write!(l, " COMMENT {}", quote_str(&c.comment));
+            }
+            lines.push(l);
+            continue;
+        }
         if not_null {
             l.push_str(" NOT NULL");
         }

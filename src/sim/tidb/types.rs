@@ -241,6 +241,10 @@ pub struct ColumnDef {
     pub nullable: bool,
     /// `DEFAULT` value (must be valid for the type); `None` = no DEFAULT clause.
     pub default: Option<Value>,
+    /// `GENERATED ALWAYS AS (expr) VIRTUAL|STORED`: the expression as TiDB restores it into
+    /// `GeneratedExprString` (`` `a` + `b` ``) and whether it is stored. A virtual column's
+    /// value is never written to the row (callers still pass one, which TiDB would compute).
+    pub generated: Option<(String, bool)>,
 }
 
 impl ColumnDef {
@@ -251,7 +255,13 @@ impl ColumnDef {
             ft,
             nullable: true,
             default: None,
+            generated: None,
         }
+    }
+    /// `GENERATED ALWAYS AS (expr)`, `VIRTUAL` unless `stored`.
+    pub fn generated(mut self, expr: &str, stored: bool) -> Self {
+        self.generated = Some((expr.to_owned(), stored));
+        self
     }
     /// NOT NULL.
     pub fn not_null(mut self) -> Self {
@@ -266,6 +276,10 @@ impl ColumnDef {
     /// Column definition SQL.
     pub fn sql(&self) -> String {
         let mut s = format!("{} {}", quote(&self.name), type_sql(&self.ft));
+        if let Some((expr, stored)) = &self.generated {
+            let kind = if *stored { "STORED" } else { "VIRTUAL" };
+            s.push_str(&format!(" GENERATED ALWAYS AS ({expr}) {kind}"));
+        }
         if !self.nullable {
             s.push_str(" NOT NULL");
         }
@@ -304,6 +318,11 @@ impl ColumnDef {
             field_type: ft,
             state: schema_state::PUBLIC,
             version: 2,
+            generated_expr_string: self
+                .generated
+                .as_ref()
+                .map_or_else(String::new, |g| g.0.clone()),
+            generated_stored: self.generated.as_ref().is_some_and(|g| g.1),
             ..ColumnInfo::default()
         }
     }
