@@ -311,60 +311,23 @@ async fn status_on(conn: &mut mysql_async::Conn) -> (String, u64, String) {
 /// (Debezium's snapshot) keeps the position and the table definitions of the moment it locked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn read_lock_pins_master_status_and_catalog() {
-    use tibinlog::sim::cli::{SimArgs, WorkloadKind};
     use tibinlog::sim::tidb::types as ty;
     use tibinlog::sim::tidb::{ColumnDef, Ddl};
     use tibinlog::tidb::schema::mysql;
     use tibinlog_protocol::value::Value;
 
-    let sim = common::app::start_sim_with(SimArgs {
-        stores: 2,
-        workload: WorkloadKind::None,
-        seed: Some(5),
-        resolved_ts_interval: Duration::from_millis(50),
-        progress_interval: Duration::from_secs(3600),
-        ..SimArgs::default()
-    })
-    .await;
-    let cluster = sim.handle.cluster().clone();
-    let tidb = sim.handle.tidb();
-    let start_ts = Ts(cluster.tso().0);
-    let ddl = |d: Ddl| {
-        let tidb = tidb.clone();
-        cluster
-            .apply(move |core| {
-                let out = tidb
-                    .lock()
-                    .expect("tidb")
-                    .execute_ddl(core, &d)
-                    .expect("ddl");
-                Ok(((), out.outputs))
-            })
-            .expect("ddl applied")
-    };
+    let cluster = common::app::start_scripted(2, 5).await;
     let insert = |row: Vec<Value>| {
-        let tidb = tidb.clone();
-        cluster
-            .apply(move |core| {
-                let mut t = tidb.lock().expect("tidb");
-                let mut txn = t.begin(core);
-                txn.insert("test", "locked", &row).expect("insert");
-                Ok(((), txn.commit().expect("commit").outputs))
-            })
-            .expect("insert applied")
+        cluster.txn(|txn| txn.insert("test", "locked", &row).expect("insert"));
     };
-    ddl(Ddl::CreateTable {
+    cluster.ddl(Ddl::CreateTable {
         db: "test".into(),
         table: common::sim::small_table("locked", None),
     });
     insert(vec![Value::Int(1), Value::Bytes(b"v".to_vec())]);
-    let run = Run {
-        sim: sim.handle,
-        truth: sim.truth,
-        start_ts,
-    };
+    let run = &cluster.run;
     let dir = tempfile::tempdir().expect("tempdir");
-    let app = start_app(&run, &dir.path().join("data")).await;
+    let app = start_app(run, &dir.path().join("data")).await;
     let addr = app.local_addr();
     let uuid = app.server_uuid().to_string();
     // CREATE TABLE and the insert are gno 1 and 2.
@@ -392,7 +355,7 @@ async fn read_lock_pins_master_status_and_catalog() {
     let before = create_table(&mut locked, "locked").await;
     assert!(!before.contains("`n`"), "{before}");
 
-    ddl(Ddl::AddColumn {
+    cluster.ddl(Ddl::AddColumn {
         db: "test".into(),
         table: "locked".into(),
         column: ColumnDef::new("n", ty::int(mysql::TYPE_LONG, false)).default(Value::Int(42)),
@@ -446,7 +409,7 @@ async fn read_lock_pins_master_status_and_catalog() {
     let _ = locked.disconnect().await;
     let _ = other.disconnect().await;
     app.stop().await.expect("clean stop");
-    run.sim.shutdown().await.expect("sim shutdown");
+    cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
 
 /// Virtual generated columns, which TiDB never stores, reach the binlog's row images and
@@ -454,24 +417,12 @@ async fn read_lock_pins_master_status_and_catalog() {
 /// NULL; `SHOW CREATE TABLE` prints the generated clause as MySQL does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
-    use tibinlog::sim::cli::{SimArgs, WorkloadKind};
     use tibinlog::sim::tidb::types as ty;
     use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
     use tibinlog::tidb::schema::mysql;
     use tibinlog_protocol::value::Value;
 
-    let sim = common::app::start_sim_with(SimArgs {
-        stores: 1,
-        workload: WorkloadKind::None,
-        seed: Some(9),
-        resolved_ts_interval: Duration::from_millis(50),
-        progress_interval: Duration::from_secs(3600),
-        ..SimArgs::default()
-    })
-    .await;
-    let cluster = sim.handle.cluster().clone();
-    let tidb = sim.handle.tidb();
-    let start_ts = Ts(cluster.tso().0);
+    let cluster = common::app::start_scripted(1, 9).await;
     let table = TableDef {
         name: "gen".into(),
         columns: vec![
@@ -491,23 +442,10 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
         indexes: Vec::new(),
         partition: None,
     };
-    {
-        let tidb = tidb.clone();
-        cluster
-            .apply(move |core| {
-                let d = Ddl::CreateTable {
-                    db: "test".into(),
-                    table,
-                };
-                let out = tidb
-                    .lock()
-                    .expect("tidb")
-                    .execute_ddl(core, &d)
-                    .expect("ddl");
-                Ok(((), out.outputs))
-            })
-            .expect("ddl applied");
-    }
+    cluster.ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table,
+    });
     // The caller passes every cell; TiDB writes the stored ones only (the sim's encoder skips
     // virtual columns), so the values given for them here never reach TiKV.
     let row = |id: i64, qty: i64| {
@@ -522,31 +460,21 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     };
     // One transaction of `(update, row)` changes.
     let write = |changes: Vec<(bool, Vec<Value>)>| {
-        let tidb = tidb.clone();
-        cluster
-            .apply(move |core| {
-                let mut t = tidb.lock().expect("tidb");
-                let mut txn = t.begin(core);
-                for (update, r) in &changes {
-                    if *update {
-                        txn.update("test", "gen", &r[..1], r).expect("update");
-                    } else {
-                        txn.insert("test", "gen", r).expect("insert");
-                    }
+        cluster.txn(|txn| {
+            for (update, r) in &changes {
+                if *update {
+                    txn.update("test", "gen", &r[..1], r).expect("update");
+                } else {
+                    txn.insert("test", "gen", r).expect("insert");
                 }
-                Ok(((), txn.commit().expect("commit").outputs))
-            })
-            .expect("transaction applied")
+            }
+        })
     };
     write(vec![(false, row(1, 3)), (false, row(2, 4))]);
     write(vec![(true, row(2, 7))]);
-    let run = Run {
-        sim: sim.handle,
-        truth: sim.truth,
-        start_ts,
-    };
+    let run = &cluster.run;
     let dir = tempfile::tempdir().expect("tempdir");
-    let app = start_app(&run, &dir.path().join("data")).await;
+    let app = start_app(run, &dir.path().join("data")).await;
     let addr = app.local_addr();
     let uuid = app.server_uuid().to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -613,7 +541,7 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     );
     let _ = conn.disconnect().await;
     app.stop().await.expect("clean stop");
-    run.sim.shutdown().await.expect("sim shutdown");
+    cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
 
 /// A cell as the truth log renders it: text, or `0x` + upper-case hex for bytes that are not

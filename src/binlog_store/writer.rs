@@ -582,38 +582,25 @@ impl BinlogStore {
                 .map_err(StoreError::io("fsync", &self.path))?;
             self.publish(end, None);
         } else if new_checkpoint.is_some() {
-            let mut st = self.shared.write();
-            Self::update_snapshot(
-                &mut st,
-                self.checkpoint,
-                end,
-                self.last_written,
-                &self.gtid_executed,
-            );
+            if let Some(point) = self.snapshot_point(end) {
+                self.shared.write().snapshot = Some(point);
+            }
         }
         Ok(())
     }
 
-    /// Records the checkpoint as the snapshot point when it was recorded at the durable end
-    /// and no transaction before `end` committed after it (everything up to it is before
-    /// `end`, nothing after it is). After a restart, the binlog can be ahead of the checkpoint
-    /// capture resumed from until the resent transactions are skipped past.
-    fn update_snapshot(
-        st: &mut super::files::FilesState,
-        checkpoint: Option<(Ts, BinlogPos)>,
-        end: BinlogPos,
-        last_written: Option<(Ts, Ts)>,
-        gtid_executed: &GtidSet,
-    ) {
-        if let Some((ts, requires)) = checkpoint {
-            if requires == end && last_written.is_none_or(|(c, _)| c <= ts) {
-                st.snapshot = Some(super::files::SnapshotPoint {
-                    ts,
-                    end,
-                    gtid_executed: gtid_executed.clone(),
-                });
-            }
-        }
+    /// The snapshot point the checkpoint makes, if any: only a checkpoint recorded at the
+    /// durable end, when no transaction before `end` committed after it (everything up to it
+    /// is before `end`, nothing after it is). After a restart, the binlog can be ahead of the
+    /// checkpoint capture resumed from until the resent transactions are skipped past.
+    fn snapshot_point(&self, end: BinlogPos) -> Option<super::files::SnapshotPoint> {
+        let (ts, requires) = self.checkpoint?;
+        let after = self.last_written.is_some_and(|(c, _)| c > ts);
+        (requires == end && !after).then(|| super::files::SnapshotPoint {
+            ts,
+            end,
+            gtid_executed: self.gtid_executed.clone(),
+        })
     }
 
     /// Makes what is durable visible: entries, sizes, GTIDs, then the watch.
@@ -627,13 +614,9 @@ impl BinlogStore {
             }
             st.files.extend(new_file);
             st.gtid_executed.clone_from(&self.gtid_executed);
-            Self::update_snapshot(
-                &mut st,
-                self.checkpoint,
-                end,
-                self.last_written,
-                &self.gtid_executed,
-            );
+            if let Some(point) = self.snapshot_point(end) {
+                st.snapshot = Some(point);
+            }
             // Under the lock, so `BinlogFiles::status` reads an end and a GTID set that agree.
             self.end_tx.send_replace(end);
         }

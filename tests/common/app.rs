@@ -13,8 +13,8 @@ use serde_json::{json, Value as Json};
 use tibinlog::app::{App, AppConfig};
 use tibinlog::model::Ts;
 use tibinlog::mounter::ddl_sql::normalize_ddl;
-use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle};
-use tibinlog::sim::tidb::TruthCollector;
+use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle, WorkloadKind};
+use tibinlog::sim::tidb::{Ddl, TruthCollector, Txn};
 use tokio_util::sync::CancellationToken;
 
 /// Upper bound of any wait on the pipeline.
@@ -87,6 +87,67 @@ pub async fn start_sim_paused_with(args: SimArgs) -> Sim {
         .await
         .unwrap_or_else(|e| panic!("sim start (seed {seed:?}): {e:#}"));
     Sim { handle, truth }
+}
+
+/// A simulated cluster with no workload, written to statement by statement: schema changes
+/// and transactions the test scripts, each applied and delivered under the cluster's lock.
+pub struct Scripted {
+    pub run: Run,
+}
+
+/// Starts a cluster of `stores` stores without a workload; capture may start at `start_ts`.
+pub async fn start_scripted(stores: usize, seed: u64) -> Scripted {
+    let sim = start_sim_with(SimArgs {
+        stores,
+        workload: WorkloadKind::None,
+        seed: Some(seed),
+        resolved_ts_interval: Duration::from_millis(50),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    })
+    .await;
+    let start_ts = Ts(sim.handle.cluster().tso().0);
+    Scripted {
+        run: Run {
+            sim: sim.handle,
+            truth: sim.truth,
+            start_ts,
+        },
+    }
+}
+
+impl Scripted {
+    /// Runs one DDL statement through the simulated TiDB.
+    pub fn ddl(&self, ddl: Ddl) {
+        let tidb = self.run.sim.tidb();
+        self.run
+            .sim
+            .cluster()
+            .apply(move |core| {
+                let out = tidb
+                    .lock()
+                    .expect("tidb")
+                    .execute_ddl(core, &ddl)
+                    .expect("ddl");
+                Ok(((), out.outputs))
+            })
+            .expect("ddl applied")
+    }
+
+    /// Runs one transaction: `statements` writes into it, then it commits.
+    pub fn txn(&self, statements: impl FnOnce(&mut Txn<'_>)) {
+        let tidb = self.run.sim.tidb();
+        self.run
+            .sim
+            .cluster()
+            .apply(move |core| {
+                let mut t = tidb.lock().expect("tidb");
+                let mut txn = t.begin(core);
+                statements(&mut txn);
+                Ok(((), txn.commit().expect("commit").outputs))
+            })
+            .expect("transaction applied")
+    }
 }
 
 /// The app's configuration for `run`: small binlog files and sorter pieces, so that rotation
