@@ -14,7 +14,7 @@
 //!
 //! `FLUSH TABLES WITH READ LOCK` and `LOCK TABLES` cannot stop the cluster's commits; the session
 //! instead keeps the binlog end and the catalog of the moment it locked until `UNLOCK TABLES`, which
-//! is what a snapshotting client (Debezium) relies on the lock for (see [`super::vars::ReadLock`]).
+//! is what a snapshotting client (Debezium) relies on the lock for (see [`super::session::ReadLock`]).
 //!
 //! Answers follow MySQL 8.0: labels as written (or the alias), canonical lower-case variable
 //! names, 1064 for what does not parse, 1290 for writes, 1193 for unknown variables, 1105 for
@@ -30,22 +30,22 @@ use sqlparser::ast::{
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
-    ErrorCode, ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
+    ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
     ER_STACK_OVERRUN_NEED_MORE, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
     ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
 };
-use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
+use tibinlog_protocol::wire::response::ColumnSpec;
 
 use super::binlog_events::show_binlog_events;
-use super::conn::ConnInfo;
+use super::reply::{parse_error_near, QueryReply, Reply};
+use super::session::{ConnInfo, Session};
 use super::source::SourceError;
-use super::vars::{global_variables, Scope, Session, VarType};
+use super::vars::{global_variables, Scope, VarType};
 use super::words::Words;
 use super::Shared;
 use crate::sql::charset;
 use crate::sql::error::SqlError;
-use crate::sql::exec::Operator;
 use crate::sql::expr::Env;
 use crate::sql::infoschema;
 use crate::sql::like::{CaseRule, LikePattern};
@@ -56,61 +56,6 @@ use crate::sql::types::SqlType;
 use tibinlog_protocol::value::Value as SqlValueTyped;
 use tibinlog_protocol::wire::stmt::Param;
 use tracing::debug;
-
-/// One answer to one statement.
-#[derive(Debug)]
-pub enum Reply {
-    Ok {
-        affected: u64,
-    },
-    Err(ErrResponse),
-    Rows {
-        columns: Vec<ColumnSpec>,
-        rows: Vec<Vec<Option<String>>>,
-    },
-    /// A query whose rows are produced while they are sent.
-    Query(QueryReply),
-}
-
-/// The result set of a planned query: column definitions, the type of each column (how its
-/// values are rendered), and the operator producing the rows.
-pub struct QueryReply {
-    pub columns: Vec<ColumnSpec>,
-    pub types: Vec<SqlType>,
-    pub op: Box<dyn Operator>,
-}
-
-impl std::fmt::Debug for QueryReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueryReply")
-            .field("columns", &self.columns.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl From<SqlError> for Reply {
-    fn from(e: SqlError) -> Self {
-        Reply::err(e.code, e.message)
-    }
-}
-
-impl Reply {
-    fn ok() -> Self {
-        Self::Ok { affected: 0 }
-    }
-
-    pub(super) fn err(code: ErrorCode, msg: impl Into<String>) -> Self {
-        Self::Err(ErrResponse::new(code, msg))
-    }
-
-    /// A result set whose columns are all text.
-    pub(super) fn text(names: &[&str], rows: Vec<Vec<Option<String>>>) -> Self {
-        Self::Rows {
-            columns: names.iter().map(|n| ColumnSpec::text(*n)).collect(),
-            rows,
-        }
-    }
-}
 
 /// MySQL's read-only refusal.
 const MSG_READ_ONLY: &str =
@@ -386,16 +331,16 @@ impl Ctx<'_> {
 
     /// The current snapshot point: the newest durable checkpoint with its binlog position, or
     /// (before the first checkpoint) the binlog end without a timestamp.
-    fn current_point(&self) -> super::vars::Snapshot {
+    fn current_point(&self) -> super::session::Snapshot {
         match self.shared.source.snapshot_point() {
-            Some(p) => super::vars::Snapshot {
+            Some(p) => super::session::Snapshot {
                 ts: Some(p.ts),
                 schema: self.shared.schema.at(&p.end),
                 end: p.end,
             },
             None => {
                 let end = self.shared.source.end_position();
-                super::vars::Snapshot {
+                super::session::Snapshot {
                     ts: None,
                     schema: self.shared.schema.at(&end),
                     end,
@@ -406,18 +351,21 @@ impl Ctx<'_> {
 
     /// Where a read of this session reads: its transaction's snapshot (taken now if the
     /// transaction has none yet), its read lock's point, or the current point.
-    fn read_point(&self, session: &mut Session) -> super::vars::Snapshot {
+    fn read_point(&self, session: &mut Session) -> super::session::Snapshot {
         if let Some(p) = self.chosen_snapshot(session) {
             return p;
         }
         if session.transaction.is_none() && !autocommit(session) {
-            session.transaction = Some(super::vars::Transaction::default());
+            session.transaction = Some(super::session::Transaction::default());
         }
-        let locked = session.read_lock.as_ref().map(|l| super::vars::Snapshot {
-            ts: l.ts,
-            end: l.end.clone(),
-            schema: l.schema.clone(),
-        });
+        let locked = session
+            .read_lock
+            .as_ref()
+            .map(|l| super::session::Snapshot {
+                ts: l.ts,
+                end: l.end.clone(),
+                schema: l.schema.clone(),
+            });
         if let Some(t) = session.transaction.as_mut() {
             if t.snapshot.is_none() {
                 t.snapshot = Some(locked.clone().unwrap_or_else(|| self.current_point()));
@@ -448,7 +396,7 @@ impl Ctx<'_> {
 
     /// The point `SET @@tidb_snapshot = <ts>` chose: reads at `ts`, with the catalog of the
     /// binlog position where the history splits at it.
-    fn chosen_snapshot(&self, session: &Session) -> Option<super::vars::Snapshot> {
+    fn chosen_snapshot(&self, session: &Session) -> Option<super::session::Snapshot> {
         let ts: u64 = session
             .overrides
             .get("tidb_snapshot")?
@@ -457,7 +405,7 @@ impl Ctx<'_> {
             .parse()
             .ok()?;
         let end = self.shared.source.position_for_ts(ts).ok()?;
-        Some(super::vars::Snapshot {
+        Some(super::session::Snapshot {
             ts: Some(ts),
             schema: self.shared.schema.at(&end),
             end,
@@ -480,7 +428,7 @@ impl Ctx<'_> {
     }
 
     /// The point catalog answers use (no transaction is started for them).
-    fn read_point_for_catalog(&self, session: &Session) -> super::vars::Snapshot {
+    fn read_point_for_catalog(&self, session: &Session) -> super::session::Snapshot {
         if let Some(p) = self.chosen_snapshot(session) {
             return p;
         }
@@ -492,12 +440,12 @@ impl Ctx<'_> {
             return s;
         }
         match &session.read_lock {
-            Some(l) => super::vars::Snapshot {
+            Some(l) => super::session::Snapshot {
                 ts: l.ts,
                 end: l.end.clone(),
                 schema: l.schema.clone(),
             },
-            None => super::vars::Snapshot {
+            None => super::session::Snapshot {
                 ts: None,
                 end: self.shared.source.end_position(),
                 schema: self.shared.schema.clone(),
@@ -536,7 +484,12 @@ impl Ctx<'_> {
     }
 
     /// Plans and answers a query given as text (a rewritten SHOW).
-    fn run_query_text(&self, session: &Session, sql: &str, point: &super::vars::Snapshot) -> Reply {
+    fn run_query_text(
+        &self,
+        session: &Session,
+        sql: &str,
+        point: &super::session::Snapshot,
+    ) -> Reply {
         let stmts = match parse(sql) {
             Ok(s) => s,
             Err(e) => return unsupported(&format!("the rewritten statement ({e})")),
@@ -553,7 +506,7 @@ impl Ctx<'_> {
         session: &Session,
         q: &sqlparser::ast::Query,
         sql: &str,
-        point: &super::vars::Snapshot,
+        point: &super::session::Snapshot,
     ) -> Reply {
         let catalog = point.schema.catalog();
         let env = SqlEnv { ctx: self, session };
@@ -612,7 +565,7 @@ impl Ctx<'_> {
             }
         };
         let schema = self.shared.schema.at(&end);
-        session.read_lock = Some(super::vars::ReadLock {
+        session.read_lock = Some(super::session::ReadLock {
             end,
             gtid_executed,
             schema,
@@ -628,7 +581,7 @@ impl Ctx<'_> {
         if w.starts_with(&["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT"]) {
             // The snapshot is the read lock's point when one is held (FTWRL first, as
             // Debezium and mysqldump do), else the current one.
-            session.transaction = Some(super::vars::Transaction::default());
+            session.transaction = Some(super::session::Transaction::default());
             let point = self.read_point(session);
             debug!(ts = ?point.ts, end = %point.end.file, pos = point.end.pos, "consistent snapshot");
             return Some(Reply::ok());
@@ -717,7 +670,7 @@ impl Ctx<'_> {
                 Reply::ok()
             }
             Statement::StartTransaction { .. } => {
-                session.transaction = Some(super::vars::Transaction::default());
+                session.transaction = Some(super::session::Transaction::default());
                 Reply::ok()
             }
             Statement::Rollback {
@@ -1001,7 +954,7 @@ impl Ctx<'_> {
                         0
                     };
                     let body = ev.get(HEADER_LEN..ev.len().saturating_sub(crc))?;
-                    last = super::dump::last_gno(&GtidSet::decode(body).ok()?, &sid);
+                    last = GtidSet::decode(body).ok()?.last_gno(&sid);
                 }
                 Some(EventType::GTID) => {
                     let (event_sid, gno) =
@@ -1421,17 +1374,6 @@ fn no_such_table(db: &str, table: &str) -> Reply {
     Reply::err(
         ER_NO_SUCH_TABLE,
         format!("Table '{db}.{table}' doesn't exist"),
-    )
-}
-
-pub(super) fn parse_error_near(sql: &str, offset: usize) -> Reply {
-    let near: String = sql.get(offset..).unwrap_or("").chars().take(80).collect();
-    Reply::err(
-        ER_PARSE_ERROR,
-        format!(
-            "You have an error in your SQL syntax; check the manual that corresponds to your \
-             MySQL server version for the right syntax to use near '{near}' at line 1"
-        ),
     )
 }
 

@@ -3,7 +3,7 @@
 use tibinlog_protocol::binlog::{read, ChecksumAlg, EventHeader, EventType, GtidSet, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{ER_ERROR_WHEN_EXECUTING_COMMAND, ER_UNKNOWN_ERROR};
 
-use super::admin::{parse_error_near, Reply};
+use super::reply::{parse_error_near, Reply};
 use super::source::{BinlogSource, SourceError};
 use super::words::Words;
 

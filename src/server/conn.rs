@@ -1,4 +1,8 @@
-//! One client connection: framing, handshake, TLS upgrade, authentication, command dispatch.
+//! One client connection: handshake, TLS upgrade, authentication, the command loop.
+//!
+//! The top of a connection: it reads packets through [`super::transport`] and hands commands
+//! to the SQL surface ([`super::admin`]) and replication commands to [`super::dump`]; neither
+//! of those imports this module.
 //!
 //! ```text
 //!  greeting ─► [SSLRequest ─► TLS handshake] ─► HandshakeResponse ─► auth exchange ─► OK | ERR 1045
@@ -22,216 +26,20 @@ use tibinlog_protocol::wire::errors::{
 use tibinlog_protocol::wire::handshake::{
     decode_client_hello, negotiate, server_capabilities, ClientHello, Greeting, Scramble,
 };
-use tibinlog_protocol::wire::packet::{Packet, PacketCodec, DEFAULT_MAX_PAYLOAD};
 use tibinlog_protocol::wire::response::{
     encode_eof_into, text_result_set, ColumnSpec, ErrResponse, OkResponse,
 };
-use tibinlog_protocol::wire::{CapabilityFlags, ColumnFlags, ColumnType, StatusFlags, WireError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tibinlog_protocol::wire::{ColumnFlags, ColumnType, StatusFlags};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, trace};
 
-use super::admin::{self, Reply};
+use super::admin;
 use super::dump;
-use super::vars::Session;
+use super::reply::{QueryReply, Reply};
+use super::session::{ConnInfo, Session};
+use super::transport::{ConnError, PacketIo};
 use super::Shared;
-
-/// A byte stream: plain TCP or TLS over TCP.
-pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-/// Why a connection ended abnormally.
-#[derive(Debug, thiserror::Error)]
-pub enum ConnError {
-    #[error("socket: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("protocol: {0}")]
-    Wire(#[from] WireError),
-    #[error("client closed the connection")]
-    Closed,
-    #[error("TLS handshake: {0}")]
-    Tls(String),
-    #[error("authentication failed for user {user}")]
-    AuthFailed { user: String },
-    #[error("dump: {0}")]
-    Dump(String),
-    #[error("internal: {0}")]
-    Internal(String),
-}
-
-/// Packet-level I/O over a (possibly TLS) stream with one sequence counter.
-pub struct PacketIo {
-    stream: Box<dyn Io>,
-    rbuf: Vec<u8>,
-    /// Bytes of `rbuf` already consumed.
-    rpos: usize,
-    pub(crate) codec: PacketCodec,
-    wbuf: Vec<u8>,
-}
-
-impl std::fmt::Debug for PacketIo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PacketIo")
-            .field("buffered", &(self.rbuf.len() - self.rpos))
-            .field("pending_write", &self.wbuf.len())
-            .finish()
-    }
-}
-
-impl PacketIo {
-    fn new(stream: Box<dyn Io>) -> Self {
-        Self {
-            stream,
-            rbuf: Vec::with_capacity(4096),
-            rpos: 0,
-            codec: PacketCodec::new(DEFAULT_MAX_PAYLOAD),
-            wbuf: Vec::with_capacity(4096),
-        }
-    }
-
-    /// Reads one complete payload; `Err(Closed)` at end of stream.
-    pub async fn read_packet(&mut self) -> Result<Packet, ConnError> {
-        loop {
-            if let Some(p) = self.codec.decode(&self.rbuf[self.rpos..])? {
-                self.rpos += p.wire_len;
-                if self.rpos == self.rbuf.len() {
-                    self.rbuf.clear();
-                    self.rpos = 0;
-                }
-                return Ok(p);
-            }
-            if self.rpos > 0 {
-                self.rbuf.drain(..self.rpos);
-                self.rpos = 0;
-            }
-            let n = self.stream.read_buf(&mut self.rbuf).await?;
-            if n == 0 {
-                return Err(ConnError::Closed);
-            }
-        }
-    }
-
-    /// Reads raw bytes, bypassing framing (0 = the client closed the stream).
-    pub async fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.stream.read(buf).await
-    }
-
-    /// Frames `payload` into the write buffer.
-    pub fn queue(&mut self, payload: &[u8]) {
-        self.codec.encode(payload, &mut self.wbuf);
-    }
-
-    /// Frames a payload made of `parts` (e.g. the 0x00 of a binlog event packet and the event).
-    pub fn queue_parts(&mut self, parts: &[&[u8]]) {
-        self.codec.encode_parts(parts, &mut self.wbuf);
-    }
-
-    /// Queues bytes that are already framed packets (their sequence ids from a clone of
-    /// this codec, handed back with [`Self::codec`] afterwards).
-    pub fn queue_framed(&mut self, bytes: &[u8]) {
-        self.wbuf.extend_from_slice(bytes);
-    }
-
-    /// Bytes queued but not yet flushed.
-    pub fn pending(&self) -> usize {
-        self.wbuf.len()
-    }
-
-    /// Writes everything queued.
-    pub async fn flush(&mut self) -> std::io::Result<()> {
-        if !self.wbuf.is_empty() {
-            self.stream.write_all(&self.wbuf).await?;
-            self.wbuf.clear();
-        }
-        self.stream.flush().await
-    }
-
-    /// Queues and flushes one payload.
-    pub async fn send(&mut self, payload: &[u8]) -> std::io::Result<()> {
-        self.queue(payload);
-        self.flush().await
-    }
-
-    /// The stream, with any bytes already read but not consumed put back in front of it (a
-    /// client starts its TLS handshake right behind its SSLRequest, without waiting).
-    fn into_stream(self) -> Box<dyn Io> {
-        let rest = self.rbuf[self.rpos..].to_vec();
-        if rest.is_empty() {
-            self.stream
-        } else {
-            Box::new(Prefixed {
-                prefix: rest,
-                pos: 0,
-                inner: self.stream,
-            })
-        }
-    }
-}
-
-/// A stream whose first bytes come from a buffer.
-struct Prefixed {
-    prefix: Vec<u8>,
-    pos: usize,
-    inner: Box<dyn Io>,
-}
-
-impl AsyncRead for Prefixed {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        if self.pos < self.prefix.len() {
-            let n = buf.remaining().min(self.prefix.len() - self.pos);
-            let start = self.pos;
-            buf.put_slice(&self.prefix[start..start + n]);
-            self.pos += n;
-            return std::task::Poll::Ready(Ok(()));
-        }
-        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Prefixed {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-/// Per-connection facts the command handlers need.
-#[derive(Debug, Clone)]
-pub struct ConnInfo {
-    pub id: u32,
-    pub user: String,
-    pub host: String,
-    /// Our capabilities ∩ the client's.
-    pub capabilities: CapabilityFlags,
-    /// The schema named in the handshake (CLIENT_CONNECT_WITH_DB).
-    pub database: Option<String>,
-    /// The client uses one of MariaDB's client libraries ([`is_mariadb_client`]).
-    pub mariadb_client: bool,
-    /// Cancelled when the connection ends (KILL, shutdown): running statements stop.
-    pub cancel: CancellationToken,
-    /// Set by `KILL QUERY`; cleared when the next command starts.
-    pub interrupt: Arc<std::sync::atomic::AtomicBool>,
-}
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
 pub async fn serve(
@@ -286,16 +94,7 @@ async fn handshake(
                     "client asked for TLS, none configured".into(),
                 ));
             };
-            // The client starts the TLS handshake right after its SSLRequest: nothing may be
-            // buffered, and the packet sequence goes on inside the tunnel.
-            let codec = io.codec.clone();
-            let old = std::mem::replace(io, PacketIo::new(Box::new(tokio::io::empty())));
-            let stream = acceptor
-                .accept(old.into_stream())
-                .await
-                .map_err(|e| ConnError::Tls(e.to_string()))?;
-            *io = PacketIo::new(Box::new(stream));
-            io.codec = codec;
+            io.upgrade_tls(&acceptor).await?;
             tls = true;
             let second = io.read_packet().await?;
             match decode_client_hello(&second.payload) {
@@ -717,7 +516,7 @@ struct Stmt {
     types: Vec<(u8, bool)>,
     long_data: Vec<Option<Vec<u8>>>,
     /// The open cursor (CURSOR_TYPE_READ_ONLY), rows fetched by COM_STMT_FETCH.
-    cursor: Option<admin::QueryReply>,
+    cursor: Option<QueryReply>,
 }
 
 /// The prepared statements of a session.
@@ -823,11 +622,11 @@ async fn send_cursor_header(
 /// SERVER_STATUS_LAST_ROW_SENT when the rows are exhausted). The cursor, if rows remain.
 async fn fetch(
     io: &mut PacketIo,
-    q: admin::QueryReply,
+    q: QueryReply,
     rows: u32,
     deprecate_eof: bool,
     interrupt: Arc<std::sync::atomic::AtomicBool>,
-) -> Result<Option<admin::QueryReply>, ConnError> {
+) -> Result<Option<QueryReply>, ConnError> {
     let codec = io.codec.clone();
     let task = tokio::task::spawn_blocking(move || {
         let mut q = q;
@@ -940,7 +739,7 @@ async fn send_binary_reply(
                         .collect()
                 })
                 .collect();
-            let q = admin::QueryReply {
+            let q = QueryReply {
                 columns,
                 types,
                 op: Box::new(crate::sql::exec::Values::new(values)),
@@ -997,7 +796,7 @@ const QUERY_CHUNKS_IN_FLIGHT: usize = 4;
 async fn send_query(
     io: &mut PacketIo,
     info: &ConnInfo,
-    q: admin::QueryReply,
+    q: QueryReply,
     status: StatusFlags,
 ) -> Result<bool, ConnError> {
     send_result_set(io, info, q, status, false).await
@@ -1019,7 +818,7 @@ fn interrupted() -> ErrResponse {
 async fn send_result_set(
     io: &mut PacketIo,
     info: &ConnInfo,
-    q: admin::QueryReply,
+    q: QueryReply,
     status: StatusFlags,
     binary: bool,
 ) -> Result<bool, ConnError> {

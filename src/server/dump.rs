@@ -56,10 +56,10 @@ use tibinlog_protocol::wire::StatusFlags;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::conn::{ConnError, ConnInfo, PacketIo};
 use super::mariadb::{self, EventHead, GtidFlavour, MariaGtid};
+use super::session::{ConnInfo, Session};
 use super::source::{BinlogPosition, BinlogReader, EventBatch, SourceError};
-use super::vars::Session;
+use super::transport::{ConnError, PacketIo};
 use super::Shared;
 
 /// What the replica asked for.
@@ -246,7 +246,7 @@ fn prepare_mariadb(shared: &Shared, session: &Session, state: &str) -> Result<St
     };
     let source = shared.source.as_ref();
     let ours = Sid::parse(&shared.identity.server_uuid).unwrap_or(Sid::ZERO);
-    let last = last_gno(&source.gtid_executed(), &ours);
+    let last = source.gtid_executed().last_gno(&ours);
     let mut after = 0u64;
     for g in list.iter().filter(|g| g.domain == mariadb::DOMAIN) {
         if g.server_id == shared.identity.server_id && g.seq_no <= last {
@@ -287,14 +287,6 @@ fn prepare_mariadb(shared: &Shared, session: &Session, state: &str) -> Result<St
         mariadb_after: Some(after),
         until,
     })
-}
-
-/// The highest GNO of `sid` in `set` (0 if none).
-pub fn last_gno(set: &GtidSet, sid: &Sid) -> u64 {
-    set.iter()
-        .find(|(s, _)| *s == sid)
-        .and_then(|(_, ivs)| ivs.last().map(|&(_, end)| end - 1))
-        .unwrap_or(0)
 }
 
 fn open_error(e: SourceError) -> String {

@@ -10,16 +10,18 @@
 //! a slow replica only slows itself.
 //!
 //! # Layout
-//! - [`source`]: the traits the binlog store and schema store implement.
-//! - [`conn`]: socket, packet framing, handshake, TLS, authentication, command dispatch.
-//! - [`admin`]: the SQL surface (SELECT @@…, SHOW …, SET …), parsed with `sqlparser`.
-//! - `binlog_events`: `SHOW BINLOG EVENTS`; `words`: the tokenizer for statements sqlparser
-//!   does not parse.
-//! - [`vars`]: system variables and per-session state.
-//! - [`sql`]: SQL semantics (`LIKE`).
+//! Each module imports only the ones below it (a module never imports its caller):
+//! - [`conn`]: the top of a connection: handshake, authentication, the command loop; calls
+//!   [`admin`] for SQL and [`dump`] for replication commands.
+//! - [`admin`]: the SQL surface (SELECT @@…, SHOW …, SET …), parsed with `sqlparser`;
+//!   `binlog_events`: `SHOW BINLOG EVENTS`; `words`: the tokenizer for statements sqlparser
+//!   does not parse; `reply`: the answers they return.
 //! - [`dump`]: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID sessions.
 //! - [`mariadb`]: the size-preserving rewrites a MariaDB replica or tool needs.
-//! - [`testing`]: an in-memory binlog for tests (not the product's store).
+//! - [`session`]: what is known of one connection and its session state.
+//! - [`transport`]: the byte stream (TCP or TLS) cut into packets; imports none of the above.
+//! - [`vars`]: system variables. [`source`]: the traits the binlog store and schema store
+//!   implement. [`testing`]: an in-memory binlog for tests (not the product's store).
 //!
 //! # Shutdown
 //! [`Server::run`] stops accepting when its token is cancelled; every connection task gets a
@@ -30,8 +32,11 @@ mod binlog_events;
 pub mod conn;
 pub mod dump;
 pub mod mariadb;
+mod reply;
+pub mod session;
 pub mod source;
 pub mod testing;
+pub mod transport;
 pub mod vars;
 mod words;
 

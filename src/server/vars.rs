@@ -1,11 +1,12 @@
-//! System variables (MySQL 8.0 names and values, spec §6.1) and per-session state.
+//! System variables (MySQL 8.0 names and values, spec §6.1); the per-session values live in
+//! [`super::session::Session`].
 //!
 //! Global values are computed on demand from the configuration and the binlog source, so
 //! `@@gtid_executed` is always current. A session may override session-settable variables with
 //! `SET`, and keeps its user variables (`@master_binlog_checksum`, `@slave_uuid`, …), which the
 //! dump consults when it starts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::source::BinlogSource;
 
@@ -240,7 +241,7 @@ pub fn mariadb_gtid_pos(
 ) -> String {
     let sid = tibinlog_protocol::binlog::Sid::parse(&id.server_uuid)
         .unwrap_or(tibinlog_protocol::binlog::Sid::ZERO);
-    match super::dump::last_gno(executed, &sid) {
+    match executed.last_gno(&sid) {
         0 => String::new(),
         n => format!("0-{}-{n}", id.server_id),
     }
@@ -253,146 +254,4 @@ pub enum Scope {
     Session,
     /// `@@global.x`.
     Global,
-}
-
-/// One client's session state.
-#[derive(Debug, Default, Clone)]
-pub struct Session {
-    /// Session variables the client changed (`SET x = …`), lower-case names.
-    pub overrides: HashMap<String, Option<String>>,
-    /// User variables (`SET @x = …`), lower-case names without `@`; `None` is SQL NULL.
-    pub user_vars: HashMap<String, Option<String>>,
-    /// `USE db` / COM_INIT_DB.
-    pub database: Option<String>,
-    /// Held from `FLUSH TABLES WITH READ LOCK` or `LOCK TABLES` to `UNLOCK TABLES`.
-    pub read_lock: Option<ReadLock>,
-    /// The open transaction, if any.
-    pub transaction: Option<Transaction>,
-}
-
-/// What a session sees while it holds a read lock. On MySQL the lock stops commits, so `SHOW
-/// MASTER STATUS` and the table definitions read under it agree; the binlog here keeps growing
-/// (the cluster does not stop), so the session keeps the end it locked at and the catalog of
-/// that end instead.
-#[derive(Clone)]
-pub struct ReadLock {
-    pub end: super::source::BinlogPosition,
-    pub gtid_executed: tibinlog_protocol::binlog::GtidSet,
-    pub schema: std::sync::Arc<dyn super::source::SchemaProvider>,
-    /// The TiDB timestamp `end` lines up with, when known: reads under the lock use it.
-    pub ts: Option<u64>,
-}
-
-/// A transaction's consistent snapshot: every read of the transaction sees the tables as of
-/// `ts` with the catalog of the binlog position `end` (see [`super::source::SnapshotPoint`]).
-#[derive(Clone)]
-pub struct Snapshot {
-    pub ts: Option<u64>,
-    pub end: super::source::BinlogPosition,
-    pub schema: std::sync::Arc<dyn super::source::SchemaProvider>,
-}
-
-impl std::fmt::Debug for Snapshot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot")
-            .field("ts", &self.ts)
-            .field("end", &self.end)
-            .finish_non_exhaustive()
-    }
-}
-
-/// An open transaction (`BEGIN`, `START TRANSACTION`, or statements with `autocommit=0`).
-#[derive(Debug, Clone, Default)]
-pub struct Transaction {
-    /// Taken at `START TRANSACTION WITH CONSISTENT SNAPSHOT`, else at the first read.
-    pub snapshot: Option<Snapshot>,
-    /// `SAVEPOINT` names, oldest first (lower case). Reads change nothing, so rolling back to
-    /// one only forgets the later ones: the snapshot stays (mysqldump rolls back to a
-    /// savepoint after every table of a `--single-transaction` dump).
-    pub savepoints: Vec<String>,
-}
-
-impl std::fmt::Debug for ReadLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadLock")
-            .field("end", &self.end)
-            .field("gtid_executed", &self.gtid_executed.to_string())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Session {
-    /// The value of `@@name` in `scope`, or `None` if the variable does not exist
-    /// (`Some(None)` is a variable whose value is NULL).
-    pub fn system_var(
-        &self,
-        globals: &BTreeMap<String, String>,
-        name: &str,
-        scope: Scope,
-    ) -> Option<Option<String>> {
-        let name = name.to_ascii_lowercase();
-        if scope == Scope::Session {
-            if let Some(v) = self.overrides.get(&name) {
-                return Some(v.clone());
-            }
-        }
-        globals.get(&name).map(|v| Some(v.clone()))
-    }
-
-    /// `@name`; unset user variables are NULL.
-    pub fn user_var(&self, name: &str) -> Option<String> {
-        self.user_vars
-            .get(&name.to_ascii_lowercase())
-            .cloned()
-            .flatten()
-    }
-
-    /// The checksum the client announced with `@master_binlog_checksum` /
-    /// `@source_binlog_checksum`: `None` if it never set either.
-    pub fn announced_checksum(&self) -> Option<String> {
-        ["source_binlog_checksum", "master_binlog_checksum"]
-            .iter()
-            .find_map(|k| self.user_vars.get(*k).cloned())
-            .map(|v| v.unwrap_or_default())
-    }
-
-    /// `@master_heartbeat_period` / `@source_heartbeat_period` in nanoseconds (0 = none).
-    pub fn heartbeat_period_ns(&self) -> Option<u64> {
-        ["source_heartbeat_period", "master_heartbeat_period"]
-            .iter()
-            .find_map(|k| self.user_vars.get(*k).cloned().flatten())
-            .and_then(|v| parse_number(&v))
-    }
-
-    /// `@mariadb_slave_capability`, set by MariaDB replicas and tools.
-    pub fn mariadb_capability(&self) -> Option<u64> {
-        self.user_var("mariadb_slave_capability")
-            .and_then(|v| parse_number(&v))
-    }
-}
-
-/// Parses an integer that may have been stored as a decimal text (`30000000000.000`).
-fn parse_number(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let int = v.split('.').next().unwrap_or(v);
-    int.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heartbeat_period_accepts_decimal_text() {
-        let mut s = Session::default();
-        s.user_vars.insert(
-            "master_heartbeat_period".into(),
-            Some("30000000000.000".into()),
-        );
-        assert_eq!(s.heartbeat_period_ns(), Some(30_000_000_000));
-        assert_eq!(s.announced_checksum(), None);
-        s.user_vars
-            .insert("master_binlog_checksum".into(), Some("CRC32".into()));
-        assert_eq!(s.announced_checksum().as_deref(), Some("CRC32"));
-    }
 }

@@ -158,6 +158,15 @@ impl GtidSet {
         v.splice(i..j, std::iter::once((s, e)));
     }
 
+    /// The highest GNO of `sid` in the set, 0 if it has none: the MariaDB sequence number a
+    /// set of our own GTIDs stands for (`0-<server_id>-<gno>`).
+    pub fn last_gno(&self, sid: &Sid) -> u64 {
+        self.iter()
+            .find(|(s, _)| *s == sid)
+            .and_then(|(_, ivs)| ivs.last().map(|&(_, end)| end - 1))
+            .unwrap_or(0)
+    }
+
     /// True when `sid:gno` is in the set.
     pub fn contains(&self, sid: &Sid, gno: u64) -> bool {
         self.sets.get(sid).is_some_and(|v| {
@@ -370,6 +379,15 @@ mod tests {
     use super::*;
 
     const U1: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+
+    #[test]
+    fn last_gno_is_the_end_of_the_sid_s_last_interval() {
+        let set = GtidSet::parse(&format!("{U1}:1-5:8-10")).expect("set");
+        let sid = Sid::parse(U1).expect("sid");
+        assert_eq!(set.last_gno(&sid), 10);
+        assert_eq!(set.last_gno(&Sid::ZERO), 0);
+        assert_eq!(GtidSet::new().last_gno(&sid), 0);
+    }
 
     #[test]
     fn parse_print_merge() {
