@@ -140,26 +140,16 @@ fn event_info(t: EventType, ev: &[u8], crc: bool) -> String {
     let body = ev
         .get(HEADER_LEN..ev.len().saturating_sub(crc_len).max(HEADER_LEN))
         .unwrap_or(&[]);
-    let u64_at = |at: usize| {
-        body.get(at..at + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .unwrap_or(0)
-    };
     match t {
         EventType::ROTATE => {
-            let name = body.get(8..).unwrap_or(&[]);
-            format!("{};pos={}", String::from_utf8_lossy(name), u64_at(0))
+            let (pos, name) = read::rotate(body).unwrap_or((0, &[]));
+            format!("{};pos={pos}", String::from_utf8_lossy(name))
         }
-        EventType::XID => format!("COMMIT /* xid={} */", u64_at(0)),
-        EventType::FORMAT_DESCRIPTION => {
-            let v = body.get(2..52).unwrap_or(&[]);
-            let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
-            format!(
-                "Server ver: {}, Binlog ver: 4",
-                String::from_utf8_lossy(&v[..end])
-            )
-        }
+        EventType::XID => format!("COMMIT /* xid={} */", read::xid(body).unwrap_or(0)),
+        EventType::FORMAT_DESCRIPTION => format!(
+            "Server ver: {}, Binlog ver: 4",
+            String::from_utf8_lossy(read::server_version(body).unwrap_or(&[]))
+        ),
         EventType::QUERY => read::query_text(body).unwrap_or_default(),
         EventType::GTID => read::gtid(body)
             .map(|(sid, gno)| format!("SET @@SESSION.GTID_NEXT= '{sid}:{gno}'"))

@@ -49,7 +49,7 @@
 //! ```
 
 use tibinlog_protocol::binlog::checksum::{crc32, CHECKSUM_LEN};
-use tibinlog_protocol::binlog::{flags, EventType, HEADER_LEN};
+use tibinlog_protocol::binlog::{flags, read, EventType, HEADER_LEN};
 
 /// `utf8mb4_bin`, TiDB's default collation, known to every MariaDB.
 pub const UTF8MB4_BIN: u16 = 46;
@@ -467,74 +467,21 @@ impl GtidFlavour {
 
 /// GNO of a MySQL GTID event.
 fn mysql_gno(ev: &[u8]) -> Option<u64> {
-    tibinlog_protocol::binlog::read::gtid(ev.get(HEADER_LEN..)?).map(|(_, gno)| gno)
+    read::gtid(ev.get(HEADER_LEN..)?).map(|(_, gno)| gno)
 }
 
-/// The statement text of a QUERY event.
+/// The statement text of a QUERY event (`has_crc`: it ends with a CRC32).
 pub fn query_text(ev: &[u8], has_crc: bool) -> Option<&[u8]> {
     let end = ev
         .len()
         .checked_sub(if has_crc { CHECKSUM_LEN } else { 0 })?;
-    let p = HEADER_LEN;
-    let db_len = usize::from(*ev.get(p + 8)?);
-    let status_len = usize::from(u16::from_le_bytes([*ev.get(p + 11)?, *ev.get(p + 12)?]));
-    let start = p + 13 + status_len + db_len + 1;
-    ev.get(start..end)
+    read::query_text_bytes(ev.get(HEADER_LEN..end)?)
 }
 
-/// Offset in the event of the 6-byte `Q_CHARSET_CODE` value, if the status block has one
-/// before the first code whose length we do not know.
+/// Offset in the event of the 6-byte `Q_CHARSET_CODE` value (see
+/// [`read::query_charset_offset`]).
 fn charset_offset(ev: &[u8]) -> Option<usize> {
-    // Post-header: thread id 4, exec time 4, db len 1, error code 2, status-vars length 2.
-    let post = HEADER_LEN;
-    let status_len = usize::from(u16::from_le_bytes([
-        *ev.get(post + 11)?,
-        *ev.get(post + 12)?,
-    ]));
-    let start = post + 13;
-    let end = start.checked_add(status_len)?;
-    if end > ev.len() {
-        return None;
-    }
-    let mut p = start;
-    while p < end {
-        let code = ev[p];
-        p += 1;
-        let len = match code {
-            // Q_FLAGS2, Q_AUTO_INCREMENT, Q_MASTER_DATA_WRITTEN
-            0 | 3 | 10 => 4,
-            // Q_SQL_MODE, Q_TABLE_MAP_FOR_UPDATE
-            1 | 9 => 8,
-            // Q_CATALOG: length, name, NUL
-            2 => usize::from(*ev.get(p)?) + 2,
-            4 => return (p + 6 <= end).then_some(p),
-            // Q_TIME_ZONE, Q_CATALOG_NZ: length, name
-            5 | 6 => usize::from(*ev.get(p)?) + 1,
-            // Q_LC_TIME_NAMES, Q_CHARSET_DATABASE
-            7 | 8 => 2,
-            // Q_INVOKER: user length, user, host length, host
-            11 => {
-                let user = usize::from(*ev.get(p)?);
-                user + 2 + usize::from(*ev.get(p + 1 + user)?)
-            }
-            // Q_UPDATED_DB_NAMES: count (254 = too many, none follow), NUL-terminated names
-            12 => {
-                let n = *ev.get(p)?;
-                let mut q = p + 1;
-                if n != 254 {
-                    for _ in 0..n {
-                        q += ev.get(q..end)?.iter().position(|b| *b == 0)? + 1;
-                    }
-                }
-                q - p
-            }
-            // Q_MICROSECONDS
-            13 => 3,
-            _ => return None,
-        };
-        p += len;
-    }
-    None
+    read::query_charset_offset(ev.get(HEADER_LEN..)?).map(|at| HEADER_LEN + at)
 }
 
 #[cfg(test)]
