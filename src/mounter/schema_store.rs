@@ -120,15 +120,15 @@ impl MountedTable {
         })
     }
 
-    /// Decodes a stored row value into `out` (cleared first; cells in `def.columns` order),
-    /// virtual generated columns computed. `handle` is the row key's handle.
+    /// Decodes a stored row value into `out` (cells in `def.columns` order, every one
+    /// overwritten: a row passed back in has its buffers reused), virtual generated columns
+    /// computed. `handle` is the row key's handle.
     pub fn decode_row(
         &self,
         value: &[u8],
         handle: Option<&Handle>,
         out: &mut Vec<Value>,
     ) -> std::result::Result<(), crate::tidb::Error> {
-        out.clear();
         self.codec.decode_into(value, handle, out)?;
         if !self.virtual_columns.is_empty() {
             if let Some(f) = self.virtual_columns.fill(out) {

@@ -145,6 +145,8 @@ pub struct Project {
     /// When every output is a distinct input column (`SELECT *`, a column list): their
     /// indexes, and the values are moved from the input row instead of copied.
     moves: Option<Vec<usize>>,
+    /// `moves` is every column in order (`SELECT *` of one table).
+    identity: bool,
 }
 
 impl Project {
@@ -157,11 +159,15 @@ impl Project {
                 _ => None,
             })
             .collect::<Option<Vec<usize>>>();
+        let identity = moves
+            .as_ref()
+            .is_some_and(|m| m.iter().enumerate().all(|(i, &c)| i == c));
         Project {
             input,
             exprs,
             scratch: Vec::new(),
             moves,
+            identity,
         }
     }
 }
@@ -171,8 +177,14 @@ impl Operator for Project {
         if !self.input.next(&mut self.scratch)? {
             return Ok(false);
         }
-        out.clear();
         if let Some(moves) = &self.moves {
+            if self.identity && moves.len() == self.scratch.len() {
+                // Every input column in order: the row itself. The row given back in `out`
+                // returns to the input the next time, its buffers to be reused.
+                std::mem::swap(out, &mut self.scratch);
+                return Ok(true);
+            }
+            out.clear();
             for &i in moves {
                 let v = self.scratch.get_mut(i).ok_or_else(|| {
                     SqlError::new(ER_UNKNOWN_ERROR, format!("no input column {i}"))
@@ -181,6 +193,7 @@ impl Operator for Project {
             }
             return Ok(true);
         }
+        out.clear();
         for e in &self.exprs {
             out.push(e.eval(&self.scratch)?);
         }

@@ -160,6 +160,17 @@ fn check_context(
 }
 
 /// `key_not_in_region` when the raw key's encoding falls outside the region.
+/// The raw key whose encoding is the region bound `encoded` (empty stays empty), when it is
+/// a complete encoding: raw keys then compare with it as their encodings do with `encoded`.
+fn raw_bound(encoded: &[u8]) -> Option<Vec<u8>> {
+    let mut raw = Vec::new();
+    if encoded.is_empty() {
+        return Some(raw);
+    }
+    let rest = crate::tidb::codec::decode_bytes(encoded, &mut raw).ok()?;
+    rest.is_empty().then_some(raw)
+}
+
 fn check_key(region: &RegionInfo, raw: &[u8]) -> Result<(), ReadError> {
     if region.contains_encoded(&encode_key(raw)) {
         return Ok(());
@@ -300,9 +311,15 @@ impl KvService {
             v.truncate(if limit == 0 { usize::MAX } else { limit });
             v
         } else {
+            // Keys come up from `lower`, inside the region: only its end bounds them. Compared
+            // raw when the end is a complete encoding (the order is the same), else encoded.
+            let raw_end = raw_bound(&region.region.end_key);
             pairs
                 .into_iter()
-                .take_while(|p| region.contains_encoded(&encode_key(&p.key)))
+                .take_while(|p| match &raw_end {
+                    Some(end) => end.is_empty() || p.key < *end,
+                    None => region.contains_encoded(&encode_key(&p.key)),
+                })
                 .take(if limit == 0 { usize::MAX } else { limit })
                 .collect()
         };
@@ -514,5 +531,38 @@ impl Tikv for KvService {
         request: Request<kvrpcpb::BatchGetRequest>,
     ) -> Result<Response<kvrpcpb::BatchGetResponse>, Status> {
         self.batch_get(request.get_ref()).map(Response::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_bound_orders_raw_keys_as_the_encoded_bound_orders_their_encodings() {
+        let keys: Vec<Vec<u8>> = vec![
+            vec![],
+            b"t".to_vec(),
+            b"t\x80\x00".to_vec(),
+            b"t\x80\x00\x00\x00\x00\x00\x00\x05_r".to_vec(),
+            b"t\x80\x00\x00\x00\x00\x00\x00\x05_r\x80\x00\x00\x00\x00\x00\x00\x07".to_vec(),
+            b"t\x80\x00\x00\x00\x00\x00\x00\x05_r\x80\x00\x00\x00\x00\x00\x00\x07\x00".to_vec(),
+            vec![0xff; 9],
+        ];
+        for b in &keys[1..] {
+            let enc = encode_key(b);
+            let raw = raw_bound(&enc).expect("a complete encoding");
+            assert_eq!(&raw, b);
+            for k in &keys {
+                assert_eq!(k < &raw, encode_key(k) < enc, "{k:?} against {b:?}");
+            }
+        }
+        assert_eq!(raw_bound(&[]), Some(Vec::new()));
+        // Not a complete encoding (cut inside a group, or followed by more bytes): no raw form.
+        let enc = encode_key(b"t\x80\x00\x00\x00\x00\x00\x00\x05_r");
+        assert_eq!(raw_bound(&enc[..5]), None);
+        let mut longer = enc.clone();
+        longer.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(raw_bound(&longer), None);
     }
 }
