@@ -722,7 +722,7 @@ async fn kv_reads_see_locks_and_check_the_region() {
             .as_ref()
             .and_then(|e| e.locked.as_ref())
             .is_some());
-        assert_eq!(scan.pairs[1].value, b"x");
+        assert_eq!(scan.pairs[1].value.as_ref(), b"x");
 
         let batch = kv1
             .kv_batch_get(kvrpcpb::BatchGetRequest {

@@ -434,8 +434,8 @@ fn kv_get_and_scan_messages() {
                 }),
                 ..Default::default()
             }),
-            key: b"k".to_vec(),
-            value: Vec::new(),
+            key: b"k".to_vec().into(),
+            value: Vec::new().into(),
             commit_ts: 4,
         }],
         error: None,
@@ -665,8 +665,8 @@ mod grpc {
             let req = request.into_inner();
             Ok(Response::new(kvrpcpb::ScanResponse {
                 pairs: vec![kvrpcpb::KvPair {
-                    key: req.start_key,
-                    value: req.version.to_be_bytes().to_vec(),
+                    key: req.start_key.into(),
+                    value: req.version.to_be_bytes().to_vec().into(),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -923,8 +923,8 @@ mod grpc {
         )
         .await
         .expect("KvScan");
-        assert_eq!(scan.pairs[0].key, b"m");
-        assert_eq!(scan.pairs[0].value, 7u64.to_be_bytes());
+        assert_eq!(scan.pairs[0].key.as_ref(), b"m");
+        assert_eq!(scan.pairs[0].value.as_ref(), 7u64.to_be_bytes());
 
         let get: kvrpcpb::GetResponse = unary(
             &channel,
@@ -970,6 +970,6 @@ mod grpc {
             .await
             .expect("KvScan via client")
             .into_inner();
-        assert_eq!(scan.pairs[0].key, b"n");
+        assert_eq!(scan.pairs[0].key.as_ref(), b"n");
     }
 }

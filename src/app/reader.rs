@@ -245,10 +245,10 @@ impl RowStream for TableScan {
                 continue;
             }
             out.reserve(pairs.len());
-            for (k, v) in pairs {
+            for (k, v) in &pairs {
                 // Every cell is overwritten by the decoder.
                 let mut row = spare.pop().unwrap_or_default();
-                self.decoder.decode(&k, &v, &mut row).map_err(|e| {
+                self.decoder.decode(k, v, &mut row).map_err(|e| {
                     SqlError::new(
                         ER_UNKNOWN_ERROR,
                         format!("decoding a row of {} at ts {}: {e}", self.table, self.ts.0),

@@ -30,6 +30,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tibinlog_proto::kvrpcpb;
 use tibinlog_proto::tikvpb::tikv_client::TikvClient;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -39,7 +40,7 @@ use tonic::Status;
 use super::pd::{dial, PdClient, PdError, MAX_DECODING_MESSAGE_SIZE};
 
 /// One page of a scan: its (key, value) pairs and the key to resume from, if any remain.
-pub type ScanPage = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
+pub type ScanPage = (Vec<(Bytes, Bytes)>, Option<Vec<u8>>);
 use super::region_cache::{RegionCache, RegionInfo};
 use super::span::encode_key_into;
 use crate::model::Ts;
@@ -447,7 +448,7 @@ impl SnapshotReader {
         let batch = self.cfg.scan_batch.max(1);
         loop {
             let (pairs, next) = self.scan_page(&cur, end, ts, batch).await?;
-            out.extend(pairs);
+            out.extend(pairs.into_iter().map(|(k, v)| (Vec::from(k), Vec::from(v))));
             match next {
                 Some(n) => cur = n,
                 None => return Ok(out),
@@ -506,8 +507,8 @@ impl SnapshotReader {
                     pairs.push((p.key, p.value));
                 }
                 let next = if full {
-                    pairs.last().map(|(k, _): &(Vec<u8>, Vec<u8>)| {
-                        let mut n = k.clone();
+                    pairs.last().map(|(k, _): &(Bytes, Bytes)| {
+                        let mut n = k.to_vec();
                         n.push(0);
                         n
                     })

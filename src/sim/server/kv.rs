@@ -196,14 +196,14 @@ fn resolved_locks(ctx: Option<&kvrpcpb::Context>) -> Vec<Ts> {
 fn pair(p: crate::sim::mvcc::KvPair, need_commit_ts: bool) -> Result<kvrpcpb::KvPair, Status> {
     match p.result {
         Ok(r) => Ok(kvrpcpb::KvPair {
-            key: p.key,
-            value: r.value,
+            key: p.key.into(),
+            value: r.value.into(),
             commit_ts: if need_commit_ts { r.commit_ts.0 } else { 0 },
             ..Default::default()
         }),
         Err(e) => match ReadError::from_sim(e)? {
             ReadError::Key(k) => Ok(kvrpcpb::KvPair {
-                key: p.key,
+                key: p.key.into(),
                 error: Some(*k),
                 ..Default::default()
             }),
