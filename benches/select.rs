@@ -10,7 +10,10 @@
 //!   and MB/s (bytes of the values received) of both, the ratio, and the peak growth of this
 //!   process's resident set during our read (the app, the simulator and the client share the
 //!   process; the simulator's data is loaded before the baseline). Rounds alternate
-//!   (`SELECT_ROUNDS`, 3) and medians are printed.
+//!   (`SELECT_ROUNDS`, 3) and medians are printed. CPU per row is printed too, a figure a busy
+//!   machine disturbs less than rows/s: ours for the whole process and split by thread into
+//!   the simulated TiKV, the server and the client (each on a runtime of its own), MariaDB's
+//!   for mariadbd plus the same client.
 //! * `catalog`: `CATALOG_TABLES` (10,000) tables of 8 columns created in the simulated
 //!   cluster before the app starts; times `SELECT … FROM information_schema.COLUMNS` over all
 //!   of them (the first answer builds the SQL catalog, the second reuses it) and one table's
@@ -27,6 +30,7 @@ use mysql_async::prelude::*;
 use tibinlog::app::{App, AppConfig};
 use tibinlog::model::Ts;
 use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle, WorkloadKind};
+use tibinlog::sim::server::SimCluster;
 use tibinlog::sim::tidb::types as ty;
 use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
 use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
@@ -95,8 +99,7 @@ fn create(sim: &SimHandle, db: &str, table: TableDef) {
 
 /// The app on `sim`, started after everything there is (its catalog holds every table), with
 /// a snapshot point to read at.
-async fn start_app(sim: &SimHandle, dir: &std::path::Path) -> App {
-    let cluster = sim.cluster();
+async fn start_app(cluster: &SimCluster, dir: &std::path::Path) -> App {
     let mut cfg = AppConfig::new(
         vec![cluster.pd_url()],
         "127.0.0.1:0".parse().expect("addr"),
@@ -135,6 +138,62 @@ fn rss() -> u64 {
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
     pages * 4096
+}
+
+/// CPU seconds (user + system, every thread) process `pid` has used ("self" for this one),
+/// from `/proc/<pid>/stat` in the kernel's fixed 100 Hz user clock ticks.
+fn cpu_secs(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    f.iter().sum::<u64>() as f64 / 100.0
+}
+
+/// Runtimes of their own for the simulated TiKV and for the server, so that the CPU each uses
+/// can be told apart by thread name from the client's (the bench's own runtime).
+struct Runtimes {
+    sim: tokio::runtime::Runtime,
+    app: tokio::runtime::Runtime,
+}
+
+const SIM_THREADS: &str = "sim-tikv";
+const CLIENT_THREADS: &str = "bench-client";
+
+fn runtime(name: &str) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// CPU seconds of this process's threads: (simulated TiKV, client, everything else = the
+/// server). Threads inherit their creator's name, so what the simulator or the server start
+/// is counted with them; the client is the bench's main thread and runtime.
+fn cpu_by_part() -> (f64, f64, f64) {
+    let total = cpu_secs("self");
+    let (mut sim, mut client) = (0.0, 0.0);
+    let main = std::process::id().to_string();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            let tid = t.file_name().to_string_lossy().into_owned();
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let secs = cpu_secs(&format!("self/task/{tid}"));
+            if comm.starts_with(SIM_THREADS) {
+                sim += secs;
+            } else if comm.starts_with(CLIENT_THREADS) || tid == main {
+                client += secs;
+            }
+        }
+    }
+    (sim, client, total - sim - client)
 }
 
 /// Samples the resident set every 5 ms until stopped; the peak.
@@ -259,11 +318,15 @@ fn mariadb_with(rows: i64) -> Option<(mariadb::MariaDb, u16)> {
     Some((db, port))
 }
 
-async fn scan() {
+async fn scan(rts: &Runtimes) {
     let rows: i64 = env_num("SELECT_ROWS", 1_000_000);
     let rounds: usize = env_num("SELECT_ROUNDS", 3);
     println!("== SELECT * of a {rows}-row narrow table, streamed to one mysql_async client");
-    let sim = start_sim().await;
+    let sim = rts
+        .sim
+        .spawn(start_sim())
+        .await
+        .expect("simulator start task");
     create(&sim, "test", narrow_table());
     let began = Instant::now();
     let cluster = sim.cluster().clone();
@@ -294,7 +357,13 @@ async fn scan() {
         began.elapsed().as_secs_f64()
     );
     let dir = tempfile::tempdir().expect("temp dir");
-    let app = start_app(&sim, dir.path()).await;
+    let app = {
+        let (cluster, dir) = (sim.cluster().clone(), dir.path().to_owned());
+        rts.app
+            .spawn(async move { start_app(&cluster, &dir).await })
+            .await
+            .expect("app start task")
+    };
     let ours: SocketAddr = app.local_addr();
     let maria = mariadb_with(rows);
     if maria.is_none() {
@@ -302,26 +371,39 @@ async fn scan() {
     }
     let sql = "SELECT * FROM test.narrow";
     let (mut ours_s, mut theirs_s, mut growth) = (Vec::new(), Vec::new(), Vec::new());
+    // CPU seconds per read: ours is this whole process (simulated TiKV, server and client),
+    // MariaDB's is mariadbd plus this process (the same client).
+    let (mut ours_cpu, mut theirs_cpu) = (Vec::new(), Vec::new());
+    let mut parts = Vec::new();
     let mut bytes = (0, 0);
     for round in 0..rounds {
         let base = rss();
         let peak = RssPeak::start();
+        let cpu = cpu_secs("self");
+        let part = cpu_by_part();
         let (n, b, s) = read_all(ours.port(), "root", sql).await;
+        ours_cpu.push(cpu_secs("self") - cpu);
+        let after = cpu_by_part();
+        parts.push((after.0 - part.0, after.1 - part.1, after.2 - part.2));
         let top = peak.finish();
         assert_eq!(n, rows as u64, "our server sent every row");
         growth.push(top.saturating_sub(base) as f64);
         ours_s.push(s);
         bytes.0 = b;
-        if let Some((_, port)) = &maria {
+        if let Some((db, port)) = &maria {
+            let server = db.pid().to_string();
+            let cpu = cpu_secs("self") + cpu_secs(&server);
             let (n, b, s) = read_all(*port, "bench", sql).await;
+            theirs_cpu.push(cpu_secs("self") + cpu_secs(&server) - cpu);
             assert_eq!(n, rows as u64, "MariaDB sent every row");
             theirs_s.push(s);
             bytes.1 = b;
         }
         println!(
-            "  round {}: ours {:.2} s{}",
+            "  round {}: ours {:.2} s (RSS +{:.1} MB){}",
             round + 1,
             ours_s[round],
+            mb(growth[round] as u64),
             theirs_s
                 .get(round)
                 .map(|s| format!(", MariaDB {s:.2} s"))
@@ -329,20 +411,36 @@ async fn scan() {
         );
     }
     let ours_t = median(ours_s);
+    let ours_c = median(ours_cpu);
     println!(
-        "  tibinlog: {:.0} rows/s, {:.1} MB/s of values; peak RSS growth during the read {:.1} MB (median of {rounds})",
+        "  tibinlog: {:.0} rows/s, {:.1} MB/s of values; {:.2} µs of CPU per row (simulated TiKV, server and client); peak RSS growth during a read {:.1} MB (the largest of {rounds}: the first, which warms the allocator; times are medians)",
         rows as f64 / ours_t,
         mb(bytes.0) / ours_t,
-        mb(median(growth) as u64)
+        ours_c * 1e6 / rows as f64,
+        mb(growth.iter().copied().fold(0.0, f64::max) as u64)
+    );
+    let per_row =
+        |f: fn(&(f64, f64, f64)) -> f64| median(parts.iter().map(f).collect()) * 1e6 / rows as f64;
+    println!(
+        "    of which the simulated TiKV {:.2} µs, the server {:.2} µs, the client {:.2} µs",
+        per_row(|p| p.0),
+        per_row(|p| p.2),
+        per_row(|p| p.1)
     );
     if !theirs_s.is_empty() {
         let theirs_t = median(theirs_s);
+        let theirs_c = median(theirs_cpu);
         println!(
-            "  MariaDB:  {:.0} rows/s, {:.1} MB/s of values",
+            "  MariaDB:  {:.0} rows/s, {:.1} MB/s of values; {:.2} µs of CPU per row (mariadbd and client)",
             rows as f64 / theirs_t,
-            mb(bytes.1) / theirs_t
+            mb(bytes.1) / theirs_t,
+            theirs_c * 1e6 / rows as f64
         );
-        println!("  ratio tibinlog / MariaDB: {:.2}x", theirs_t / ours_t);
+        println!(
+            "  ratio tibinlog / MariaDB: {:.2}x rows/s, {:.2}x CPU per row",
+            theirs_t / ours_t,
+            ours_c / theirs_c
+        );
     }
     app.stop().await.expect("app stop");
     sim.shutdown().await.expect("sim shutdown");
@@ -389,7 +487,7 @@ async fn catalog() {
     );
     let dir = tempfile::tempdir().expect("temp dir");
     let began = Instant::now();
-    let app = start_app(&sim, dir.path()).await;
+    let app = start_app(sim.cluster(), dir.path()).await;
     println!(
         "  app started on them in {:.1} s",
         began.elapsed().as_secs_f64()
@@ -423,12 +521,15 @@ async fn catalog() {
 fn main() {
     let sections = std::env::var("SELECT_BENCH").unwrap_or_else(|_| "scan,catalog".into());
     let on = |s: &str| sections.split(',').any(|x| x.trim() == s);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = runtime(CLIENT_THREADS);
     if on("scan") {
-        rt.block_on(scan());
+        let rts = Runtimes {
+            sim: runtime(SIM_THREADS),
+            app: runtime("tibinlog"),
+        };
+        rt.block_on(scan(&rts));
+        rts.sim.shutdown_background();
+        rts.app.shutdown_background();
     }
     if on("catalog") {
         rt.block_on(catalog());

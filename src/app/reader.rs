@@ -25,10 +25,14 @@ use crate::tidb::key::{decode_record_key, encode_record_key, record_span, Handle
 /// [`SCAN_PAGE_MAX`] while they stay under [`SCAN_PAGE_BYTES`] (a `LIMIT 1` reads little, a
 /// whole table takes few round trips, wide rows keep pages small).
 pub const SCAN_PAGE: u32 = 256;
-/// Most rows of one page.
-pub const SCAN_PAGE_MAX: u32 = 16_384;
+/// Most rows of one page. Every buffer a page passes through (TiKV's response, the received
+/// message, the decoded pairs) scales with it; kept under a megabyte or so, they are recycled
+/// by the allocator instead of each holding on to memory of its own (measured: a 10M-row
+/// `SELECT *` grew the resident set by 76 MB with pages of 16,384 rows, 29 MB with 4,096, at
+/// no more CPU per row).
+pub const SCAN_PAGE_MAX: u32 = 4_096;
 /// Bytes of a page above which the next one is halved.
-pub const SCAN_PAGE_BYTES: usize = 4 << 20;
+pub const SCAN_PAGE_BYTES: usize = 1 << 20;
 
 /// Row decoding with a mounted table version.
 #[derive(Debug)]

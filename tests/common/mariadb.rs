@@ -46,6 +46,11 @@ pub fn require_tool(name: &str) -> Option<PathBuf> {
 }
 
 impl MariaDb {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts a server (`--server-id=7`) with `extra` options added to its command line (they
     /// come last, so they override, e.g. another `--server-id`), or returns `None` (after saying
     /// why) when MariaDB is not installed and we are not under CI.
