@@ -200,12 +200,52 @@ impl WriteBatch {
     }
 }
 
+/// The write column family of one key: its records by commit ts, ascending. Most keys hold
+/// one or a few versions, so a sorted vector (one allocation, read in place) serves them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct WriteCf(Vec<(Ts, Write)>);
+
+impl WriteCf {
+    fn find(&self, commit_ts: Ts) -> std::result::Result<usize, usize> {
+        self.0.binary_search_by_key(&commit_ts, |(t, _)| *t)
+    }
+    /// Adds or replaces the record at `commit_ts`.
+    pub(crate) fn insert(&mut self, commit_ts: Ts, write: Write) {
+        match self.find(commit_ts) {
+            Ok(i) => self.0[i].1 = write,
+            Err(i) => self.0.insert(i, (commit_ts, write)),
+        }
+    }
+    pub(crate) fn remove(&mut self, commit_ts: &Ts) {
+        if let Ok(i) = self.find(*commit_ts) {
+            self.0.remove(i);
+        }
+    }
+    pub(crate) fn get(&self, commit_ts: &Ts) -> Option<&Write> {
+        self.find(*commit_ts).ok().map(|i| &self.0[i].1)
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Records with commit ts ≤ `ts`, oldest first.
+    pub(crate) fn up_to(&self, ts: Ts) -> &[(Ts, Write)] {
+        &self.0[..self.0.partition_point(|(t, _)| *t <= ts)]
+    }
+    /// Records with commit ts ≥ `ts`, oldest first.
+    pub(crate) fn since(&self, ts: Ts) -> &[(Ts, Write)] {
+        &self.0[self.0.partition_point(|(t, _)| *t < ts)..]
+    }
+    pub(crate) fn all(&self) -> &[(Ts, Write)] {
+        &self.0
+    }
+}
+
 /// All column families of one key.
 #[derive(Debug, Clone, Default)]
 pub struct KeyEntry {
     lock: Option<Lock>,
     /// commit_ts -> record.
-    writes: BTreeMap<Ts, Write>,
+    writes: WriteCf,
     /// start_ts -> long value.
     defaults: BTreeMap<Ts, Vec<u8>>,
 }
@@ -217,11 +257,11 @@ impl KeyEntry {
     }
     /// Write records with commit_ts ≤ `ts`, newest first.
     pub fn writes_at_or_before(&self, ts: Ts) -> impl Iterator<Item = (Ts, &Write)> {
-        self.writes.range(..=ts).rev().map(|(t, w)| (*t, w))
+        self.writes.up_to(ts).iter().rev().map(|(t, w)| (*t, w))
     }
     /// All write records, newest first.
     pub fn writes_newest_first(&self) -> impl Iterator<Item = (Ts, &Write)> {
-        self.writes.iter().rev().map(|(t, w)| (*t, w))
+        self.writes.all().iter().rev().map(|(t, w)| (*t, w))
     }
     /// The value written by `start_ts`: the inline short value, else the default CF entry.
     pub fn value_of<'a>(

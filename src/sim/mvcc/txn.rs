@@ -553,7 +553,8 @@ fn find_txn_record(e: &super::KeyEntry, start_ts: Ts) -> Option<(Ts, &Write)> {
         }
     }
     e.writes
-        .range(start_ts..)
+        .since(start_ts)
+        .iter()
         .find(|(_, w)| w.start_ts == start_ts)
         .map(|(t, w)| (*t, w))
 }
