@@ -164,6 +164,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         default_heartbeat: None,
         snapshot: None,
         max_binlog_size: 1 << 30,
+        expire_logs_seconds: 0,
     };
     let server = Server::bind(cfg, Arc::new(source), Arc::new(EmptySchema))
         .await

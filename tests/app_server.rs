@@ -767,3 +767,140 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
+
+/// `binlog_expire_logs_seconds` and `PURGE BINARY LOGS` never take the file a dump session is
+/// reading, nor a later one: a replica that fell far behind still gets every transaction once,
+/// a PURGE stops before its file with MySQL's warning 1867, and once it is gone expiry takes
+/// every file but the open one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn expiry_and_purge_leave_the_files_dump_sessions_read() {
+    use common::mysql_binlog::Assembler;
+    use futures_util::StreamExt;
+
+    let seed = 29;
+    let run = start_sim_paused(seed, 3_000, 0.0).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = common::app::app_config(&run, dir.path());
+    cfg.max_binlog_size = 16 << 10;
+    // The simulated clock starts in 2025: every closed file is more than a second old.
+    cfg.expire_logs_seconds = 1;
+    let app = common::app::start_app_with(cfg).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+
+    // A replica asks for everything from the first file, takes the first events and stops
+    // reading: its session stops where its socket fills up, far behind the end.
+    let replica = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let mut stream = replica
+        .get_binlog_stream(
+            BinlogStreamRequest::new(7)
+                .with_filename(b"binlog.000001")
+                .with_pos(4),
+        )
+        .await
+        .expect("binlog stream");
+    let mut asm = Assembler::default();
+    let mut txns = Vec::new();
+    for _ in 0..2 {
+        let ev = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("first events")
+            .expect("stream open")
+            .expect("event");
+        txns.extend(asm.on_event(&ev, &stream));
+    }
+    run.sim.start_workload();
+    let want = finish_workload(&run, &app).await;
+
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let expire: u64 = conn
+        .query_first("SELECT @@binlog_expire_logs_seconds")
+        .await
+        .expect("variable")
+        .expect("a row");
+    assert_eq!(expire, 1);
+    let logs = |rows: Vec<(String, u64, String)>| rows.into_iter().map(|r| r.0).collect::<Vec<_>>();
+    let listed = logs(
+        conn.query("SHOW BINARY LOGS")
+            .await
+            .expect("SHOW BINARY LOGS"),
+    );
+    let active = listed.last().expect("a file").clone();
+    assert!(
+        listed.len() > 1,
+        "the replica's file and the ones after it stay ({listed:?})"
+    );
+    assert_ne!(listed[0], "binlog.000001", "expiry purged files before it");
+    eprintln!(
+        "the replica's session holds {} of {} files ({} transactions)",
+        listed[0],
+        listed.len(),
+        want.len()
+    );
+    // PURGE up to the open file stops at the replica's file, which is the first one left.
+    conn.query_drop(format!("PURGE BINARY LOGS TO '{active}'"))
+        .await
+        .expect("PURGE");
+    assert_eq!(conn.get_warnings(), 1, "the OK packet counts the warning");
+    let warnings: Vec<(String, u16, String)> =
+        conn.query("SHOW WARNINGS").await.expect("SHOW WARNINGS");
+    assert_eq!(
+        warnings,
+        vec![(
+            "Warning".to_string(),
+            1867,
+            format!(
+                "file {} was not purged because it was being read by 1 thread(s), purged only \
+                 0 out of {} files.",
+                listed[0],
+                listed.len() - 1
+            )
+        )]
+    );
+    assert_eq!(
+        logs(
+            conn.query("SHOW BINARY LOGS")
+                .await
+                .expect("SHOW BINARY LOGS")
+        ),
+        listed
+    );
+
+    // The replica reads on: every transaction once, in order, nothing missing.
+    while txns.len() < want.len() {
+        let ev = tokio::time::timeout(WAIT, stream.next())
+            .await
+            .expect("the replica makes progress")
+            .expect("stream open")
+            .expect("no error: its files were kept");
+        txns.extend(asm.on_event(&ev, &stream));
+    }
+    assert_eq!(asm.uuid, uuid);
+    common::mysql_binlog::assert_seen_equals_truth(
+        &format!("seed {seed}"),
+        &txns,
+        &common::mysql_binlog::expected(&want, 1..=want.len() as u64),
+    );
+    drop(stream);
+    // Nobody reads the old files any more: the expiry timer takes every one but the open file.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let now = logs(
+            conn.query("SHOW BINARY LOGS")
+                .await
+                .expect("SHOW BINARY LOGS"),
+        );
+        if now == vec![active.clone()] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "expiry never purged {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = conn.disconnect().await;
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}

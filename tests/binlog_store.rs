@@ -499,7 +499,7 @@ fn purge_to_before_and_after_reopen() {
         Err(StoreError::UnknownFile { .. })
     ));
     assert_eq!(
-        s.purge_to("binlog.000003").unwrap(),
+        s.purge_to("binlog.000003").unwrap().files,
         vec!["binlog.000001".to_string(), "binlog.000002".into()]
     );
     assert!(!bin(dir.path(), 1).exists() && !bin(dir.path(), 2).exists());
@@ -524,11 +524,11 @@ fn purge_to_before_and_after_reopen() {
     ));
     // Purge by time never removes the open file.
     let far = u64::from(u32::MAX);
-    let gone = s.purge_before(far).unwrap();
+    let gone = s.purge_before(far).unwrap().files;
     assert_eq!(gone.len() as u32, n_files - 3);
     assert_eq!(files.list().len(), 1);
     assert_eq!(
-        s.purge_expired(far).unwrap(),
+        s.purge_expired(far).unwrap().files,
         Vec::<String>::new(),
         "expiry off"
     );
@@ -543,6 +543,57 @@ fn purge_to_before_and_after_reopen() {
     assert_eq!(files.list().len(), 1);
     assert_eq!(files.locate_ts(txn_ts(30).1).unwrap(), files.end_pos());
     assert!(files.locate_ts(txn_ts(20).1).is_err());
+}
+
+#[test]
+fn purge_stops_before_a_file_a_reader_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _) = rotated_store(dir.path(), 2000, 30, 3);
+    let files = s.files();
+    assert!(files.list().len() >= 5, "{:?}", files.list());
+    let mut reader = files.open_reader("binlog.000002", 4).unwrap();
+    // Wanted: files 1, 2 and 3; file 2 is being read, so only file 1 goes.
+    let purged = s.purge_to("binlog.000004").unwrap();
+    assert_eq!(purged.files, vec!["binlog.000001".to_string()]);
+    let stop = purged.in_use.expect("stopped at the reader's file");
+    assert_eq!(
+        stop.message(purged.files.len()),
+        "file binlog.000002 was not purged because it was being read by 1 thread(s), purged \
+         only 1 out of 3 files."
+    );
+    assert!(bin(dir.path(), 2).exists() && !bin(dir.path(), 1).exists());
+    // A second reader on the same file is counted.
+    let second = files.open_reader("binlog.000002", 4).unwrap();
+    let purged = s.purge_to("binlog.000004").unwrap();
+    assert!(purged.files.is_empty());
+    assert_eq!(purged.in_use.expect("stopped").readers, 2);
+    drop(second);
+    // The reader moves on into file 3: its claim moves with it, and file 2 can go.
+    while reader.position().file_seq == 2 {
+        reader
+            .try_next()
+            .unwrap()
+            .expect("file 2 is closed: its events are all durable");
+    }
+    assert_eq!(reader.position().file_seq, 3);
+    let purged = s.purge_to("binlog.000004").unwrap();
+    assert_eq!(purged.files, vec!["binlog.000002".to_string()]);
+    assert_eq!(purged.in_use.expect("file 3 is read").file, "binlog.000003");
+    // Every event of file 3 is still there for the reader.
+    while reader.position().file_seq == 3 {
+        reader.try_next().unwrap().expect("file 3 is closed");
+    }
+    drop(reader);
+    // Nobody reads: expiry (here: everything before the open file) goes through.
+    let far = u64::from(u32::MAX);
+    let purged = s.purge_before(far).unwrap();
+    assert!(purged.in_use.is_none());
+    assert_eq!(files.list().len(), 1);
+    // A purged file cannot be opened.
+    assert!(matches!(
+        files.open_reader("binlog.000003", 4),
+        Err(DumpError::UnknownFile { .. })
+    ));
 }
 
 #[test]
@@ -562,7 +613,7 @@ fn expiry_purges_old_files() {
     // Now = the last commit + 10 s: files whose last transaction is older than the last commit
     // go, the file holding the last commits stays.
     let now = txn_ts(20).1.physical_ms() / 1000 + 10;
-    let gone = s.purge_expired(now).unwrap();
+    let gone = s.purge_expired(now).unwrap().files;
     assert!(!gone.is_empty() && gone.len() < before, "{gone:?}");
     for (name, _) in files.list() {
         let seq: u32 = name[7..].parse().unwrap();

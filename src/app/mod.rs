@@ -45,7 +45,7 @@ use tibinlog_protocol::wire::auth::AuthMethod;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
 use crate::capture::pd::{PdClient, PdConfig};
@@ -318,6 +318,7 @@ impl App {
                     files,
                     last_flush: std::time::Instant::now(),
                     checkpoint_every: INTERMEDIATE_CHECKPOINT,
+                    expiry_seen: 0,
                 };
                 if let Err(e) = w.run(msg_rx, &abrupt) {
                     failure.set(e.context("binlog writer"));
@@ -340,6 +341,7 @@ impl App {
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),
             max_binlog_size: cfg.max_binlog_size,
+            expire_logs_seconds: cfg.expire_logs_seconds,
         };
         let bound = async {
             let main = Server::bind(
@@ -395,6 +397,11 @@ impl App {
         };
 
         let checkpoint = flushed_rx.clone();
+        tokio::spawn(expire_binlogs(
+            msg_tx.clone(),
+            cfg.expire_logs_seconds,
+            stop.clone(),
+        ));
         let relay = tokio::spawn(relay(feed, feed_cfg, msg_tx, flushed_rx, stop.clone()));
         let progress = tokio::spawn(progress_log(
             stats.clone(),
@@ -662,6 +669,9 @@ struct Writer {
     last_flush: std::time::Instant,
     /// [`INTERMEDIATE_CHECKPOINT`] (tests use zero).
     checkpoint_every: Duration,
+    /// The file the last expiry check saw open: expiry runs again when the binlog rotated
+    /// (as MySQL purges expired files at rotation), besides [`expire_binlogs`]' timer.
+    expiry_seen: u32,
 }
 
 impl Writer {
@@ -678,7 +688,17 @@ impl Writer {
     ) -> anyhow::Result<()> {
         while let Some(msg) = rx.blocking_recv() {
             match msg {
-                WriterMsg::Event(ev) => self.on_event(ev)?,
+                WriterMsg::Event(ev) => {
+                    self.on_event(ev)?;
+                    let open = self.files.end_pos().file_seq;
+                    if open != self.expiry_seen && !self.in_txn {
+                        self.expiry_seen = open;
+                        self.on_purge(PurgeRequest {
+                            purge: Purge::Expired(unix_now()),
+                            reply: None,
+                        });
+                    }
+                }
                 WriterMsg::Purge(req) => self.on_purge(req),
                 WriterMsg::Stop => break,
                 WriterMsg::Reset => {
@@ -835,15 +855,63 @@ impl Writer {
     fn on_purge(&mut self, req: PurgeRequest) {
         let result = match self.store() {
             Err(e) => Err(crate::server::SourceError::Refused(e.to_string())),
-            Ok(store) => {
-                let r = match &req.purge {
-                    Purge::To(file) => store.purge_to(file),
-                    Purge::Before(secs) => store.purge_before(*secs),
-                };
-                r.map(drop).map_err(source::purge_error)
-            }
+            Ok(store) => source::purge_answer(match &req.purge {
+                Purge::To(file) => store.purge_to(file),
+                Purge::Before(secs) => store.purge_before(*secs),
+                Purge::Expired(now) => store.purge_expired(*now),
+            }),
         };
-        let _ = req.reply.send(result);
+        match (req.reply, result) {
+            (Some(reply), result) => {
+                let _ = reply.send(result);
+            }
+            // Expiry: what stopped it is logged (the purge itself logs the files it deleted).
+            (None, Ok(warnings)) => {
+                for w in warnings {
+                    debug!(reason = %w.message, "binlog expiry stopped early");
+                }
+            }
+            (None, Err(e)) => warn!(error = %e, "binlog expiry failed"),
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// How often expired binlog files are looked for (at most; sooner when the expiry is shorter).
+const EXPIRY_CHECK: Duration = Duration::from_secs(60);
+
+/// `binlog_expire_logs_seconds`: asks the writer to purge expired files at start and then
+/// every [`EXPIRY_CHECK`] (the writer never purges the open file or one a reader is on).
+async fn expire_binlogs(
+    writer: mpsc::Sender<WriterMsg<ChangeEvent>>,
+    expire_secs: u64,
+    stop: CancellationToken,
+) {
+    if expire_secs == 0 {
+        return;
+    }
+    let every = EXPIRY_CHECK.min(Duration::from_secs(expire_secs));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let req = PurgeRequest {
+            purge: Purge::Expired(unix_now()),
+            reply: None,
+        };
+        // A full channel means the writer is busy with events: try again at the next tick.
+        match writer.try_send(WriterMsg::Purge(req)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => {}
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
     }
 }
 
@@ -914,6 +982,7 @@ mod tests {
             files,
             last_flush: std::time::Instant::now(),
             checkpoint_every: Duration::ZERO,
+            expiry_seen: 0,
         };
         (w, rx)
     }

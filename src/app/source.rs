@@ -9,12 +9,14 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
+use tibinlog_protocol::wire::errors::ER_WARN_PURGE_LOG_IN_USE;
 use tokio::sync::{mpsc, watch};
 
-use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, StoreError};
+use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, Purged, StoreError};
 use crate::server::{
     BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SnapshotPoint, SourceError,
 };
+use crate::sql::error::SqlWarning;
 
 /// How long a purge waits for the writer thread.
 const PURGE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -26,13 +28,18 @@ pub enum Purge {
     To(String),
     /// `BEFORE <unix seconds>`.
     Before(u64),
+    /// `binlog_expire_logs_seconds` before the time given (unix seconds).
+    Expired(u64),
 }
 
-/// A purge and where its answer goes.
+/// A purge's answer: the warnings of a purge that stopped early.
+pub type PurgeAnswer = Result<Vec<SqlWarning>, SourceError>;
+
+/// A purge and where its answer goes (nowhere for the expiry timer's).
 #[derive(Debug)]
 pub struct PurgeRequest {
     pub purge: Purge,
-    pub reply: std_mpsc::SyncSender<Result<(), SourceError>>,
+    pub reply: Option<std_mpsc::SyncSender<PurgeAnswer>>,
 }
 
 /// Message to the writer thread.
@@ -81,11 +88,14 @@ impl<E: Send + 'static> StoreSource<E> {
         }
     }
 
-    fn purge(&self, purge: Purge) -> Result<(), SourceError> {
+    fn purge(&self, purge: Purge) -> PurgeAnswer {
         let (reply, answer) = std_mpsc::sync_channel(1);
         let gone = || SourceError::Refused("the binlog writer is not running".into());
         self.writer
-            .blocking_send(WriterMsg::Purge(PurgeRequest { purge, reply }))
+            .blocking_send(WriterMsg::Purge(PurgeRequest {
+                purge,
+                reply: Some(reply),
+            }))
             .map_err(|_| gone())?;
         match answer.recv_timeout(PURGE_TIMEOUT) {
             Ok(r) => r,
@@ -128,7 +138,17 @@ pub fn source_error(e: DumpError) -> SourceError {
 }
 
 /// The server's view of a writer-side error of a purge.
-pub fn purge_error(e: StoreError) -> SourceError {
+/// The answer to a SQL session of a purge that ran.
+pub fn purge_answer(r: Result<Purged, StoreError>) -> PurgeAnswer {
+    let purged = r.map_err(purge_error)?;
+    Ok(purged
+        .in_use
+        .iter()
+        .map(|u| SqlWarning::new(ER_WARN_PURGE_LOG_IN_USE, u.message(purged.files.len())))
+        .collect())
+}
+
+fn purge_error(e: StoreError) -> SourceError {
     match e {
         StoreError::UnknownFile { file } => SourceError::UnknownFile { file },
         other => SourceError::Io(other.to_string()),
@@ -229,11 +249,11 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
         Ok(BinlogPosition::new(self.files.file_name(seq), 4))
     }
 
-    fn purge_to(&self, file: &str) -> Result<(), SourceError> {
+    fn purge_to(&self, file: &str) -> PurgeAnswer {
         self.purge(Purge::To(file.to_owned()))
     }
 
-    fn purge_before(&self, unix_secs: u64) -> Result<(), SourceError> {
+    fn purge_before(&self, unix_secs: u64) -> PurgeAnswer {
         self.purge(Purge::Before(unix_secs))
     }
 }

@@ -7,10 +7,11 @@
 //! the fsync. Files are plain reads through the page cache; a caller that wants them off the
 //! async runtime can call [`BinlogReader::try_next`] from `spawn_blocking`.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tibinlog_protocol::binlog::codec::Reader;
 use tibinlog_protocol::binlog::{EventHeader, EventType, GtidSet, Sid, HEADER_LEN};
@@ -104,6 +105,47 @@ pub(crate) struct Shared {
     pub server_uuid: Sid,
     pub state: RwLock<FilesState>,
     pub end_rx: watch::Receiver<BinlogPos>,
+    /// The files readers are on.
+    pub in_use: Mutex<InUse>,
+}
+
+/// Which files readers are on, so that a purge leaves them and every later file (as MySQL's
+/// PURGE and expiry leave a file a dump thread reads).
+#[derive(Debug, Default)]
+pub(crate) struct InUse {
+    /// Readers per file sequence number.
+    readers: BTreeMap<u32, usize>,
+    /// Files below this one are purged or being purged: no reader may start on them.
+    floor: u32,
+}
+
+impl InUse {
+    /// The oldest file a reader is on, and how many readers are on it.
+    pub(crate) fn first_read(&self) -> Option<(u32, usize)> {
+        self.readers.iter().next().map(|(s, n)| (*s, *n))
+    }
+
+    /// Files below `seq` are about to be purged: readers can no longer start on them.
+    pub(crate) fn raise_floor(&mut self, seq: u32) {
+        self.floor = self.floor.max(seq);
+    }
+
+    fn enter(&mut self, seq: u32) -> bool {
+        if seq < self.floor {
+            return false;
+        }
+        *self.readers.entry(seq).or_default() += 1;
+        true
+    }
+
+    fn leave(&mut self, seq: u32) {
+        if let Some(n) = self.readers.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                self.readers.remove(&seq);
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -115,6 +157,9 @@ impl Shared {
     }
     fn path(&self, seq: u32) -> PathBuf {
         self.dir.join(file_name(&self.basename, seq))
+    }
+    pub(crate) fn in_use(&self) -> MutexGuard<'_, InUse> {
+        self.in_use.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -224,6 +269,11 @@ impl BinlogFiles {
         if pos < 4 {
             return Err(DumpError::PositionBelow4 { pos });
         }
+        // On the file before it is checked, so that a purge either sees the reader or has
+        // already taken the file out of the state.
+        let guard = FileInUse::enter(&self.shared, seq).ok_or_else(|| DumpError::UnknownFile {
+            file: file.to_owned(),
+        })?;
         let end = self.end_pos();
         let (size, scan_from) = {
             let st = self.shared.read();
@@ -255,7 +305,7 @@ impl BinlogFiles {
         if pos != scan_from {
             self.check_boundary(seq, scan_from, pos)?;
         }
-        self.reader_at(BinlogPos::new(seq, pos))
+        self.reader_at(BinlogPos::new(seq, pos), guard)
     }
 
     /// Hops event headers from `from` (a known boundary) to `pos`.
@@ -288,7 +338,7 @@ impl BinlogFiles {
         Ok(())
     }
 
-    fn reader_at(&self, pos: BinlogPos) -> Result<BinlogReader, DumpError> {
+    fn reader_at(&self, pos: BinlogPos, in_use: FileInUse) -> Result<BinlogReader, DumpError> {
         let path = self.shared.path(pos.file_seq);
         let file = open_at(&path, pos.offset).map_err(|source| DumpError::Io {
             path: path.clone(),
@@ -303,6 +353,7 @@ impl BinlogFiles {
             ahead: ReadAhead::default(),
             buf: Vec::with_capacity(16 * 1024),
             current: None,
+            claim: in_use,
         })
     }
 
@@ -543,6 +594,41 @@ pub struct BinlogReader {
     buf: Vec<u8>,
     /// Start of the event in `buf`, once loaded.
     current: Option<BinlogPos>,
+    /// Keeps the file of `pos` from being purged.
+    claim: FileInUse,
+}
+
+/// A reader's claim on one file: a purge stops before it. Moves with the reader from file to
+/// file; released when dropped.
+#[derive(Debug)]
+struct FileInUse {
+    shared: Arc<Shared>,
+    seq: u32,
+}
+
+impl FileInUse {
+    /// `None` when the file is purged or being purged.
+    fn enter(shared: &Arc<Shared>, seq: u32) -> Option<Self> {
+        shared.in_use().enter(seq).then(|| FileInUse {
+            shared: shared.clone(),
+            seq,
+        })
+    }
+
+    /// Moves the claim to the next file (a reader that crossed a ROTATE). The next file is
+    /// never purged while this one is held.
+    fn advance(&mut self, seq: u32) {
+        let mut u = self.shared.in_use();
+        u.leave(self.seq);
+        u.readers.entry(seq).and_modify(|n| *n += 1).or_insert(1);
+        self.seq = seq;
+    }
+}
+
+impl Drop for FileInUse {
+    fn drop(&mut self) {
+        self.shared.in_use().leave(self.seq);
+    }
 }
 
 impl BinlogReader {
@@ -690,6 +776,7 @@ impl BinlogReader {
                         source,
                     })?;
                     self.in_sync = true;
+                    self.claim.advance(next);
                     self.pos = BinlogPos::new(next, 4);
                 }
                 ReadOutcome::Eof | ReadOutcome::Torn => {

@@ -74,6 +74,7 @@ pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef, Snapsh
 pub use index::file_name;
 pub use map::TxnEntry;
 pub use recovery::Recovery;
+pub use retention::{PurgeInUse, Purged};
 pub use writer::{BinlogStore, Committed};
 
 /// MySQL's default `max_binlog_size`: 1 GiB.

@@ -318,6 +318,7 @@ impl BinlogStore {
             server_uuid: cfg.server_uuid,
             state: RwLock::new(state),
             end_rx,
+            in_use: Default::default(),
         });
         let wants_checksum = cfg.checksum;
         let mut store = BinlogStore::from_parts(
@@ -391,6 +392,7 @@ impl BinlogStore {
             server_uuid: cfg.server_uuid,
             state: RwLock::new(state),
             end_rx,
+            in_use: Default::default(),
         });
         let checksum = cfg.checksum;
         let store = BinlogStore::from_parts(

@@ -3,18 +3,50 @@
 //! Crash-safe order: the index is rewritten first (a crash after it leaves files the index no
 //! longer names, which the next open deletes), then the map is compacted (temp + rename; an
 //! uncompacted map's records of purged files are skipped at open), then the files are deleted.
-//! The open file is never purged. Readers that have a purged file open keep reading it (the
-//! open descriptor survives the unlink).
+//! The open file is never purged, nor a file a reader is on or any later one: the purge stops
+//! before it and says so, as MySQL's does (warning 1867). Readers cannot start on a file once a
+//! purge has chosen it.
 
 use super::error::{Result, StoreError};
 use super::index::{file_name, parse_file_name, sync_dir, write_index};
 use super::map::Record;
 use super::writer::BinlogStore;
 
+/// What a purge did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Purged {
+    /// Names of the files deleted, oldest first.
+    pub files: Vec<String>,
+    /// Set when the purge stopped before a file a reader is on.
+    pub in_use: Option<PurgeInUse>,
+}
+
+/// A purge that stopped at a file being read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurgeInUse {
+    /// The file it stopped at.
+    pub file: String,
+    /// Readers on that file.
+    pub readers: usize,
+    /// Files the purge would have deleted.
+    pub wanted: usize,
+}
+
+impl PurgeInUse {
+    /// MySQL's warning 1867 text.
+    pub fn message(&self, purged: usize) -> String {
+        format!(
+            "file {} was not purged because it was being read by {} thread(s), purged only {} \
+             out of {} files.",
+            self.file, self.readers, purged, self.wanted
+        )
+    }
+}
+
 impl BinlogStore {
     /// `PURGE BINARY LOGS TO 'file'`: deletes every file before `file`. Returns the names
     /// deleted. The open file is never deleted.
-    pub fn purge_to(&mut self, file: &str) -> Result<Vec<String>> {
+    pub fn purge_to(&mut self, file: &str) -> Result<Purged> {
         let unknown = || StoreError::UnknownFile {
             file: file.to_owned(),
         };
@@ -31,7 +63,7 @@ impl BinlogStore {
 
     /// `PURGE BINARY LOGS BEFORE`: deletes the leading files whose last transaction is older
     /// than `unix_secs`.
-    pub fn purge_before(&mut self, unix_secs: u64) -> Result<Vec<String>> {
+    pub fn purge_before(&mut self, unix_secs: u64) -> Result<Purged> {
         let k = {
             let st = self.shared.read();
             st.files
@@ -43,21 +75,44 @@ impl BinlogStore {
     }
 
     /// Expiry: [`Self::purge_before`]`(now - expire_logs_seconds)`; nothing when expiry is off.
-    pub fn purge_expired(&mut self, now_unix_secs: u64) -> Result<Vec<String>> {
+    pub fn purge_expired(&mut self, now_unix_secs: u64) -> Result<Purged> {
         if self.cfg.expire_logs_seconds == 0 {
-            return Ok(Vec::new());
+            return Ok(Purged::default());
         }
         self.purge_before(now_unix_secs.saturating_sub(self.cfg.expire_logs_seconds))
     }
 
     /// Deletes the first `k` files (never the open one): index first, then the map is
     /// compacted, then the files go.
-    fn purge_first(&mut self, k: usize) -> Result<Vec<String>> {
-        let (purged, keep, records, horizon) = {
+    fn purge_first(&mut self, k: usize) -> Result<Purged> {
+        let (purged, keep, records, horizon, in_use) = {
             let st = self.shared.read();
-            let k = k.min(st.files.len().saturating_sub(1));
+            let wanted = k.min(st.files.len().saturating_sub(1));
+            let mut k = wanted;
+            let mut in_use = None;
+            if k > 0 {
+                // Stop before the first file a reader is on; from here on no reader may start
+                // on a file this purge deletes.
+                let mut readers = self.shared.in_use();
+                if let Some((seq, n)) = readers.first_read() {
+                    if seq < st.files[k].seq {
+                        k = st.files.partition_point(|f| f.seq < seq);
+                        in_use = Some(PurgeInUse {
+                            file: file_name(&self.cfg.basename, seq),
+                            readers: n,
+                            wanted,
+                        });
+                    }
+                }
+                if k > 0 {
+                    readers.raise_floor(st.files[k].seq);
+                }
+            }
             if k == 0 {
-                return Ok(Vec::new());
+                return Ok(Purged {
+                    files: Vec::new(),
+                    in_use,
+                });
             }
             let first_kept = st.files[k].seq;
             let purged: Vec<u32> = st.files[..k].iter().map(|f| f.seq).collect();
@@ -72,7 +127,7 @@ impl BinlogStore {
                 records.push(Record::PurgedHorizon { commit_ts, gno });
             }
             records.extend(st.entries[cut..].iter().map(|e| Record::Txn(*e)));
-            (purged, keep, records, horizon)
+            (purged, keep, records, horizon, in_use)
         };
         let mut records = records;
         records.extend(
@@ -108,6 +163,9 @@ impl BinlogStore {
         let cut = st.entries.partition_point(|e| e.file_seq < first_kept);
         st.entries.drain(..cut);
         st.purged_horizon = horizon;
-        Ok(names)
+        Ok(Purged {
+            files: names,
+            in_use,
+        })
     }
 }

@@ -39,7 +39,7 @@ use tibinlog_protocol::wire::response::ColumnSpec;
 
 use super::binlog_events::show_binlog_events;
 use super::reply::{parse_error_near, QueryReply, Reply};
-use super::session::{ConnInfo, Session};
+use super::session::{ConnInfo, Diagnostic, Session};
 use super::source::SourceError;
 use super::vars::{global_variables, Scope, VarType};
 use super::words::Words;
@@ -82,7 +82,15 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
     let sql = executable(shared, sql);
     let mut out = Vec::new();
     for stmt in split_statements(&sql) {
+        let words = Words::new(stmt);
+        // A statement clears the conditions of the one before, except the ones that read them.
+        let diagnostic = words.starts_with(&["SHOW", "WARNINGS"])
+            || words.starts_with(&["SHOW", "ERRORS"])
+            || words.starts_with(&["SHOW", "COUNT"]);
         let r = ctx.one(session, stmt);
+        if !diagnostic {
+            session.diagnostics = conditions(&r);
+        }
         let stop = matches!(r, Reply::Err(_));
         out.push(r);
         if stop {
@@ -103,6 +111,26 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
 pub struct Prepared {
     pub params: usize,
     pub columns: Vec<ColumnSpec>,
+}
+
+/// The conditions a reply leaves for `SHOW WARNINGS`.
+fn conditions(r: &Reply) -> Vec<Diagnostic> {
+    match r {
+        Reply::Ok { warnings, .. } => warnings
+            .iter()
+            .map(|w| Diagnostic {
+                level: "Warning",
+                code: w.code.code,
+                message: w.message.clone(),
+            })
+            .collect(),
+        Reply::Err(e) => vec![Diagnostic {
+            level: "Error",
+            code: e.error.code,
+            message: e.message.clone(),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// Prepares `sql`: counts its parameters and plans it with NULLs for its result columns.
@@ -806,13 +834,24 @@ impl Ctx<'_> {
                     ))]],
                 )
             }
-            ["WARNINGS"] | ["ERRORS"] => Reply::Rows {
+            [kind @ ("WARNINGS" | "ERRORS"), ..] => Reply::Rows {
                 columns: vec![
                     ColumnSpec::text("Level"),
                     ColumnSpec::unsigned("Code"),
                     ColumnSpec::text("Message"),
                 ],
-                rows: Vec::new(),
+                rows: session
+                    .diagnostics
+                    .iter()
+                    .filter(|d| *kind == "WARNINGS" || d.level == "Error")
+                    .map(|d| {
+                        vec![
+                            Some(d.level.to_owned()),
+                            Some(d.code.to_string()),
+                            Some(d.message.clone()),
+                        ]
+                    })
+                    .collect(),
             },
             _ => {
                 let _ = session;
@@ -852,7 +891,7 @@ impl Ctx<'_> {
             return parse_error_near(w.raw(), w.offset(3));
         };
         match res {
-            Ok(()) => Reply::ok(),
+            Ok(warnings) => Reply::ok_warning(warnings),
             Err(SourceError::UnknownFile { .. }) => Reply::err(
                 ER_UNKNOWN_TARGET_BINLOG,
                 "Target log not found in binlog index",

@@ -455,9 +455,10 @@ async fn send_replies(
             status |= StatusFlags::SERVER_MORE_RESULTS_EXISTS;
         }
         match reply {
-            Reply::Ok { affected } => {
+            Reply::Ok { affected, warnings } => {
                 let mut ok = OkResponse::new(status);
                 ok.affected_rows = affected;
+                ok.warnings = u16::try_from(warnings.len()).unwrap_or(u16::MAX);
                 io.queue(&ok.to_payload());
             }
             Reply::Err(e) => {

@@ -110,6 +110,8 @@ pub struct ServerConfig {
     pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
     /// `@@max_binlog_size`: the binlog store's rotation size.
     pub max_binlog_size: u64,
+    /// `@@binlog_expire_logs_seconds`: the binlog store's expiry (0 = never).
+    pub expire_logs_seconds: u64,
 }
 
 /// Errors of the server shell (not of a single connection).
@@ -365,6 +367,7 @@ impl Server {
                 server_id: cfg.server_id,
                 server_uuid: cfg.server_uuid.to_string(),
                 max_binlog_size: cfg.max_binlog_size,
+                expire_logs_seconds: cfg.expire_logs_seconds,
                 tls: cfg.tls.is_some(),
             },
             users: cfg.users,

@@ -4,7 +4,7 @@
 use tibinlog_protocol::wire::errors::{ErrorCode, ER_PARSE_ERROR};
 use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 
-use crate::sql::error::SqlError;
+use crate::sql::error::{SqlError, SqlWarning};
 use crate::sql::exec::Operator;
 use crate::sql::types::SqlType;
 
@@ -13,6 +13,8 @@ use crate::sql::types::SqlType;
 pub enum Reply {
     Ok {
         affected: u64,
+        /// Left for `SHOW WARNINGS`; the OK packet carries their number.
+        warnings: Vec<SqlWarning>,
     },
     Err(ErrResponse),
     Rows {
@@ -47,7 +49,18 @@ impl From<SqlError> for Reply {
 
 impl Reply {
     pub(super) fn ok() -> Self {
-        Self::Ok { affected: 0 }
+        Self::Ok {
+            affected: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// OK with warnings.
+    pub(super) fn ok_warning(warnings: Vec<SqlWarning>) -> Self {
+        Self::Ok {
+            affected: 0,
+            warnings,
+        }
     }
 
     pub(super) fn err(code: ErrorCode, msg: impl Into<String>) -> Self {

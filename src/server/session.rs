@@ -43,6 +43,17 @@ pub struct Session {
     pub read_lock: Option<ReadLock>,
     /// The open transaction, if any.
     pub transaction: Option<Transaction>,
+    /// The conditions the last statement left (`SHOW WARNINGS`, `SHOW ERRORS`).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// One condition of `SHOW WARNINGS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// `Warning` or `Error`.
+    pub level: &'static str,
+    pub code: u16,
+    pub message: String,
 }
 
 /// What a session sees while it holds a read lock. On MySQL the lock stops commits, so `SHOW

@@ -17,6 +17,8 @@
 use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
 use tokio::sync::watch;
 
+use crate::sql::error::SqlWarning;
+
 /// A position in the binlog: file name and byte offset of the next event.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct BinlogPosition {
@@ -128,11 +130,12 @@ pub trait BinlogSource: Send + Sync + 'static {
     /// PREVIOUS_GTIDS is a subset of `have` (position 4). [`SourceError::Purged`] if a needed
     /// transaction is no longer in any file.
     fn locate_gtid_start(&self, have: &GtidSet) -> Result<BinlogPosition, SourceError>;
-    /// `PURGE BINARY LOGS TO 'file'`: delete every file before `file`.
-    fn purge_to(&self, file: &str) -> Result<(), SourceError>;
+    /// `PURGE BINARY LOGS TO 'file'`: delete every file before `file`. Returns the warnings
+    /// of a purge that stopped early (a file being read).
+    fn purge_to(&self, file: &str) -> Result<Vec<SqlWarning>, SourceError>;
     /// `PURGE BINARY LOGS BEFORE t`: delete files whose last event is older than `unix_secs`
     /// (never the active one).
-    fn purge_before(&self, unix_secs: u64) -> Result<(), SourceError>;
+    fn purge_before(&self, unix_secs: u64) -> Result<Vec<SqlWarning>, SourceError>;
 }
 
 /// Events read in one go, back to back in one buffer that is reused from batch to batch.

@@ -338,7 +338,7 @@ impl BinlogSource for MemSource {
             .ok_or(SourceError::Purged)
     }
 
-    fn purge_to(&self, file: &str) -> Result<(), SourceError> {
+    fn purge_to(&self, file: &str) -> Result<Vec<crate::sql::error::SqlWarning>, SourceError> {
         let mut st = self.lock();
         let idx = st
             .files
@@ -350,10 +350,13 @@ impl BinlogSource for MemSource {
         if let Some(p) = purged {
             st.purged = p;
         }
-        Ok(())
+        Ok(Vec::new())
     }
 
-    fn purge_before(&self, _unix_secs: u64) -> Result<(), SourceError> {
+    fn purge_before(
+        &self,
+        _unix_secs: u64,
+    ) -> Result<Vec<crate::sql::error::SqlWarning>, SourceError> {
         Err(SourceError::Refused(
             "PURGE BINARY LOGS BEFORE is not supported by the in-memory binlog".into(),
         ))

@@ -22,6 +22,8 @@ pub struct ServerIdentity {
     pub server_uuid: String,
     /// `@@max_binlog_size`: the size at which the binlog rotates.
     pub max_binlog_size: u64,
+    /// `@@binlog_expire_logs_seconds`: files older than this are purged (0 = never).
+    pub expire_logs_seconds: u64,
     /// TLS is offered (`@@have_ssl` YES).
     pub tls: bool,
 }
@@ -114,6 +116,7 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
 /// Variables computed from the configuration and the binlog ([`global_variables`]).
 const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("binlog_checksum", Text),
+    ("binlog_expire_logs_seconds", UInt),
     ("gtid_binlog_pos", Text),
     ("gtid_binlog_state", Text),
     ("gtid_current_pos", Text),
@@ -215,6 +218,10 @@ pub fn global_variables(
     m.insert("server_id".into(), id.server_id.to_string());
     m.insert("server_uuid".into(), id.server_uuid.clone());
     m.insert("max_binlog_size".into(), id.max_binlog_size.to_string());
+    m.insert(
+        "binlog_expire_logs_seconds".into(),
+        id.expire_logs_seconds.to_string(),
+    );
     let ssl = if id.tls { "YES" } else { "DISABLED" };
     m.insert("have_ssl".into(), ssl.into());
     m.insert("have_openssl".into(), ssl.into());

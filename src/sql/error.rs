@@ -15,6 +15,9 @@ pub struct SqlError {
 
 pub type Result<T> = std::result::Result<T, SqlError>;
 
+/// A warning a statement leaves for `SHOW WARNINGS`: a code and a text, as an error has.
+pub type SqlWarning = SqlError;
+
 impl SqlError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         SqlError {

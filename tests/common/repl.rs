@@ -69,6 +69,7 @@ impl Fixture {
             auth_plugin: plugin,
             default_heartbeat: None,
             max_binlog_size: 1 << 29,
+            expire_logs_seconds: 0,
             snapshot: tables
                 .clone()
                 .map(|t| Arc::new(t) as Arc<dyn tibinlog::sql::plan::SnapshotSource>),

@@ -117,6 +117,9 @@ error_codes! {
     ER_DATA_OUT_OF_RANGE = 1690, b"22003";
     /// Malformed communication packet (a command payload that does not decode).
     ER_MALFORMED_PACKET = 1835, b"HY000";
+    /// A purge stopped before a file being read (a warning: file … was not purged because it
+    /// was being read by … thread(s)).
+    ER_WARN_PURGE_LOG_IN_USE = 1867, b"HY000";
 }
 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the
