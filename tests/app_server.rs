@@ -544,6 +544,93 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
 
+/// A batch create (TiDB's `CREATE TABLES` job: several tables, one commit ts) is one binlog
+/// transaction per table, each with its GTID and QUERY event, in the job's statement order; the
+/// rows written into the new tables follow, and the SQL catalog shows every table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_create_is_one_binlog_transaction_per_table() {
+    use tibinlog::sim::tidb::Ddl;
+    use tibinlog_protocol::value::Value;
+
+    let cluster = common::app::start_scripted(2, 13).await;
+    let names = ["batch_a", "batch_b", "batch_c"];
+    cluster.ddl(Ddl::CreateTables {
+        db: "test".into(),
+        tables: names
+            .iter()
+            .map(|n| common::sim::small_table(n, None))
+            .collect(),
+    });
+    for (i, name) in names.iter().enumerate() {
+        cluster.txn(|txn| {
+            txn.insert(
+                "test",
+                name,
+                &[Value::Int(i as i64), Value::Bytes(b"v".to_vec())],
+            )
+            .expect("insert");
+        });
+    }
+    let run = &cluster.run;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_app(run, &dir.path().join("data")).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+    let lines = run.truth.lines();
+    common::app::wait_checkpoint(&app, max_commit_ts(&lines)).await;
+    let want = truth_after(&lines, run.start_ts);
+    assert_eq!(
+        want.len(),
+        6,
+        "three statements and three inserts: {want:#?}"
+    );
+    assert_eq!(
+        master_gtids(addr).await.expect("SHOW MASTER STATUS"),
+        dense_set(&uuid, 6)
+    );
+    let dump = read_binlog(
+        addr,
+        BinlogStreamRequest::new(0)
+            .with_filename(b"binlog.000001")
+            .with_pos(4),
+        None,
+    )
+    .await;
+    common::mysql_binlog::assert_seen_equals_truth(
+        "batch create",
+        &dump.txns,
+        &common::mysql_binlog::expected(&want, 1..=6),
+    );
+    let ddls: Vec<&str> = dump.txns.iter().filter_map(|t| t.ddl.as_deref()).collect();
+    assert_eq!(ddls.len(), 3, "{ddls:?}");
+    for (ddl, name) in ddls.iter().zip(names) {
+        assert!(
+            ddl.starts_with(&format!("CREATE TABLE `test`.`{name}`")),
+            "{ddl}"
+        );
+    }
+    let commit_ts: Vec<u64> = want[..3]
+        .iter()
+        .map(|t| t["commit_ts"].as_u64().expect("commit_ts"))
+        .collect();
+    assert!(
+        commit_ts.iter().all(|c| *c == commit_ts[0]),
+        "one job, one commit ts"
+    );
+
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let tables: Vec<String> = conn
+        .query("SHOW TABLES FROM test LIKE 'batch%'")
+        .await
+        .expect("SHOW TABLES");
+    assert_eq!(tables, names);
+    let _ = conn.disconnect().await;
+    app.stop().await.expect("clean stop");
+    cluster.run.sim.shutdown().await.expect("sim shutdown");
+}
+
 /// A cell as the truth log renders it: text, or `0x` + upper-case hex for bytes that are not
 /// UTF-8 and for BIT values.
 fn truth_text(v: &mysql_async::Value, col: &mysql_async::Column) -> serde_json::Value {

@@ -142,6 +142,7 @@ fn write_txn(s: &mut BinlogStore, t: &Tables, k: u64) -> tibinlog::binlog_store:
             .write_ddl(&DdlEvent {
                 commit_ts: ts.1,
                 start_ts: ts.0,
+                part: 0,
                 job_id: k as i64,
                 action: 3,
                 schema: "app".into(),
@@ -375,9 +376,9 @@ fn events_gtids_positions_and_lengths() {
     let (mut s, rec) = BinlogStore::open(cfg(dir.path())).unwrap();
     assert_eq!(rec.truncated_bytes, 0);
     assert_eq!(rec.checkpoint, Some(txn_ts(6).1));
-    assert_eq!(rec.last_written, Some((txn_ts(6).1, txn_ts(6).0)));
-    assert!(rec.already_written(txn_ts(6).1, txn_ts(6).0));
-    assert!(!rec.already_written(txn_ts(7).1, txn_ts(7).0));
+    assert_eq!(rec.last_written, Some((txn_ts(6).1, txn_ts(6).0, 0)));
+    assert!(rec.already_written(txn_ts(6).1, txn_ts(6).0, 0));
+    assert!(!rec.already_written(txn_ts(7).1, txn_ts(7).0, 0));
     assert_eq!((rec.next_gno, rec.gtid_executed.clone()), (7, gtids(6)));
     for k in 7..=9 {
         write_txn(&mut s, &t, k);
@@ -659,12 +660,12 @@ fn assert_recovered(rec: &Recovery, ends: &[BinlogPos], k: usize, prologue_end: 
         assert_eq!(rec.checkpoint, None);
     } else {
         let (st, ct) = txn_ts(k as u64);
-        assert_eq!(rec.last_written, Some((ct, st)));
+        assert_eq!(rec.last_written, Some((ct, st, 0)));
         assert_eq!(rec.checkpoint, Some(ct));
-        assert!(rec.already_written(ct, st));
+        assert!(rec.already_written(ct, st, 0));
     }
     let (st, ct) = txn_ts(k as u64 + 1);
-    assert!(!rec.already_written(ct, st));
+    assert!(!rec.already_written(ct, st, 0));
 }
 
 #[test]
@@ -780,8 +781,8 @@ fn unflushed_and_half_spilled_transactions_are_not_recovered() {
     assert!(rec.truncated_bytes > 16 << 20);
     assert_eq!(rec.gtid_executed, gtids(2));
     assert_eq!((rec.next_gno, rec.checkpoint), (3, Some(txn_ts(1).1)));
-    assert!(rec.already_written(txn_ts(2).1, txn_ts(2).0));
-    assert!(!rec.already_written(txn_ts(3).1, txn_ts(3).0));
+    assert!(rec.already_written(txn_ts(2).1, txn_ts(2).0, 0));
+    assert!(!rec.already_written(txn_ts(3).1, txn_ts(3).0, 0));
     assert_eq!(std::fs::metadata(&map).unwrap().len() % 48, 0);
     drop(s);
 }
@@ -1135,7 +1136,7 @@ fn unflushed_transactions_are_lost_whole() {
     assert_eq!(rec.end, c1.end);
     assert_eq!(rec.truncated_bytes, 0);
     assert_eq!((rec.next_gno, &rec.gtid_executed), (2, &gtids(1)));
-    assert!(!rec.already_written(txn_ts(2).1, txn_ts(2).0));
+    assert!(!rec.already_written(txn_ts(2).1, txn_ts(2).0, 0));
 }
 
 #[test]

@@ -735,7 +735,7 @@ impl Writer {
                         );
                     }
                     self.maybe_checkpoint_before(p.commit_ts)?;
-                    if self.store()?.already_written(p.commit_ts, p.start_ts) {
+                    if self.store()?.already_written(p.commit_ts, p.start_ts, 0) {
                         self.skipping = Some((p.commit_ts, p.start_ts));
                     } else {
                         self.store()?.begin_txn(p.start_ts, p.commit_ts)?;
@@ -783,18 +783,13 @@ impl Writer {
                     );
                 }
                 self.maybe_checkpoint_before(d.commit_ts)?;
-                let key = (d.commit_ts, d.start_ts);
-                if self.store()?.already_written(d.commit_ts, d.start_ts) {
+                let key = (d.commit_ts, d.start_ts, d.part);
+                if self
+                    .store()?
+                    .already_written(d.commit_ts, d.start_ts, d.part)
+                {
                     if let Some(c) = d.catalog.clone() {
                         self.history.replayed(key, c);
-                    }
-                    let store = self.store()?;
-                    if store.last_written() == Some((d.commit_ts, d.start_ts))
-                        && store.checkpoint().is_none_or(|c| c < d.commit_ts)
-                    {
-                        // A second statement of one DDL transaction: the binlog orders
-                        // transactions by (commit_ts, start_ts) and cannot hold it.
-                        warn!(query = %d.query, "DDL shares its transaction with the previous one; not written");
                     }
                     self.stats.skipped.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
@@ -1024,6 +1019,72 @@ mod tests {
         let store = w.store.as_ref().unwrap();
         assert_eq!(store.checkpoint(), Some(Ts(59)));
         assert_eq!(store.files().snapshot_point().unwrap().ts, Ts(59));
+        assert_eq!(w.stats.skipped.load(Ordering::Relaxed), 1);
+    }
+
+    fn ddl(commit: u64, start: u64, part: u32, table: &str) -> ChangeEvent {
+        ChangeEvent::Ddl(crate::mounter::DdlEvent {
+            commit_ts: Ts(commit),
+            start_ts: Ts(start),
+            part,
+            job_id: 1,
+            action: crate::tidb::schema::action::CREATE_TABLES,
+            schema: "app".into(),
+            query: format!("CREATE TABLE `{table}` (`id` INT PRIMARY KEY)"),
+            table: None,
+            catalog: None,
+        })
+    }
+
+    #[test]
+    fn each_statement_of_a_ddl_batch_is_a_transaction_and_a_resend_skips_the_written_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut w, _) = writer(dir.path());
+        w.on_event(txn(10, 5)).unwrap();
+        // A batch create of three tables, one commit ts: the capture stops after two.
+        w.on_event(ddl(20, 15, 0, "a")).unwrap();
+        w.on_event(ddl(20, 15, 1, "b")).unwrap();
+        assert_eq!(w.store.as_ref().unwrap().next_gno(), 4);
+        assert_eq!(w.store.as_ref().unwrap().checkpoint(), Some(Ts(19)));
+        w.store.take().unwrap().close().unwrap();
+        // The restart resends the batch from its checkpoint (19): the first two statements
+        // are skipped, the third is written, then what follows.
+        let (mut w, _) = writer(dir.path());
+        for ev in [
+            ddl(20, 15, 0, "a"),
+            ddl(20, 15, 1, "b"),
+            ddl(20, 15, 2, "c"),
+            txn(30, 25),
+        ] {
+            w.on_event(ev).unwrap();
+        }
+        assert_eq!(w.stats.skipped.load(Ordering::Relaxed), 2);
+        let store = w.store.take().unwrap();
+        assert_eq!(store.next_gno(), 6);
+        assert_eq!(store.last_written(), Some((Ts(30), Ts(25), 0)));
+        let files = store.files();
+        store.close().unwrap();
+        let mut r = files.open_reader("binlog.000001", 4).unwrap();
+        let mut queries = Vec::new();
+        while let Some(ev) = r.try_next().unwrap() {
+            if ev.event_type().0 == 2 {
+                let text = String::from_utf8_lossy(ev.bytes).into_owned();
+                if let Some(at) = text.find("CREATE TABLE") {
+                    queries.push(text[at..].chars().take(16).collect::<String>());
+                }
+            }
+        }
+        assert_eq!(
+            queries,
+            ["CREATE TABLE `a`", "CREATE TABLE `b`", "CREATE TABLE `c`"]
+        );
+        // A statement of a batch before the last one written counts as written.
+        let (mut w, _) = writer(dir.path());
+        assert!(w.on_event(ddl(40, 35, 1, "d")).is_ok());
+        assert!(
+            w.on_event(ddl(40, 35, 0, "e")).is_ok(),
+            "an older part is skipped"
+        );
         assert_eq!(w.stats.skipped.load(Ordering::Relaxed), 1);
     }
 

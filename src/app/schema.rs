@@ -10,8 +10,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::binlog_store::{BinlogFiles, BinlogPos};
-use crate::model::Ts;
+use crate::binlog_store::{BinlogFiles, BinlogPos, TxnOrder};
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
@@ -22,8 +21,8 @@ use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldTy
 #[derive(Debug, Clone)]
 struct Version {
     from: BinlogPos,
-    /// `(commit_ts, start_ts)` of the DDL that made it (`None` for the starting catalog).
-    ddl: Option<(Ts, Ts)>,
+    /// `(commit_ts, start_ts, part)` of the DDL that made it (`None` for the starting catalog).
+    ddl: Option<TxnOrder>,
     catalog: Catalog,
 }
 
@@ -57,10 +56,10 @@ impl SchemaHistory {
         v[i].catalog.clone()
     }
 
-    /// The DDL `(commit_ts, start_ts)` whose event ends at `from` changes the catalog to
+    /// The DDL `(commit_ts, start_ts, part)` whose event ends at `from` changes the catalog to
     /// `catalog`; `oldest` is the oldest position a reader can still ask for (versions before
     /// the one that holds there are dropped).
-    pub fn push(&self, from: BinlogPos, ddl: (Ts, Ts), catalog: Catalog, oldest: BinlogPos) {
+    pub fn push(&self, from: BinlogPos, ddl: TxnOrder, catalog: Catalog, oldest: BinlogPos) {
         let mut v = self.lock();
         let visible = v.partition_point(|x| x.from <= oldest);
         v.drain(..visible.saturating_sub(1));
@@ -73,7 +72,7 @@ impl SchemaHistory {
 
     /// A DDL already in the binlog was read again (the capture restarted behind the binlog's
     /// end): if this history does not know it, its catalog holds from now on.
-    pub fn replayed(&self, ddl: (Ts, Ts), catalog: Catalog) {
+    pub fn replayed(&self, ddl: TxnOrder, catalog: Catalog) {
         let mut v = self.lock();
         if v.iter().any(|x| x.ddl == Some(ddl)) {
             return;
@@ -505,6 +504,7 @@ pub fn create_table_sql(t: &MountedTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Ts;
 
     fn ft(tp: u8, flag: u32, flen: i64, charset: &str) -> FieldType {
         FieldType {
@@ -554,7 +554,7 @@ mod tests {
         let cat = || -> Catalog { Arc::new(Vec::new()) };
         let (c0, c1, c2, c3) = (cat(), cat(), cat(), cat());
         let pos = |f, o| BinlogPos::new(f, o);
-        let key = |n: u64| (Ts(n), Ts(n - 1));
+        let key = |n: u64| (Ts(n), Ts(n - 1), 0);
         let h = SchemaHistory::new(c0.clone());
         assert!(Arc::ptr_eq(&h.at(pos(1, 4)), &c0));
         // A DDL ending at (1, 500), not yet durable (durable end (1, 300)).

@@ -40,7 +40,7 @@ pub enum StoreError {
         offset: u64,
         reason: &'static str,
     },
-    /// Transactions must arrive in ascending `(commit_ts, start_ts)`.
+    /// Transactions must arrive in ascending `(commit_ts, start_ts, part)`.
     #[error(
         "transaction ({next_commit:?}, {next_start:?}) not after ({prev_commit:?}, {prev_start:?})"
     )]

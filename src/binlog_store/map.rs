@@ -4,12 +4,14 @@
 //! ```text
 //! record (48 bytes, integers LE):
 //! +--------+---------+-----------+--------+--------+--------+--------+--------+--------+
-//! | kind 1 | zero 3  | file_seq 4| a 8    | b 8    | c 8    | d 8    | zero 4 | crc 4  |
+//! | kind 1 | zero 3  | file_seq 4| a 8    | b 8    | c 8    | d 8    | e 4    | crc 4  |
 //! +--------+---------+-----------+--------+--------+--------+--------+--------+--------+
-//!   kind 1 Txn:           a = start_ts, b = commit_ts, c = gno, d = end_pos
+//!   kind 1 Txn:           a = start_ts, b = commit_ts, c = gno, d = end_pos, e = part
 //!   kind 2 Checkpoint:    b = checkpoint, (file_seq, d) = binlog end it needs
 //!   kind 3 Synced:        (file_seq, d) = binlog end known to be fsynced
 //!   kind 4 PurgedHorizon: b = commit_ts, c = gno of the last purged transaction
+//! e is zero in the other kinds (and in Txn records of files written before `part` existed,
+//! which is what `part` is for them).
 //! crc = CRC32 of the first 44 bytes
 //! ```
 //!
@@ -44,6 +46,9 @@ pub struct TxnEntry {
     pub file_seq: u32,
     /// Offset just after its last event.
     pub end_pos: u64,
+    /// The statement's place among the DDL statements one TiDB transaction made (a batch
+    /// `CREATE TABLE` job): each is a binlog transaction of its own. 0 for everything else.
+    pub part: u32,
 }
 
 impl TxnEntry {
@@ -53,10 +58,13 @@ impl TxnEntry {
     }
 
     /// Sort key of binlog order.
-    pub fn order_key(&self) -> (Ts, Ts) {
-        (self.commit_ts, self.start_ts)
+    pub fn order_key(&self) -> TxnOrder {
+        (self.commit_ts, self.start_ts, self.part)
     }
 }
+
+/// Binlog order of transactions: `(commit_ts, start_ts, part)`.
+pub type TxnOrder = (Ts, Ts, u32);
 
 /// A record of the map file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +77,7 @@ pub(crate) enum Record {
 
 impl Record {
     pub(crate) fn encode_into(&self, buf: &mut Vec<u8>) {
-        let (kind, file_seq, a, b, c, d) = match *self {
+        let (kind, file_seq, a, b, c, d, e) = match *self {
             Record::Txn(t) => (
                 1u8,
                 t.file_seq,
@@ -77,13 +85,14 @@ impl Record {
                 t.commit_ts.0,
                 t.gno,
                 t.end_pos,
+                t.part,
             ),
             Record::Checkpoint {
                 checkpoint,
                 requires,
-            } => (2, requires.file_seq, 0, checkpoint.0, 0, requires.offset),
-            Record::Synced(p) => (3, p.file_seq, 0, 0, 0, p.offset),
-            Record::PurgedHorizon { commit_ts, gno } => (4, 0, 0, commit_ts.0, gno, 0),
+            } => (2, requires.file_seq, 0, checkpoint.0, 0, requires.offset, 0),
+            Record::Synced(p) => (3, p.file_seq, 0, 0, 0, p.offset, 0),
+            Record::PurgedHorizon { commit_ts, gno } => (4, 0, 0, commit_ts.0, gno, 0, 0),
         };
         let start = buf.len();
         buf.extend_from_slice(&[kind, 0, 0, 0]);
@@ -91,7 +100,7 @@ impl Record {
         for v in [a, b, c, d] {
             buf.extend_from_slice(&v.to_le_bytes());
         }
-        buf.extend_from_slice(&[0; 4]);
+        buf.extend_from_slice(&e.to_le_bytes());
         let crc = crc32fast::hash(&buf[start..]);
         buf.extend_from_slice(&crc.to_le_bytes());
     }
@@ -107,7 +116,11 @@ impl Record {
             a.copy_from_slice(&b[i..i + 8]);
             u64::from_le_bytes(a)
         };
-        if crc32fast::hash(&b[..44]) != u32_at(44) || b[1..4] != [0, 0, 0] || b[40..44] != [0; 4] {
+        if crc32fast::hash(&b[..44]) != u32_at(44) || b[1..4] != [0, 0, 0] {
+            return None;
+        }
+        let part = u32_at(40);
+        if b[0] != 1 && part != 0 {
             return None;
         }
         let file_seq = u32_at(4);
@@ -119,6 +132,7 @@ impl Record {
                 gno: c,
                 file_seq,
                 end_pos: d,
+                part,
             }),
             2 => Record::Checkpoint {
                 checkpoint: Ts(bb),
@@ -231,6 +245,7 @@ mod tests {
                 gno: 3,
                 file_seq: 2,
                 end_pos: 999,
+                part: 1,
             }),
             Record::Checkpoint {
                 checkpoint: Ts(12),

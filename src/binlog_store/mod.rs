@@ -1,7 +1,9 @@
 //! The binlog store: the capture pipeline's ordered transactions become real MySQL binlog files
 //! on disk, crash-safe, and dump sessions read them back.
 //!
-//! In: transactions in `(commit_ts, start_ts)` order, as [`RowChange`](crate::mounter::RowChange)
+//! In: transactions in `(commit_ts, start_ts, part)` order (`part` numbers the statements of a
+//! DDL job that made several, such as a batch `CREATE TABLE`; each is a binlog transaction with
+//! its own GTID), as [`RowChange`](crate::mounter::RowChange)
 //! pieces between [`BinlogStore::begin_txn`] and [`BinlogStore::commit_txn`], and
 //! [`DdlEvent`](crate::mounter::DdlEvent)s; group commits with [`BinlogStore::flush`]`(checkpoint)`.
 //! Out: files `<basename>.000001`, … listed in `<basename>.index`, a mapping file
@@ -72,7 +74,7 @@ use crate::model::Ts;
 pub use error::{DumpError, Result, StoreError};
 pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef, SnapshotPoint};
 pub use index::file_name;
-pub use map::TxnEntry;
+pub use map::{TxnEntry, TxnOrder};
 pub use recovery::Recovery;
 pub use retention::{PurgeInUse, Purged};
 pub use writer::{BinlogStore, Committed};

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use super::error::{Result, StoreError};
 use super::files::{FileInfo, FilesState, Shared, SnapshotPoint};
 use super::index::{file_name, parse_file_name, read_index, write_index};
-use super::map::{MapFile, Record, TxnEntry};
+use super::map::{MapFile, Record, TxnEntry, TxnOrder};
 use super::scan::{open_at, read_event, read_prologue, ReadOutcome, TxnScanner};
 use super::writer::{create_file, BinlogStore};
 use super::{header_timestamp, BinlogPos, StoreConfig};
@@ -37,8 +37,8 @@ use crate::model::Ts;
 pub struct Recovery {
     /// Resume capture from here (`checkpoint_ts`); `None` when nothing was ever checkpointed.
     pub checkpoint: Option<Ts>,
-    /// `(commit_ts, start_ts)` of the last transaction in the binlog.
-    pub last_written: Option<(Ts, Ts)>,
+    /// `(commit_ts, start_ts, part)` of the last transaction in the binlog.
+    pub last_written: Option<TxnOrder>,
     pub gtid_executed: GtidSet,
     /// GNO of the next transaction.
     pub next_gno: u64,
@@ -55,9 +55,9 @@ pub struct Recovery {
 impl Recovery {
     /// True when capture, resending from [`Self::checkpoint`], must skip this transaction
     /// because it is already in the binlog.
-    pub fn already_written(&self, commit_ts: Ts, start_ts: Ts) -> bool {
+    pub fn already_written(&self, commit_ts: Ts, start_ts: Ts, part: u32) -> bool {
         self.last_written
-            .is_some_and(|l| (commit_ts, start_ts) <= l)
+            .is_some_and(|l| (commit_ts, start_ts, part) <= l)
     }
 }
 
@@ -292,12 +292,12 @@ impl BinlogStore {
         }
         let next_gno = next_gno(&gtid_executed, &cfg.server_uuid);
         let seq_in_file = in_last.len() as i64;
-        let last_written = entries.last().map(|e| (e.commit_ts, e.start_ts));
+        let last_written = entries.last().map(TxnEntry::order_key);
         let last_timestamp = files.last().map_or(0, |f| f.last_secs);
 
         let snapshot = checkpoint
             .filter(|(ts, requires)| {
-                *requires == end_pos && last_written.is_none_or(|(c, _)| c <= *ts)
+                *requires == end_pos && last_written.is_none_or(|(c, _, _)| c <= *ts)
             })
             .map(|(ts, end)| SnapshotPoint {
                 ts,

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use super::error::{Result, StoreError};
 use super::files::{BinlogFiles, FileInfo, Shared};
 use super::index::{file_name, sync_dir, write_index};
-use super::map::{MapFile, Record, TxnEntry};
+use super::map::{MapFile, Record, TxnEntry, TxnOrder};
 use super::{header_timestamp, BinlogPos, StoreConfig, MIN_SPILL_THRESHOLD};
 use crate::model::Ts;
 use crate::mounter::{DdlEvent, RowChange, RowOp};
@@ -52,6 +52,8 @@ pub struct Committed {
 struct OpenTxn {
     start_ts: Ts,
     commit_ts: Ts,
+    /// See [`TxnEntry::part`].
+    part: u32,
     timestamp: u32,
     gtid: GtidEvent,
     /// File offset of the GTID event.
@@ -83,7 +85,7 @@ pub struct BinlogStore {
     pub(crate) next_gno: u64,
     /// GTIDs of every committed transaction, flushed or not.
     pub(crate) gtid_executed: GtidSet,
-    pub(crate) last_written: Option<(Ts, Ts)>,
+    pub(crate) last_written: Option<TxnOrder>,
     /// Header timestamp of the last transaction (stamps ROTATE and the next file's prologue).
     pub(crate) last_timestamp: u32,
     txn: Option<OpenTxn>,
@@ -115,7 +117,7 @@ impl BinlogStore {
         seq_in_file: i64,
         next_gno: u64,
         gtid_executed: GtidSet,
-        last_written: Option<(Ts, Ts)>,
+        last_written: Option<TxnOrder>,
         last_timestamp: u32,
         checkpoint: Option<(Ts, BinlogPos)>,
         map: MapFile,
@@ -161,16 +163,16 @@ impl BinlogStore {
         }
     }
 
-    /// `(commit_ts, start_ts)` of the last transaction committed (flushed or not).
-    pub fn last_written(&self) -> Option<(Ts, Ts)> {
+    /// `(commit_ts, start_ts, part)` of the last transaction committed (flushed or not).
+    pub fn last_written(&self) -> Option<TxnOrder> {
         self.last_written
     }
 
-    /// True when the transaction `(commit_ts, start_ts)` is already in the binlog: capture
-    /// resending from the checkpoint must skip it.
-    pub fn already_written(&self, commit_ts: Ts, start_ts: Ts) -> bool {
+    /// True when the transaction `(commit_ts, start_ts)` (its statement `part`, for a DDL
+    /// batch) is already in the binlog: capture resending from the checkpoint must skip it.
+    pub fn already_written(&self, commit_ts: Ts, start_ts: Ts, part: u32) -> bool {
         self.last_written
-            .is_some_and(|l| (commit_ts, start_ts) <= l)
+            .is_some_and(|l| (commit_ts, start_ts, part) <= l)
     }
 
     /// The GNO the next transaction gets.
@@ -193,9 +195,9 @@ impl BinlogStore {
         self.checkpoint.map(|c| c.0)
     }
 
-    fn check_order(&self, commit_ts: Ts, start_ts: Ts) -> Result<()> {
-        if let Some((pc, ps)) = self.last_written {
-            if (commit_ts, start_ts) <= (pc, ps) {
+    fn check_order(&self, commit_ts: Ts, start_ts: Ts, part: u32) -> Result<()> {
+        if let Some((pc, ps, pp)) = self.last_written {
+            if (commit_ts, start_ts, part) <= (pc, ps, pp) {
                 return Err(StoreError::OutOfOrder {
                     prev_commit: pc,
                     prev_start: ps,
@@ -208,14 +210,14 @@ impl BinlogStore {
     }
 
     /// Reserves the GTID event of a new transaction at the end of `pending`.
-    fn start(&mut self, start_ts: Ts, commit_ts: Ts, gtid_flags: u8) -> Result<OpenTxn> {
+    fn start(&mut self, start_ts: Ts, commit_ts: Ts, part: u32, gtid_flags: u8) -> Result<OpenTxn> {
         if self.txn.is_some() {
             return Err(StoreError::TxnState {
                 call: "starting a transaction",
                 state: "inside a transaction",
             });
         }
-        self.check_order(commit_ts, start_ts)?;
+        self.check_order(commit_ts, start_ts, part)?;
         let mut gtid = GtidEvent::new(
             self.cfg.server_uuid,
             self.next_gno,
@@ -230,6 +232,7 @@ impl BinlogStore {
         let txn = OpenTxn {
             start_ts,
             commit_ts,
+            part,
             timestamp: header_timestamp(commit_ts),
             gtid,
             start_pos: self.pos,
@@ -243,7 +246,7 @@ impl BinlogStore {
 
     /// Starts a row transaction: GTID (reserved) and `BEGIN`.
     pub fn begin_txn(&mut self, start_ts: Ts, commit_ts: Ts) -> Result<()> {
-        let txn = self.start(start_ts, commit_ts, 0)?;
+        let txn = self.start(start_ts, commit_ts, 0, 0)?;
         self.txn = Some(txn);
         let res = self.ew.write(
             &mut self.pending,
@@ -405,7 +408,7 @@ impl BinlogStore {
 
     /// Writes a DDL statement as its own transaction: GTID + QUERY (db = schema).
     pub fn write_ddl(&mut self, ddl: &DdlEvent) -> Result<Committed> {
-        let txn = self.start(ddl.start_ts, ddl.commit_ts, FLAG_MAY_HAVE_SBR)?;
+        let txn = self.start(ddl.start_ts, ddl.commit_ts, ddl.part, FLAG_MAY_HAVE_SBR)?;
         self.txn = Some(txn);
         let dbs = [ddl.schema.as_str()];
         let updated: &[&str] = if ddl.schema.is_empty() { &[] } else { &dbs };
@@ -460,7 +463,7 @@ impl BinlogStore {
         self.seq_in_file = txn.gtid.sequence_number;
         self.next_gno = gno + 1;
         self.gtid_executed.add(self.cfg.server_uuid, gno);
-        self.last_written = Some((txn.commit_ts, txn.start_ts));
+        self.last_written = Some((txn.commit_ts, txn.start_ts, txn.part));
         self.last_timestamp = txn.timestamp;
         let entry = TxnEntry {
             start_ts: txn.start_ts,
@@ -468,6 +471,7 @@ impl BinlogStore {
             gno,
             file_seq: self.file_seq,
             end_pos: self.pos,
+            part: txn.part,
         };
         self.unsynced.push(entry);
         if self.pos >= self.cfg.max_binlog_size {
@@ -595,7 +599,7 @@ impl BinlogStore {
     /// checkpoint capture resumed from until the resent transactions are skipped past.
     fn snapshot_point(&self, end: BinlogPos) -> Option<super::files::SnapshotPoint> {
         let (ts, requires) = self.checkpoint?;
-        let after = self.last_written.is_some_and(|(c, _)| c > ts);
+        let after = self.last_written.is_some_and(|(c, _, _)| c > ts);
         (requires == end && !after).then(|| super::files::SnapshotPoint {
             ts,
             end,

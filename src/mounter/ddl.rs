@@ -41,6 +41,9 @@ pub struct DdlEvent {
     pub commit_ts: Ts,
     /// start_ts of that transaction.
     pub start_ts: Ts,
+    /// The statement's place among the events of one job (a batch `CREATE TABLE` job gives
+    /// one per table, all with the job's commit and start ts); 0 for a job of one statement.
+    pub part: u32,
     pub job_id: i64,
     /// TiDB ActionType.
     pub action: u8,
@@ -189,6 +192,7 @@ pub fn ddl_events(applied: &AppliedDdl, start_ts: Ts, filter: &TableFilter) -> V
     let event = |query: String, table: Option<&Arc<MountedTable>>| DdlEvent {
         commit_ts: applied.commit_ts,
         start_ts,
+        part: 0,
         job_id: job.id,
         action: job.action,
         schema: applied.schema.clone(),
@@ -208,11 +212,14 @@ pub fn ddl_events(applied: &AppliedDdl, start_ts: Ts, filter: &TableFilter) -> V
     if job.action == action::CREATE_TABLES {
         let stmts = split_statements(&job.query);
         if stmts.len() == applied.after.len() {
+            // One binlog transaction per table, in the job's statement order.
             return stmts
                 .iter()
                 .zip(&applied.after)
                 .filter(|(_, t)| t.included)
                 .filter_map(|(s, t)| normalize_ddl(s).map(|q| event(q, Some(t))))
+                .zip(0..)
+                .map(|(e, part)| DdlEvent { part, ..e })
                 .collect();
         }
     }

@@ -39,6 +39,13 @@ pub enum Ddl {
         db: String,
         table: TableDef,
     },
+    /// Several tables in one job (`ActionCreateTables`: TiDB's batch create, which BR's
+    /// restore uses): one commit ts for all of them, the statements `;`-separated in the job's
+    /// query and the tables in `MultipleTableInfos`.
+    CreateTables {
+        db: String,
+        tables: Vec<TableDef>,
+    },
     DropTable {
         db: String,
         table: String,
@@ -90,6 +97,11 @@ impl Ddl {
             Ddl::CreateDatabase { name } => format!("CREATE DATABASE {}", quote(name)),
             Ddl::DropDatabase { name } => format!("DROP DATABASE {}", quote(name)),
             Ddl::CreateTable { db, table } => table.sql(db),
+            Ddl::CreateTables { db, tables } => tables
+                .iter()
+                .map(|t| t.sql(db))
+                .collect::<Vec<_>>()
+                .join(";"),
             Ddl::DropTable { db, table } => format!("DROP TABLE {}", qt(db, table)),
             Ddl::TruncateTable { db, table } => format!("TRUNCATE TABLE {}", qt(db, table)),
             Ddl::RenameTable {
@@ -174,6 +186,8 @@ struct Plan {
     edits: Vec<Edit>,
     db_info: Option<DBInfo>,
     table_info: Option<TableInfo>,
+    /// The tables of a batch create.
+    multiple_table_infos: Vec<TableInfo>,
     raw_args: serde_json::Value,
     reorg: bool,
     /// Index entries of existing rows for ADD INDEX.
@@ -192,6 +206,7 @@ impl Plan {
             edits: Vec::new(),
             db_info: None,
             table_info: None,
+            multiple_table_infos: Vec::new(),
             raw_args: serde_json::Value::Null,
             reorg: false,
             backfill: Vec::new(),
@@ -280,6 +295,9 @@ impl Tidb {
         Ok(match ddl {
             Ddl::CreateDatabase { .. } => 1,
             Ddl::CreateTable { table, .. } => 1 + table.partition_count(),
+            Ddl::CreateTables { tables, .. } => {
+                tables.iter().map(|t| 1 + t.partition_count()).sum()
+            }
             Ddl::TruncateTable { db, table } => {
                 let t = self.catalog.table_or_err(db, table)?;
                 1 + t.info.partition.as_ref().map_or(0, |p| p.definitions.len())
@@ -337,6 +355,31 @@ impl Tidb {
                 p.edits
                     .push(Edit::PutTable(d.info.id, Box::new(info.clone())));
                 p.table_info = Some(info);
+                p
+            }
+            Ddl::CreateTables { db, tables } => {
+                let d = self.db_entry(db)?;
+                let mut p = Plan::new(action::CREATE_TABLES, d.info.id, db);
+                let mut ids = ids;
+                let mut names = std::collections::HashSet::new();
+                for table in tables {
+                    if cat.table(db, &table.name).is_some()
+                        || !names.insert(table.name.to_lowercase())
+                    {
+                        return Err(TidbError::Table {
+                            db: db.clone(),
+                            table: table.name.clone(),
+                            problem: "exists",
+                        });
+                    }
+                    let n = 1 + table.partition_count();
+                    let info = table.build(ids[0], &ids[1..n], 0)?;
+                    ids = &ids[n..];
+                    p.edits
+                        .push(Edit::PutTable(d.info.id, Box::new(info.clone())));
+                    p.multiple_table_infos.push(info);
+                }
+                p.raw_args = json!({ "fk_check": false });
                 p
             }
             Ddl::DropTable { db, table } => {
@@ -725,7 +768,11 @@ impl Tidb {
                 }
             }
         }
-        if let Some(t) = plan.table_info.as_mut() {
+        for t in plan
+            .table_info
+            .iter_mut()
+            .chain(plan.multiple_table_infos.iter_mut())
+        {
             if t.state == schema_state::PUBLIC {
                 t.update_timestamp = run_start.0;
             }
@@ -760,19 +807,26 @@ impl Tidb {
             db_info: plan.db_info.clone(),
             table_info: plan.table_info.clone(),
             finished_ts: 0,
-            multiple_table_infos: Vec::new(),
+            multiple_table_infos: plan.multiple_table_infos.clone(),
         });
         let (k, v) = self.job_row(&job, plan.reorg, true, &plan)?;
         txn.put(k, v);
         let done = txn.commit(core, CommitMode::TwoPc)?;
         outputs.extend(done.outputs);
         self.apply(&plan, version);
-        self.emit_truth(&TruthTxn {
-            start_ts: run_start,
-            commit_ts: done.commit_ts,
-            rows: Vec::new(),
-            ddl: Some(query),
-        })?;
+        // A batch create is one binlog transaction per table, in statement order.
+        let statements = match ddl {
+            Ddl::CreateTables { db, tables } => tables.iter().map(|t| t.sql(db)).collect(),
+            _ => vec![query],
+        };
+        for statement in statements {
+            self.emit_truth(&TruthTxn {
+                start_ts: run_start,
+                commit_ts: done.commit_ts,
+                rows: Vec::new(),
+                ddl: Some(statement),
+            })?;
+        }
 
         // 3. move to history
         let mut txn = KvTxn::new(core.ts());
