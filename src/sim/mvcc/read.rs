@@ -73,6 +73,38 @@ impl MvccStore {
         Ok(out)
     }
 
+    /// [`Self::scan`] without copies: `visit` gets each key with its value and commit ts, or
+    /// the lock error met on it, in key order, and returns false to stop.
+    pub fn scan_visit(
+        &mut self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: Ts,
+        bypass_locks: &[Ts],
+        mut visit: impl FnMut(&[u8], Result<(Ts, &[u8])>) -> bool,
+    ) -> Result<()> {
+        self.check_read_ts(ts)?;
+        let mut n = 0;
+        for (key, e) in self.entries_from(start) {
+            if (!end.is_empty() && key >= end) || (limit != 0 && n >= limit) {
+                break;
+            }
+            let found = match blocking_lock(key, e, ts, bypass_locks) {
+                Some(err) => Err(err),
+                None => match e.committed_value_at(ts) {
+                    Some(v) => Ok(v),
+                    None => continue,
+                },
+            };
+            n += 1;
+            if !visit(key, found) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Forward scan of raw keys in `[start, end)` (`end` empty = unbounded) at `ts`, at most
     /// `limit` pairs (0 = no limit). Locked keys appear as pairs carrying the lock error.
     pub fn scan(
@@ -114,18 +146,22 @@ impl MvccStore {
     }
 }
 
+/// The error a read at `ts` meets on `key`: its Put/Delete lock, unless resolved or newer.
+fn blocking_lock(key: &[u8], e: &KeyEntry, ts: Ts, bypass_locks: &[Ts]) -> Option<SimError> {
+    let lock = e.lock()?;
+    let blocks = matches!(lock.lock_type, LockType::Put | LockType::Delete)
+        && lock.start_ts <= ts
+        && lock.min_commit_ts <= ts
+        && !bypass_locks.contains(&lock.start_ts);
+    blocks.then(|| SimError::KeyIsLocked {
+        key: key.to_vec(),
+        lock: Box::new(lock.clone()),
+    })
+}
+
 fn read_entry(key: &[u8], e: &KeyEntry, ts: Ts, bypass_locks: &[Ts]) -> Result<Option<ReadResult>> {
-    if let Some(lock) = e.lock() {
-        let blocks = matches!(lock.lock_type, LockType::Put | LockType::Delete)
-            && lock.start_ts <= ts
-            && lock.min_commit_ts <= ts
-            && !bypass_locks.contains(&lock.start_ts);
-        if blocks {
-            return Err(SimError::KeyIsLocked {
-                key: key.to_vec(),
-                lock: Box::new(lock.clone()),
-            });
-        }
+    if let Some(err) = blocking_lock(key, e, ts, bypass_locks) {
+        return Err(err);
     }
     Ok(e.committed_value_at(ts).map(|(commit_ts, v)| ReadResult {
         value: v.to_vec(),

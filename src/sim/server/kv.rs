@@ -286,14 +286,13 @@ impl KvService {
             }
         }
         let limit = req.limit as usize;
-        // A forward scan starts inside the region and goes up: the first `limit` pairs from
-        // `lower` hold every in-region pair the answer can have (the in-region ones come
-        // first), so the store reads one page, never the rest of the range.
-        let store_limit = if req.reverse { 0 } else { limit };
+        if !req.reverse {
+            return self.scan_forward(req, &region, resp, &lower, &upper);
+        }
         let r = self.shared.lock().core.mvcc.scan(
             &lower,
             &upper,
-            store_limit,
+            0,
             Ts(req.version),
             req.key_only,
             &resolved_locks(ctx),
@@ -302,29 +301,103 @@ impl KvService {
             Ok(p) => p,
             Err(e) => return Ok(fill_scan(resp, ReadError::from_sim(e)?)),
         };
-        let picked: Vec<_> = if req.reverse {
-            let mut v: Vec<_> = pairs
-                .into_iter()
-                .filter(|p| region.contains_encoded(&encode_key(&p.key)))
-                .collect();
-            v.reverse();
-            v.truncate(if limit == 0 { usize::MAX } else { limit });
-            v
-        } else {
-            // Keys come up from `lower`, inside the region: only its end bounds them. Compared
-            // raw when the end is a complete encoding (the order is the same), else encoded.
-            let raw_end = raw_bound(&region.region.end_key);
-            pairs
-                .into_iter()
-                .take_while(|p| match &raw_end {
-                    Some(end) => end.is_empty() || p.key < *end,
-                    None => region.contains_encoded(&encode_key(&p.key)),
-                })
-                .take(if limit == 0 { usize::MAX } else { limit })
-                .collect()
-        };
+        let mut picked: Vec<_> = pairs
+            .into_iter()
+            .filter(|p| region.contains_encoded(&encode_key(&p.key)))
+            .collect();
+        picked.reverse();
+        picked.truncate(if limit == 0 { usize::MAX } else { limit });
         for p in picked {
             resp.pairs.push(pair(p, true)?);
+        }
+        Ok(resp)
+    }
+
+    /// A forward scan starts inside the region and goes up: the first `limit` pairs from
+    /// `lower` hold every in-region pair the answer can have (the in-region ones come first),
+    /// so the store reads one page, never the rest of the range. The page's keys and values
+    /// are copied into one buffer that every pair of the answer slices.
+    fn scan_forward(
+        &self,
+        req: &kvrpcpb::ScanRequest,
+        region: &RegionInfo,
+        mut resp: kvrpcpb::ScanResponse,
+        lower: &[u8],
+        upper: &[u8],
+    ) -> Result<kvrpcpb::ScanResponse, Status> {
+        /// One pair of the page: its bytes end at these offsets of the buffer, or a lock.
+        enum Found {
+            Value {
+                key_end: usize,
+                value_end: usize,
+                commit_ts: u64,
+            },
+            Locked(crate::sim::mvcc::KvPair),
+        }
+        // Only the region's end bounds the keys. Compared raw when the end is a complete
+        // encoding (the order is the same), else encoded.
+        let raw_end = raw_bound(&region.region.end_key);
+        let mut bytes = bytes::BytesMut::with_capacity(64 << 10);
+        let mut found = Vec::new();
+        let r = self.shared.lock().core.mvcc.scan_visit(
+            lower,
+            upper,
+            req.limit as usize,
+            Ts(req.version),
+            &resolved_locks(req.context.as_ref()),
+            |key, result| {
+                let inside = match &raw_end {
+                    Some(end) => end.is_empty() || key < end.as_slice(),
+                    None => region.contains_encoded(&encode_key(key)),
+                };
+                if !inside {
+                    return false;
+                }
+                found.push(match result {
+                    Ok((commit_ts, value)) => {
+                        bytes.extend_from_slice(key);
+                        let key_end = bytes.len();
+                        if !req.key_only {
+                            bytes.extend_from_slice(value);
+                        }
+                        Found::Value {
+                            key_end,
+                            value_end: bytes.len(),
+                            commit_ts: commit_ts.0,
+                        }
+                    }
+                    Err(e) => Found::Locked(crate::sim::mvcc::KvPair {
+                        key: key.to_vec(),
+                        result: Err(e),
+                    }),
+                });
+                true
+            },
+        );
+        if let Err(e) = r {
+            return Ok(fill_scan(resp, ReadError::from_sim(e)?));
+        }
+        let bytes = bytes.freeze();
+        let mut at = 0;
+        resp.pairs.reserve(found.len());
+        for f in found {
+            resp.pairs.push(match f {
+                Found::Value {
+                    key_end,
+                    value_end,
+                    commit_ts,
+                } => {
+                    let p = kvrpcpb::KvPair {
+                        key: bytes.slice(at..key_end),
+                        value: bytes.slice(key_end..value_end),
+                        commit_ts,
+                        ..Default::default()
+                    };
+                    at = value_end;
+                    p
+                }
+                Found::Locked(p) => pair(p, true)?,
+            });
         }
         Ok(resp)
     }
