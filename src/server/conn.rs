@@ -803,11 +803,6 @@ async fn send_query(
     send_result_set(io, info, q, status, false).await
 }
 
-/// [`send_query`] in the text (`binary = false`) or binary row format.
-/// How long a result set waits for a client that reads nothing (MySQL's `net_write_timeout`
-/// default).
-const NET_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// MySQL's answer to a statement stopped by `KILL QUERY`.
 fn interrupted() -> ErrResponse {
     ErrResponse::new(
@@ -816,6 +811,7 @@ fn interrupted() -> ErrResponse {
     )
 }
 
+/// [`send_query`] in the text (`binary = false`) or binary row format.
 async fn send_result_set(
     io: &mut PacketIo,
     info: &ConnInfo,
@@ -895,25 +891,15 @@ async fn send_result_set(
         io.queue_framed(&chunk);
         if io.pending() >= QUERY_CHUNK {
             let flushed = tokio::select! {
-                r = tokio::time::timeout(NET_WRITE_TIMEOUT, io.flush()) => r,
+                r = io.flush_within(super::session::NET_WRITE_TIMEOUT) => r,
                 _ = info.cancel.cancelled() => {
                     write_failed = Some(ConnError::Closed);
                     break;
                 }
             };
-            match flushed {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    write_failed = Some(e.into());
-                    break;
-                }
-                Err(_) => {
-                    write_failed = Some(ConnError::Io(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "the client read no rows for net_write_timeout",
-                    )));
-                    break;
-                }
+            if let Err(e) = flushed {
+                write_failed = Some(e.into());
+                break;
             }
         }
     }

@@ -30,6 +30,9 @@ pub struct ConnInfo {
     pub interrupt: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// How long a write waits for a client that reads nothing: MySQL's default `net_write_timeout`.
+pub const NET_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// One client's session state.
 #[derive(Debug, Default, Clone)]
 pub struct Session {
@@ -150,6 +153,18 @@ impl Session {
             .and_then(|v| parse_number(&v))
     }
 
+    /// `@@net_write_timeout` as the session set it, else MySQL's default (60 s): how long a
+    /// write waits for a client that reads nothing.
+    pub fn net_write_timeout(&self) -> std::time::Duration {
+        self.overrides
+            .get("net_write_timeout")
+            .cloned()
+            .flatten()
+            .and_then(|v| parse_number(&v))
+            .filter(|s| *s > 0)
+            .map_or(NET_WRITE_TIMEOUT, std::time::Duration::from_secs)
+    }
+
     /// `@mariadb_slave_capability`, set by MariaDB replicas and tools.
     pub fn mariadb_capability(&self) -> Option<u64> {
         self.user_var("mariadb_slave_capability")
@@ -180,5 +195,20 @@ mod tests {
         s.user_vars
             .insert("master_binlog_checksum".into(), Some("CRC32".into()));
         assert_eq!(s.announced_checksum().as_deref(), Some("CRC32"));
+    }
+
+    #[test]
+    fn net_write_timeout_follows_the_session_setting() {
+        let mut s = Session::default();
+        assert_eq!(s.net_write_timeout(), NET_WRITE_TIMEOUT);
+        s.overrides
+            .insert("net_write_timeout".into(), Some("600".into()));
+        assert_eq!(s.net_write_timeout(), std::time::Duration::from_secs(600));
+        // Nonsense and zero keep the default.
+        for v in ["soon", "0"] {
+            s.overrides
+                .insert("net_write_timeout".into(), Some(v.into()));
+            assert_eq!(s.net_write_timeout(), NET_WRITE_TIMEOUT);
+        }
     }
 }

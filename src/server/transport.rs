@@ -109,6 +109,19 @@ impl PacketIo {
         self.wbuf.len()
     }
 
+    /// [`Self::flush`] that fails with `TimedOut` when the client reads nothing for `limit`
+    /// (MySQL's `net_write_timeout`): a client that stops reading must not hold the connection,
+    /// nor the binlog file its dump is on, forever.
+    pub async fn flush_within(&mut self, limit: std::time::Duration) -> std::io::Result<()> {
+        match tokio::time::timeout(limit, self.flush()).await {
+            Ok(r) => r,
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing for net_write_timeout",
+            )),
+        }
+    }
+
     /// Writes everything queued.
     pub async fn flush(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {

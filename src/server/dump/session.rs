@@ -47,6 +47,9 @@ pub(super) struct Pacing {
     pub heartbeat: Option<Duration>,
     /// End with EOF at the end of the binlog instead of waiting for more.
     pub non_block: bool,
+    /// The session's `net_write_timeout`: a client that reads nothing for this long ends the
+    /// dump (and releases the binlog file it holds from purges), as on MySQL.
+    pub write_timeout: Duration,
 }
 
 pub(super) struct DumpSession {
@@ -58,6 +61,7 @@ pub(super) struct DumpSession {
     batch: Option<EventBatch>,
     heartbeat: Option<Duration>,
     non_block: bool,
+    write_timeout: Duration,
     deprecate_eof: bool,
     cancel: CancellationToken,
     conn_id: u32,
@@ -81,6 +85,7 @@ impl DumpSession {
             batch: Some(EventBatch::default()),
             heartbeat: pacing.heartbeat,
             non_block: pacing.non_block,
+            write_timeout: pacing.write_timeout,
             deprecate_eof: tibinlog_protocol::wire::response::deprecate_eof(info.capabilities),
             cancel,
             conn_id: info.id,
@@ -102,7 +107,7 @@ impl DumpSession {
         if read_from == ReadFrom::AfterFormatDescription {
             self.reader = fde_reader;
         }
-        self.io.flush().await?;
+        self.io.flush_within(self.write_timeout).await?;
         let mut closing = false;
         loop {
             if self.cancel.is_cancelled() {
@@ -133,11 +138,11 @@ impl DumpSession {
                 }
                 closing = false;
                 self.switch_to(next)?;
-                self.io.flush().await?;
+                self.io.flush_within(self.write_timeout).await?;
                 continue;
             }
             if self.plan.on_caught_up(&mut queue_event(&mut self.io))? {
-                self.io.flush().await?;
+                self.io.flush_within(self.write_timeout).await?;
             }
             if self.non_block {
                 self.send_eof().await?;
@@ -191,7 +196,7 @@ impl DumpSession {
                     Err(_elapsed) => {
                         if self.heartbeat.is_some() {
                             self.plan.on_heartbeat(&mut queue_event(&mut self.io))?;
-                            self.io.flush().await?;
+                            self.io.flush_within(self.write_timeout).await?;
                         }
                     }
                 },
@@ -213,10 +218,10 @@ impl DumpSession {
                 break;
             }
             if self.io.pending() >= FLUSH_BYTES {
-                self.io.flush().await?;
+                self.io.flush_within(self.write_timeout).await?;
             }
         }
-        self.io.flush().await?;
+        self.io.flush_within(self.write_timeout).await?;
         Ok(())
     }
 
