@@ -45,6 +45,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Scan pages carry most of the bytes a snapshot read moves: their keys and values
         // are slices of the received frame instead of one allocation and copy each.
         .bytes(".kvrpcpb.KvPair")
+        // A pair's key error is rare and large (every kind of key error inline, well over a
+        // kilobyte): boxed, a page's vector of pairs is a few words per pair instead of
+        // copying that size for every pair received.
+        .boxed(".kvrpcpb.KvPair.error")
         .compile_protos(&files, std::slice::from_ref(&proto_dir))?;
     Ok(())
 }

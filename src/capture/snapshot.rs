@@ -502,7 +502,7 @@ impl SnapshotReader {
                 let full = resp.pairs.len() >= batch as usize;
                 for p in resp.pairs {
                     if let Some(e) = p.error {
-                        return key_error(&p.key, e).map(Err);
+                        return key_error(&p.key, *e).map(Err);
                     }
                     pairs.push((p.key, p.value));
                 }

@@ -204,7 +204,7 @@ fn pair(p: crate::sim::mvcc::KvPair, need_commit_ts: bool) -> Result<kvrpcpb::Kv
         Err(e) => match ReadError::from_sim(e)? {
             ReadError::Key(k) => Ok(kvrpcpb::KvPair {
                 key: p.key.into(),
-                error: Some(*k),
+                error: Some(k),
                 ..Default::default()
             }),
             ReadError::Region(_) => Err(Status::internal("region error on a key")),
