@@ -80,6 +80,8 @@ pub struct ChangefeedConfig {
     pub sorter: sorter::Config,
     /// PD service id of the GC safe point held for this changefeed.
     pub gc_service_id: String,
+    /// TTL of that safe point: how long the history stays after the changefeed stops.
+    pub gc_ttl: std::time::Duration,
     /// Tuning of the puller (spans and start ts are set by the changefeed).
     pub puller: Option<PullerConfig>,
 }
@@ -98,6 +100,7 @@ impl ChangefeedConfig {
             filter,
             sorter: sorter::Config::new(sorter_dir),
             gc_service_id: "tibinlog".to_string(),
+            gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
             puller: None,
         }
     }
@@ -178,7 +181,8 @@ impl Changefeed {
         let pd =
             PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token()).await?;
         let cluster_id = pd.cluster_id();
-        let gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
+        let mut gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
+        gc_cfg.ttl = cfg.gc_ttl;
         GcKeeper::hold(&pd, &gc_cfg, cfg.start_ts).await?;
 
         let store = {

@@ -84,7 +84,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
         Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
         Command::Server(args) => {
-            let cfg = tibinlog::app::config::resolve(args, &tibinlog::app::config::process_env)?;
+            use tibinlog::app::config;
+            let settings = config::settings(&args, &config::process_env)?;
+            if args.print_config {
+                print!("{}", config::render(&settings));
+                return Ok(());
+            }
+            let cfg = config::app_config(&settings)?;
             run_until_signal(|shutdown| async move {
                 let app = tibinlog::app::App::start(cfg, shutdown).await?;
                 println!("{}", app.serving_line());

@@ -684,6 +684,67 @@ async fn blocking_dump_gets_heartbeats_and_new_events() {
     f.stop().await;
 }
 
+/// A replica that stops reading is dropped once a write has waited its `net_write_timeout`, as
+/// MySQL's dump thread drops it: it no longer holds its connection (nor, with retention, the
+/// binlog file it is on).
+#[tokio::test]
+async fn a_dump_client_that_reads_nothing_is_dropped_after_net_write_timeout() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    // Far more than the socket buffers between the server and the client hold.
+    let name = "x".repeat(120);
+    let rows: Vec<(i64, &str)> = (0..100).map(|i| (i, name.as_str())).collect();
+    for _ in 0..3_000 {
+        f.source.append_insert(&rows);
+    }
+    let total = f.source.end_position().pos;
+    assert!(total > 32 << 20, "{total} bytes");
+    let mut conn = f.conn().await;
+    conn.query_drop("SET net_write_timeout = 1")
+        .await
+        .expect("set");
+    let mut stream = conn
+        .get_binlog_stream(
+            BinlogStreamRequest::new(91)
+                .with_filename(b"binlog.000001")
+                .with_pos(4),
+        )
+        .await
+        .expect("stream");
+    // The stream is not read: the session is listed until its write gives up.
+    let mut admin = f.conn().await;
+    let listed = |rows: &Vec<(u32, String, u16, u32, String)>| rows.iter().any(|r| r.0 == 91);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let rows: Vec<(u32, String, u16, u32, String)> =
+            admin.query("SHOW REPLICAS").await.expect("replicas");
+        if !listed(&rows) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stalled dump session is still there: {rows:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // What the buffers held is read, then the stream ends before the binlog's end.
+    let mut last_pos = 0u32;
+    let ended = tokio::time::timeout(WAIT, async {
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => last_pos = last_pos.max(ev.header().log_pos()),
+                Err(_) => break,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ends");
+    assert!(
+        u64::from(last_pos) < total,
+        "the client got {last_pos} of {total} bytes"
+    );
+    f.stop().await;
+}
+
 /// A new dump with the same replica server id ends the older one (MySQL's zombie-dump rule),
 /// and `KILL` ends a session.
 #[tokio::test]

@@ -1,30 +1,42 @@
-//! Configuration of `tibinlog server`: command line > environment (`TIBINLOG_…`) > TOML file
-//! (`--config`) > defaults. The file is flat TOML (top-level keys only; see [`parse_toml`]).
+//! Configuration of `tibinlog server`: flags > environment (`TIBINLOG_…`) > TOML file
+//! (`--config`) > defaults. Every setting is one [`Knob`]: its section and key in the file, its
+//! flag and its environment variable all come from the table [`KNOBS`], which also drives
+//! `--print-config` and the README's list (a test keeps the two in step).
 //!
 //! ```toml
-//! pd = ["10.0.0.1:2379", "10.0.0.2:2379"]
+//! [server]
 //! listen = "0.0.0.0:3306"
-//! # mariadb_listen = "0.0.0.0:3307"  # greets as MariaDB 10.11, for MariaDB GTID replicas
 //! data_dir = "/var/lib/tibinlog"
-//! filter = ["shop.*", "!shop.tmp_*"]
 //! server_id = 1
-//! # server_uuid = "…"          # default: derived from the TiDB cluster id
-//! # start_ts = 0               # only used when the data dir has no checkpoint
+//!
+//! [capture]
+//! pd = ["10.0.0.1:2379", "10.0.0.2:2379"]
+//!
+//! [binlog]
+//! max_binlog_size = 1073741824
+//! binlog_expire_logs_seconds = 604800
+//!
+//! [security]
 //! user = "repl"
 //! password = "secret"
-//! # tls_cert = "server.pem"
-//! # tls_key = "server.key"
-//! max_binlog_size = 1073741824
+//!
+//! [filter]
+//! rules = ["shop.*", "!shop.tmp_*"]
 //! ```
+//!
+//! Keys a section does not have are refused with the key named, so a misspelt setting never
+//! silently keeps its default.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tibinlog_protocol::binlog::Sid;
+use tibinlog_protocol::wire::auth::AuthMethod;
 
 use super::AppConfig;
 use crate::model::Ts;
@@ -36,77 +48,238 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:3306";
 /// Prefix of the environment overrides.
 pub const ENV_PREFIX: &str = "TIBINLOG_";
 
-/// Arguments of `tibinlog server`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ServerArgs {
-    /// PD endpoints, comma-separated (HOST:PORT[,HOST:PORT…]).
-    #[arg(long, value_delimiter = ',')]
-    pub pd: Vec<String>,
-    /// MySQL protocol listen address [default: 127.0.0.1:3306].
-    #[arg(long)]
-    pub listen: Option<String>,
-    /// A second listen address that greets as MariaDB 10.11: MariaDB replicas replicate by GTID
-    /// (`MASTER_USE_GTID`) only from a master that claims version 10 or more [default: none].
-    #[arg(long)]
-    pub mariadb_listen: Option<String>,
-    /// Directory of the binlog files and the sorter cache.
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Table filter rules (TiDB table-filter syntax), comma-separated or repeated.
-    #[arg(long, value_delimiter = ',')]
-    pub filter: Vec<String>,
-    /// `@@server_id` [default: 1].
-    #[arg(long)]
-    pub server_id: Option<u32>,
-    /// `@@server_uuid` (GTID source) [default: derived from the TiDB cluster id].
-    #[arg(long)]
-    pub server_uuid: Option<String>,
-    /// Capture start when the data dir has no checkpoint [default: PD's current TSO].
-    #[arg(long)]
-    pub start_ts: Option<u64>,
-    /// User name replicas log in with [default: root].
-    #[arg(long)]
-    pub user: Option<String>,
-    /// Its password [default: empty].
-    #[arg(long)]
-    pub password: Option<String>,
-    /// TLS certificate chain (PEM); TLS is offered when set with --tls-key.
-    #[arg(long)]
-    pub tls_cert: Option<PathBuf>,
-    /// TLS private key (PEM).
-    #[arg(long)]
-    pub tls_key: Option<PathBuf>,
-    /// Rotate binlog files past this many bytes [default: 1 GiB].
-    #[arg(long)]
-    pub max_binlog_size: Option<u64>,
-    /// TOML configuration file.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+/// How a flag's or an environment variable's text becomes a TOML value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Integer,
+    /// Comma-separated in a flag or variable (a flag may also repeat), an array in the file.
+    List,
 }
 
-/// The TOML file; every key optional.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    #[serde(default, deserialize_with = "one_or_many")]
-    pub pd: Vec<String>,
-    pub listen: Option<String>,
-    pub mariadb_listen: Option<String>,
-    pub data_dir: Option<PathBuf>,
-    #[serde(default, deserialize_with = "one_or_many")]
-    pub filter: Vec<String>,
-    pub server_id: Option<u32>,
-    pub server_uuid: Option<String>,
-    pub start_ts: Option<u64>,
-    pub user: Option<String>,
-    pub password: Option<String>,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub max_binlog_size: Option<u64>,
-    pub expire_logs_seconds: Option<u64>,
-    pub progress_interval_seconds: Option<u64>,
+/// One setting.
+#[derive(Debug)]
+pub struct Knob {
+    pub section: &'static str,
+    pub key: &'static str,
+    /// `--flag`; the environment variable is `TIBINLOG_` and the flag in upper case.
+    pub flag: &'static str,
+    pub kind: Kind,
+    pub value_name: &'static str,
+    pub help: &'static str,
 }
 
+impl Knob {
+    /// The environment variable that sets it.
+    pub fn env(&self) -> String {
+        format!("{ENV_PREFIX}{}", self.flag.to_uppercase().replace('-', "_"))
+    }
+
+    /// `section.key`.
+    pub fn path(&self) -> String {
+        format!("{}.{}", self.section, self.key)
+    }
+}
+
+const fn knob(
+    section: &'static str,
+    key: &'static str,
+    flag: &'static str,
+    kind: Kind,
+    value_name: &'static str,
+    help: &'static str,
+) -> Knob {
+    Knob {
+        section,
+        key,
+        flag,
+        kind,
+        value_name,
+        help,
+    }
+}
+
+use Kind::{Integer, List, Text};
+
+/// Every setting, in the order `--print-config` shows them.
+pub const KNOBS: &[Knob] = &[
+    knob("server", "listen", "listen", Text, "HOST:PORT",
+        "MySQL protocol listen address [default: 127.0.0.1:3306]"),
+    knob("server", "mariadb_listen", "mariadb-listen", Text, "HOST:PORT",
+        "a second listen address that greets as MariaDB 10.11, for MariaDB replicas replicating by GTID [default: none]"),
+    knob("server", "data_dir", "data-dir", Text, "DIR",
+        "directory of the binlog files and the sorter cache (required)"),
+    knob("server", "server_id", "server-id", Integer, "N",
+        "@@server_id, in every event header; must differ from every replica's [default: 1]"),
+    knob("server", "server_uuid", "server-uuid", Text, "UUID",
+        "@@server_uuid, the GTID source [default: derived from the TiDB cluster id]"),
+    knob("server", "default_heartbeat_seconds", "default-heartbeat-seconds", Integer, "SECONDS",
+        "heartbeat period of dump sessions whose client did not set one; 0 = none [default: 30]"),
+    knob("server", "net_write_timeout_seconds", "net-write-timeout-seconds", Integer, "SECONDS",
+        "@@net_write_timeout: a client that reads nothing for this long is dropped [default: 60]"),
+    knob("server", "progress_interval_seconds", "progress-interval-seconds", Integer, "SECONDS",
+        "how often the progress line is logged [default: 10]"),
+    knob("capture", "pd", "pd", List, "HOST:PORT,…",
+        "PD endpoints (required)"),
+    knob("capture", "start_ts", "start-ts", Integer, "TSO",
+        "where capture starts when the data directory has no checkpoint [default: PD's current TSO]"),
+    knob("capture", "gc_ttl_seconds", "gc-ttl-seconds", Integer, "SECONDS",
+        "TTL of the PD service GC safe point that holds the history capture still needs; the history is kept this long after tibinlog stops [default: 86400]"),
+    knob("capture", "incremental_scan_limit", "incremental-scan-limit", Integer, "N",
+        "regions scanned at once per TiKV store while their initial scan runs [default: 40]"),
+    knob("capture", "pending_txn_bytes", "pending-txn-bytes", Integer, "BYTES",
+        "memory for prewrites waiting for their commit, per TiKV store stream [default: 536870912]"),
+    knob("sorter", "memory_quota_bytes", "sorter-memory-quota-bytes", Integer, "BYTES",
+        "rows the sorter accepts before capture waits (back-pressure) [default: 67108864]"),
+    knob("sorter", "block_cache_bytes", "sorter-block-cache-bytes", Integer, "BYTES",
+        "the sorter's RocksDB block cache [default: 67108864]"),
+    knob("sorter", "max_chunk_bytes", "sorter-max-chunk-bytes", Integer, "BYTES",
+        "a transaction is handed to the binlog writer in pieces of about this size [default: 8388608]"),
+    knob("binlog", "max_binlog_size", "max-binlog-size", Integer, "BYTES",
+        "@@max_binlog_size: a file rotates once it passes this size (4096 bytes to 4 GiB) [default: 1073741824]"),
+    knob("binlog", "binlog_expire_logs_seconds", "binlog-expire-logs-seconds", Integer, "SECONDS",
+        "@@binlog_expire_logs_seconds: files older than this are purged, never one a dump session reads; 0 = never [default: 0]"),
+    knob("security", "user", "user", Text, "NAME",
+        "the user clients and replicas log in as [default: root]"),
+    knob("security", "password", "password", Text, "PASSWORD",
+        "its password [default: empty]"),
+    knob("security", "default_authentication_plugin", "default-authentication-plugin", Text, "PLUGIN",
+        "the plugin the greeting announces: mysql_native_password or caching_sha2_password [default: mysql_native_password]"),
+    knob("security", "tls_cert", "tls-cert", Text, "PEM",
+        "TLS certificate chain; TLS is offered when it and tls_key are set"),
+    knob("security", "tls_key", "tls-key", Text, "PEM",
+        "TLS private key"),
+    knob("filter", "rules", "filter", List, "RULE,…",
+        "table filter rules (TiDB table-filter syntax); fixed for the life of a data directory [default: every table]"),
+];
+
+/// The whole configuration, typed, as the file spells it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSection,
+    pub capture: CaptureSection,
+    pub sorter: SorterSection,
+    pub binlog: BinlogSection,
+    pub security: SecuritySection,
+    pub filter: FilterSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    pub listen: String,
+    pub mariadb_listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub server_id: u32,
+    pub server_uuid: Option<String>,
+    pub default_heartbeat_seconds: u64,
+    pub net_write_timeout_seconds: u64,
+    pub progress_interval_seconds: u64,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            listen: DEFAULT_LISTEN.to_owned(),
+            mariadb_listen: None,
+            data_dir: None,
+            server_id: 1,
+            server_uuid: None,
+            default_heartbeat_seconds: 30,
+            net_write_timeout_seconds: crate::server::session::NET_WRITE_TIMEOUT.as_secs(),
+            progress_interval_seconds: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CaptureSection {
+    #[serde(deserialize_with = "one_or_many")]
+    pub pd: Vec<String>,
+    pub start_ts: Option<u64>,
+    pub gc_ttl_seconds: u64,
+    pub incremental_scan_limit: usize,
+    pub pending_txn_bytes: usize,
+}
+
+impl Default for CaptureSection {
+    fn default() -> Self {
+        CaptureSection {
+            pd: Vec::new(),
+            start_ts: None,
+            gc_ttl_seconds: crate::capture::gc_keeper::DEFAULT_GC_TTL.as_secs(),
+            incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
+            pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SorterSection {
+    pub memory_quota_bytes: usize,
+    pub block_cache_bytes: usize,
+    pub max_chunk_bytes: usize,
+}
+
+impl Default for SorterSection {
+    fn default() -> Self {
+        SorterSection {
+            memory_quota_bytes: crate::sorter::DEFAULT_MEMORY_QUOTA_BYTES,
+            block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
+            max_chunk_bytes: crate::sorter::DEFAULT_MAX_CHUNK_BYTES,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BinlogSection {
+    pub max_binlog_size: u64,
+    pub binlog_expire_logs_seconds: u64,
+}
+
+impl Default for BinlogSection {
+    fn default() -> Self {
+        BinlogSection {
+            max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
+            binlog_expire_logs_seconds: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecuritySection {
+    pub user: String,
+    pub password: String,
+    pub default_authentication_plugin: String,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Default for SecuritySection {
+    fn default() -> Self {
+        SecuritySection {
+            user: "root".to_owned(),
+            password: String::new(),
+            default_authentication_plugin: AuthMethod::NativePassword.name().to_owned(),
+            tls_cert: None,
+            tls_key: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilterSection {
+    #[serde(deserialize_with = "one_or_many")]
+    pub rules: Vec<String>,
+}
+
+/// A list given as an array or as one comma-separated string.
 fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -128,329 +301,330 @@ fn split_list(s: &str) -> Vec<String> {
         .collect()
 }
 
-impl FileConfig {
-    /// Reads and parses a TOML file.
-    pub fn load(path: &Path) -> anyhow::Result<FileConfig> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("read config file {}", path.display()))?;
-        let value = parse_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        serde_json::from_value(value).with_context(|| format!("config file {}", path.display()))
+/// Arguments of `tibinlog server`: `--config`, `--print-config` and one flag per [`Knob`].
+#[derive(Debug, Clone, Default)]
+pub struct ServerArgs {
+    /// The TOML file.
+    pub config: Option<PathBuf>,
+    /// Print the effective configuration and exit.
+    pub print_config: bool,
+    /// Flags given, as (knob, text).
+    pub flags: Vec<(&'static Knob, String)>,
+}
+
+impl ServerArgs {
+    /// With `--flag value` (a programming error if no knob has that flag).
+    pub fn with(mut self, flag: &str, value: impl Into<String>) -> Self {
+        let knob = KNOBS
+            .iter()
+            .find(|k| k.flag == flag)
+            .unwrap_or_else(|| panic!("no setting has the flag --{flag}"));
+        let value = value.into();
+        match self.flags.iter_mut().find(|(k, _)| k.flag == flag) {
+            // A list flag given again adds to it, as on the command line.
+            Some((k, v)) if k.kind == List => {
+                v.push(',');
+                v.push_str(&value);
+            }
+            _ => self.flags.push((knob, value)),
+        }
+        self
     }
 }
 
-/// Parses the flat TOML this file uses: `key = value` lines with strings (basic `"…"` with
-/// escapes, literal `'…'`), integers, booleans and one-line arrays of those; `#` comments.
-/// Tables and multi-line values are refused with the line number.
-pub fn parse_toml(text: &str) -> Result<serde_json::Value, String> {
-    let mut out = serde_json::Map::new();
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let mut p = Parser {
-            s: raw.as_bytes(),
-            i: 0,
+impl clap::FromArgMatches for ServerArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = ServerArgs {
+            config: m.get_one::<PathBuf>("config").cloned(),
+            print_config: m.get_flag("print_config"),
+            flags: Vec::new(),
         };
-        p.ws();
-        if p.done() {
-            continue;
+        for k in KNOBS {
+            if let Some(values) = m.get_many::<String>(k.flag) {
+                let values: Vec<&str> = values.map(String::as_str).collect();
+                args.flags.push((k, values.join(",")));
+            }
         }
-        if p.peek() == Some(b'[') {
-            return Err(format!(
-                "line {n}: tables are not supported (all keys are top-level)"
-            ));
-        }
-        let key = p.key().map_err(|e| format!("line {n}: {e}"))?;
-        p.ws();
-        if p.peek() != Some(b'=') {
-            return Err(format!("line {n}: expected `=` after `{key}`"));
-        }
-        p.i += 1;
-        p.ws();
-        let value = p.value().map_err(|e| format!("line {n}: {e}"))?;
-        p.ws();
-        if !p.done() {
-            return Err(format!(
-                "line {n}: unexpected text after the value of `{key}`"
-            ));
-        }
-        if out.insert(key.clone(), value).is_some() {
-            return Err(format!("line {n}: `{key}` is set twice"));
-        }
+        Ok(args)
     }
-    Ok(serde_json::Value::Object(out))
-}
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r')) {
-            self.i += 1;
-        }
-    }
-    /// At the end of the line or of a comment.
-    fn done(&self) -> bool {
-        matches!(self.peek(), None | Some(b'#'))
-    }
-    fn key(&mut self) -> Result<String, String> {
-        let start = self.i;
-        while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
-        {
-            self.i += 1;
-        }
-        if start == self.i {
-            return Err("expected a key".into());
-        }
-        Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
-    }
-    fn value(&mut self) -> Result<serde_json::Value, String> {
-        match self.peek() {
-            Some(b'"') => self.basic_string().map(serde_json::Value::String),
-            Some(b'\'') => self.literal_string().map(serde_json::Value::String),
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                loop {
-                    self.ws();
-                    if self.peek() == Some(b']') {
-                        self.i += 1;
-                        return Ok(serde_json::Value::Array(items));
-                    }
-                    items.push(self.value()?);
-                    self.ws();
-                    match self.peek() {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {}
-                        _ => {
-                            return Err(
-                                "expected `,` or `]` in an array (arrays must be on one line)"
-                                    .into(),
-                            )
-                        }
-                    }
-                }
-            }
-            Some(_) => {
-                let start = self.i;
-                while matches!(self.peek(), Some(c) if !matches!(c, b' ' | b'\t' | b',' | b']' | b'#' | b'\r'))
-                {
-                    self.i += 1;
-                }
-                let word = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| "not UTF-8")?;
-                match word {
-                    "true" => Ok(serde_json::Value::Bool(true)),
-                    "false" => Ok(serde_json::Value::Bool(false)),
-                    w => w
-                        .replace('_', "")
-                        .parse::<i64>()
-                        .map(serde_json::Value::from)
-                        .map_err(|_| {
-                            format!("`{w}` is not a string, integer or boolean (quote strings)")
-                        }),
-                }
-            }
-            None => Err("missing value".into()),
-        }
-    }
-    fn basic_string(&mut self) -> Result<String, String> {
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            let Some(c) = self.peek() else {
-                return Err("unterminated string".into());
-            };
-            self.i += 1;
-            match c {
-                b'"' => return String::from_utf8(out).map_err(|_| "string is not UTF-8".into()),
-                b'\\' => {
-                    let e = self.peek().ok_or("unterminated string")?;
-                    self.i += 1;
-                    match e {
-                        b'"' => out.push(b'"'),
-                        b'\\' => out.push(b'\\'),
-                        b'n' => out.push(b'\n'),
-                        b't' => out.push(b'\t'),
-                        b'r' => out.push(b'\r'),
-                        other => return Err(format!("unsupported escape `\\{}`", other as char)),
-                    }
-                }
-                other => out.push(other),
-            }
-        }
-    }
-    fn literal_string(&mut self) -> Result<String, String> {
-        self.i += 1;
-        let start = self.i;
-        while let Some(c) = self.peek() {
-            if c == b'\'' {
-                let s = String::from_utf8(self.s[start..self.i].to_vec())
-                    .map_err(|_| "string is not UTF-8")?;
-                self.i += 1;
-                return Ok(s);
-            }
-            self.i += 1;
-        }
-        Err("unterminated string".into())
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
-/// Source of the environment (a function so tests need not touch the process environment).
+impl clap::Args for ServerArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        let cmd = cmd
+            .arg(
+                Arg::new("config")
+                    .long("config")
+                    .value_name("FILE")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!("TOML configuration file (also {ENV_PREFIX}CONFIG)")),
+            )
+            .arg(
+                Arg::new("print_config")
+                    .long("print-config")
+                    .action(ArgAction::SetTrue)
+                    .help("Print the effective configuration (file, environment and flags over the defaults) and exit"),
+            );
+        KNOBS.iter().fold(cmd, |cmd, k| {
+            let mut arg = Arg::new(k.flag)
+                .long(k.flag)
+                .value_name(k.value_name)
+                .help(format!(
+                    "{} ({}, [{}] {})",
+                    k.help,
+                    k.env(),
+                    k.section,
+                    k.key
+                ));
+            if k.kind == List {
+                arg = arg.action(ArgAction::Append).value_delimiter(',');
+            }
+            if k.kind == Integer {
+                arg = arg.allow_negative_numbers(true);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
-/// The process environment.
 pub fn process_env(key: &str) -> Option<String> {
     std::env::var(key).ok().filter(|v| !v.is_empty())
 }
 
-/// Environment overrides as a [`FileConfig`] layer.
-fn env_layer(env: Env<'_>) -> anyhow::Result<FileConfig> {
-    let get = |k: &str| env(&format!("{ENV_PREFIX}{k}"));
-    fn num<T: std::str::FromStr>(key: &str, v: Option<String>) -> anyhow::Result<Option<T>> {
-        v.map(|s| {
-            s.trim()
-                .parse::<T>()
-                .map_err(|_| anyhow::anyhow!("{ENV_PREFIX}{key}: not a number: {s:?}"))
-        })
-        .transpose()
-    }
-    Ok(FileConfig {
-        pd: get("PD").map(|s| split_list(&s)).unwrap_or_default(),
-        listen: get("LISTEN"),
-        mariadb_listen: get("MARIADB_LISTEN"),
-        data_dir: get("DATA_DIR").map(PathBuf::from),
-        filter: get("FILTER").map(|s| split_list(&s)).unwrap_or_default(),
-        server_id: num("SERVER_ID", get("SERVER_ID"))?,
-        server_uuid: get("SERVER_UUID"),
-        start_ts: num("START_TS", get("START_TS"))?,
-        user: get("USER"),
-        password: get("PASSWORD"),
-        tls_cert: get("TLS_CERT").map(PathBuf::from),
-        tls_key: get("TLS_KEY").map(PathBuf::from),
-        max_binlog_size: num("MAX_BINLOG_SIZE", get("MAX_BINLOG_SIZE"))?,
-        expire_logs_seconds: num("EXPIRE_LOGS_SECONDS", get("EXPIRE_LOGS_SECONDS"))?,
-        progress_interval_seconds: num(
-            "PROGRESS_INTERVAL_SECONDS",
-            get("PROGRESS_INTERVAL_SECONDS"),
-        )?,
+/// A flag's or variable's text as the TOML value of `knob`.
+fn typed(knob: &Knob, text: &str, origin: &str) -> anyhow::Result<toml::Value> {
+    Ok(match knob.kind {
+        Text => toml::Value::String(text.to_owned()),
+        List => toml::Value::Array(
+            split_list(text)
+                .into_iter()
+                .map(toml::Value::String)
+                .collect(),
+        ),
+        Integer => toml::Value::Integer(
+            text.trim()
+                .replace('_', "")
+                .parse::<i64>()
+                .map_err(|_| anyhow::anyhow!("{origin}: {text:?} is not an integer"))?,
+        ),
     })
 }
 
-fn first<T>(layers: [Option<T>; 3]) -> Option<T> {
-    layers.into_iter().flatten().next()
+/// Sets `section.key` in a configuration table.
+fn set(table: &mut toml::Table, knob: &Knob, value: toml::Value) {
+    let section = table
+        .entry(knob.section)
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(s) = section {
+        s.insert(knob.key.to_owned(), value);
+    }
 }
 
-fn first_list(layers: [Vec<String>; 3]) -> Vec<String> {
-    layers
-        .into_iter()
-        .find(|l| !l.is_empty())
-        .unwrap_or_default()
+/// Checks that one value alone is valid for its key (type and range), naming where it came from.
+fn check_one(knob: &Knob, value: &toml::Value, origin: &str) -> anyhow::Result<()> {
+    let mut t = toml::Table::new();
+    set(&mut t, knob, value.clone());
+    Settings::deserialize(toml::Value::Table(t))
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("{origin}: {}", e.message().trim()))
 }
 
-/// Merges command line, environment and file (in that order of precedence) into an
-/// [`AppConfig`].
-pub fn resolve(args: ServerArgs, env: Env<'_>) -> anyhow::Result<AppConfig> {
-    let env_cfg = env_layer(env)?;
+/// Parses a configuration file's text (`name` is how errors call it).
+pub fn parse_file(text: &str, name: &str) -> anyhow::Result<toml::Table> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    // A key of the flat layout of earlier versions: say which section it belongs in.
+    for (key, value) in &table {
+        if value.is_table() {
+            continue;
+        }
+        let hint = KNOBS
+            .iter()
+            .find(|k| k.key == key || k.flag.replace('-', "_") == *key)
+            .map(|k| format!("; it belongs in section [{}] as `{}`", k.section, k.key))
+            .unwrap_or_default();
+        anyhow::bail!("{name}: `{key}` is outside every section{hint}");
+    }
+    // Typed from the text, the error points at the key's line.
+    toml::from_str::<Settings>(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    Ok(table)
+}
+
+/// The effective settings: defaults under the file under the environment under the flags.
+pub fn settings(args: &ServerArgs, env: Env<'_>) -> anyhow::Result<Settings> {
     let config_path = args
         .config
         .clone()
         .or_else(|| env(&format!("{ENV_PREFIX}CONFIG")).map(PathBuf::from));
-    let file = match &config_path {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
+    let mut table = match &config_path {
+        Some(p) => load_file(p)?,
+        None => toml::Table::new(),
     };
-    let cli = FileConfig {
-        pd: args.pd.iter().flat_map(|s| split_list(s)).collect(),
-        listen: args.listen,
-        mariadb_listen: args.mariadb_listen,
-        data_dir: args.data_dir,
-        filter: args.filter,
-        server_id: args.server_id,
-        server_uuid: args.server_uuid,
-        start_ts: args.start_ts,
-        user: args.user,
-        password: args.password,
-        tls_cert: args.tls_cert,
-        tls_key: args.tls_key,
-        max_binlog_size: args.max_binlog_size,
-        expire_logs_seconds: None,
-        progress_interval_seconds: None,
-    };
-    let [c, e, f] = [cli, env_cfg, file];
+    for k in KNOBS {
+        let var = k.env();
+        if let Some(text) = env(&var) {
+            let v = typed(k, &text, &var)?;
+            check_one(k, &v, &var)?;
+            set(&mut table, k, v);
+        }
+    }
+    for (k, text) in &args.flags {
+        let origin = format!("--{}", k.flag);
+        let v = typed(k, text, &origin)?;
+        check_one(k, &v, &origin)?;
+        set(&mut table, k, v);
+    }
+    Settings::deserialize(toml::Value::Table(table))
+        .map_err(|e| anyhow::anyhow!("configuration: {}", e.message().trim()))
+}
 
-    let pd = first_list([c.pd, e.pd, f.pd]);
+fn load_file(path: &Path) -> anyhow::Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("read config file {}", path.display()))?;
+    parse_file(&text, &path.display().to_string())
+}
+
+/// The effective configuration as a TOML file, every setting with its help as a comment; the
+/// password is not shown.
+pub fn render(s: &Settings) -> String {
+    let mut shown = s.clone();
+    if !shown.security.password.is_empty() {
+        shown.security.password = "(set, not shown)".to_owned();
+    }
+    let table = toml::Table::try_from(&shown).unwrap_or_default();
+    let mut out = String::new();
+    let mut section = "";
+    for k in KNOBS {
+        if k.section != section {
+            if !section.is_empty() {
+                out.push('\n');
+            }
+            section = k.section;
+            let _ = writeln!(out, "[{section}]");
+        }
+        let _ = writeln!(out, "# {} (--{}, {})", k.help, k.flag, k.env());
+        match table.get(k.section).and_then(|t| t.get(k.key)) {
+            Some(v) => {
+                let _ = writeln!(out, "{} = {v}", k.key);
+            }
+            None => {
+                let _ = writeln!(out, "# {} is not set", k.key);
+            }
+        }
+    }
+    out
+}
+
+/// Resolves the configuration of a server.
+pub fn resolve(args: ServerArgs, env: Env<'_>) -> anyhow::Result<AppConfig> {
+    app_config(&settings(&args, env)?)
+}
+
+/// Checks the settings and turns them into the app's configuration.
+pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
+    let pd = s.capture.pd.clone();
     if pd.is_empty() {
         anyhow::bail!(
-            "no PD endpoint: give --pd HOST:PORT (or {ENV_PREFIX}PD, or `pd` in the config file)"
+            "no PD endpoint: give --pd HOST:PORT (or {ENV_PREFIX}PD, or `pd` in [capture] of the config file)"
         );
     }
-    let listen_text =
-        first([c.listen, e.listen, f.listen]).unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-    let listen: SocketAddr = listen_text
+    let listen: SocketAddr = s
+        .server
+        .listen
         .parse()
-        .with_context(|| format!("listen address {listen_text:?} is not HOST:PORT"))?;
-    let data_dir = first([c.data_dir, e.data_dir, f.data_dir]).ok_or_else(|| {
-        anyhow::anyhow!("no data directory: give --data-dir DIR (or {ENV_PREFIX}DATA_DIR, or `data_dir` in the config file)")
+        .with_context(|| format!("listen address {:?} is not HOST:PORT", s.server.listen))?;
+    let data_dir = s.server.data_dir.clone().ok_or_else(|| {
+        anyhow::anyhow!("no data directory: give --data-dir DIR (or {ENV_PREFIX}DATA_DIR, or `data_dir` in [server] of the config file)")
     })?;
-    let rules = first_list([c.filter, e.filter, f.filter]);
-    let filter = if rules.is_empty() {
-        TableFilter::all()
-    } else {
-        TableFilter::parse(&rules).context("table filter")?
-    };
     let mut cfg = AppConfig::new(pd, listen, data_dir);
-    if let Some(text) = first([c.mariadb_listen, e.mariadb_listen, f.mariadb_listen]) {
+    if let Some(text) = &s.server.mariadb_listen {
         let addr: SocketAddr = text
             .parse()
             .with_context(|| format!("MariaDB listen address {text:?} is not HOST:PORT"))?;
         cfg.mariadb_listen = Some(addr);
     }
-    cfg.filter = filter;
-    if let Some(id) = first([c.server_id, e.server_id, f.server_id]) {
-        if id == 0 {
-            anyhow::bail!("server id must not be 0 (MySQL refuses replication with server_id 0)");
-        }
-        cfg.server_id = id;
+    cfg.filter_rules = s.filter.rules.clone();
+    cfg.filter = if s.filter.rules.is_empty() {
+        TableFilter::all()
+    } else {
+        TableFilter::parse(&s.filter.rules).context("table filter")?
+    };
+    if s.server.server_id == 0 {
+        anyhow::bail!("server id must not be 0 (MySQL refuses replication with server_id 0)");
     }
-    if let Some(u) = first([c.server_uuid, e.server_uuid, f.server_uuid]) {
+    cfg.server_id = s.server.server_id;
+    if let Some(u) = &s.server.server_uuid {
         let sid = Sid::parse(u.trim()).map_err(|e| anyhow::anyhow!("server uuid {u:?}: {e}"))?;
         cfg.server_uuid = Some(sid);
     }
-    cfg.start_ts = first([c.start_ts, e.start_ts, f.start_ts]).map(Ts);
-    let user = first([c.user, e.user, f.user]).unwrap_or_else(|| "root".to_owned());
-    let password = first([c.password, e.password, f.password]).unwrap_or_default();
-    if user.is_empty() {
+    cfg.start_ts = s.capture.start_ts.map(Ts);
+    if s.security.user.is_empty() {
         anyhow::bail!("the user name must not be empty");
     }
-    cfg.users = HashMap::from([(user, password)]);
-    match (
-        first([c.tls_cert, e.tls_cert, f.tls_cert]),
-        first([c.tls_key, e.tls_key, f.tls_key]),
-    ) {
-        (Some(cert), Some(key)) => cfg.tls = Some(TlsFiles { cert, key }),
+    cfg.users = HashMap::from([(s.security.user.clone(), s.security.password.clone())]);
+    cfg.auth_plugin = match s.security.default_authentication_plugin.as_str() {
+        p if p == AuthMethod::NativePassword.name() => AuthMethod::NativePassword,
+        p if p == AuthMethod::CachingSha2Password.name() => AuthMethod::CachingSha2Password,
+        other => anyhow::bail!(
+            "default authentication plugin {other:?} is not mysql_native_password or caching_sha2_password"
+        ),
+    };
+    match (&s.security.tls_cert, &s.security.tls_key) {
+        (Some(cert), Some(key)) => {
+            cfg.tls = Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })
+        }
         (None, None) => {}
         _ => anyhow::bail!("TLS needs both a certificate (--tls-cert) and a key (--tls-key)"),
     }
-    if let Some(size) = first([c.max_binlog_size, e.max_binlog_size, f.max_binlog_size]) {
-        if size < 4096 || size > u64::from(u32::MAX) {
-            anyhow::bail!("max binlog size {size} must be between 4096 bytes and 4 GiB");
-        }
-        cfg.max_binlog_size = size;
+    let size = s.binlog.max_binlog_size;
+    if !(4096..=u64::from(u32::MAX)).contains(&size) {
+        anyhow::bail!("max binlog size {size} must be between 4096 bytes and 4 GiB");
     }
-    if let Some(s) = first([None, e.expire_logs_seconds, f.expire_logs_seconds]) {
-        cfg.expire_logs_seconds = s;
+    cfg.max_binlog_size = size;
+    cfg.expire_logs_seconds = s.binlog.binlog_expire_logs_seconds;
+    cfg.progress_interval = Duration::from_secs(s.server.progress_interval_seconds.max(1));
+    cfg.default_heartbeat = match s.server.default_heartbeat_seconds {
+        0 => None,
+        n => Some(Duration::from_secs(n)),
+    };
+    if s.server.net_write_timeout_seconds == 0 {
+        anyhow::bail!("net_write_timeout_seconds must be at least 1");
     }
-    if let Some(s) = first([
-        None,
-        e.progress_interval_seconds,
-        f.progress_interval_seconds,
-    ]) {
-        cfg.progress_interval = Duration::from_secs(s);
+    cfg.net_write_timeout = Duration::from_secs(s.server.net_write_timeout_seconds);
+    if s.capture.gc_ttl_seconds == 0 {
+        anyhow::bail!("gc_ttl_seconds must be at least 1");
     }
+    cfg.gc_ttl = Duration::from_secs(s.capture.gc_ttl_seconds);
+    if s.capture.incremental_scan_limit == 0 {
+        anyhow::bail!("incremental_scan_limit must be at least 1");
+    }
+    cfg.incremental_scan_limit = s.capture.incremental_scan_limit;
+    cfg.pending_txn_bytes = s.capture.pending_txn_bytes;
+    cfg.sorter_memory_quota_bytes = s.sorter.memory_quota_bytes;
+    cfg.sorter_block_cache_bytes = s.sorter.block_cache_bytes;
+    cfg.max_chunk_bytes = Some(s.sorter.max_chunk_bytes);
+    // The sorter's own range checks, with its words, before anything starts.
+    let mut sorter = crate::sorter::Config::new(cfg.data_dir.join("sorter"));
+    sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
+    sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
+    sorter.max_chunk_bytes = s.sorter.max_chunk_bytes;
+    sorter
+        .validate()
+        .map_err(|e| anyhow::anyhow!("[sorter]: {e}"))?;
     Ok(cfg)
 }
 
@@ -462,27 +636,34 @@ mod tests {
         None
     }
 
-    #[test]
-    fn cli_beats_env_beats_file_beats_defaults() {
-        let dir = std::env::temp_dir().join(format!("tibinlog-config-test-{}", std::process::id()));
+    fn temp_file(name: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("tibinlog-config-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("c.toml");
-        std::fs::write(
-            &file,
-            "pd = \"f1:2379,f2:2379\"\nlisten = \"127.0.0.1:4000\"\ndata_dir = \"/f\"\nserver_id = 3\nuser = \"fu\"\nmax_binlog_size = 8192\n",
-        )
-        .expect("write");
+        std::fs::write(&file, text).expect("write");
+        (dir, file)
+    }
+
+    #[test]
+    fn flags_beat_env_beat_file_beat_defaults() {
+        let (dir, file) = temp_file(
+            "layers",
+            "[server]\nlisten = \"127.0.0.1:4000\"\ndata_dir = \"/f\"\nserver_id = 3\n\n\
+             [capture]\npd = \"f1:2379,f2:2379\"\n\n[security]\nuser = \"fu\"\n\n\
+             [binlog]\nmax_binlog_size = 8192\nbinlog_expire_logs_seconds = 600\n",
+        );
         let env = |k: &str| match k {
             "TIBINLOG_SERVER_ID" => Some("5".to_owned()),
             "TIBINLOG_DATA_DIR" => Some("/e".to_owned()),
             "TIBINLOG_MARIADB_LISTEN" => Some("127.0.0.1:3307".to_owned()),
+            "TIBINLOG_SORTER_MEMORY_QUOTA_BYTES" => Some("1_048_576".to_owned()),
             _ => None,
         };
-        let args = ServerArgs {
-            data_dir: Some("/c".into()),
-            config: Some(file.clone()),
-            ..ServerArgs::default()
-        };
+        let mut args = ServerArgs::default()
+            .with("data-dir", "/c")
+            .with("gc-ttl-seconds", "3600");
+        args.config = Some(file);
         let cfg = resolve(args, &env).expect("resolve");
         assert_eq!(cfg.pd_addrs, ["f1:2379", "f2:2379"]);
         assert_eq!(cfg.listen.port(), 4000);
@@ -490,74 +671,172 @@ mod tests {
         assert_eq!(cfg.data_dir, PathBuf::from("/c"));
         assert_eq!(cfg.server_id, 5);
         assert_eq!(cfg.max_binlog_size, 8192);
+        assert_eq!(cfg.expire_logs_seconds, 600);
+        assert_eq!(cfg.gc_ttl, Duration::from_secs(3600));
+        assert_eq!(cfg.sorter_memory_quota_bytes, 1 << 20);
         assert!(cfg.users.contains_key("fu"));
         assert_eq!(cfg.server_uuid, None);
+        // Untouched settings keep their defaults.
+        assert_eq!(cfg.net_write_timeout, Duration::from_secs(60));
+        assert_eq!(cfg.default_heartbeat, Some(Duration::from_secs(30)));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
-    fn toml_subset() {
-        let v = parse_toml(
-            "# c\npd = [\"a:1\", 'b:2'] # x\nserver_id = 1_000\nlisten = \"h:\\\"1\"\n\n",
-        )
-        .expect("parse");
-        assert_eq!(
-            v,
-            serde_json::json!({"pd": ["a:1", "b:2"], "server_id": 1000, "listen": "h:\"1"})
+    fn files_refuse_unknown_keys_and_misplaced_ones() {
+        let err = |text: &str| format!("{:#}", parse_file(text, "c.toml").expect_err(text));
+        let e = err("[server]\nlistne = \"x\"\n");
+        assert!(e.contains("listne"), "{e}");
+        let e = err("[nowhere]\nx = 1\n");
+        assert!(e.contains("nowhere"), "{e}");
+        // The flat layout of earlier versions names the section a key moved to.
+        let e = err("pd = \"a:1\"\n");
+        assert!(e.contains("[capture]"), "{e}");
+        let e = err("filter = [\"a.*\"]\n");
+        assert!(e.contains("[filter]") && e.contains("rules"), "{e}");
+        // Wrong types and syntax errors name the key or the line.
+        let e = err("[server]\nserver_id = \"one\"\n");
+        assert!(e.contains("server_id") || e.contains("integer"), "{e}");
+        let e = err("[server]\nserver_id = 99999999999\n");
+        assert!(e.contains("99999999999") || e.contains("u32"), "{e}");
+        let e = err("[server]\nlisten = \"x\n");
+        assert!(e.contains("line 2"), "{e}");
+        // Lists come as arrays or one comma-separated string.
+        let t = parse_file("[capture]\npd = [\"a:1\", 'b:2']\n", "c").expect("array");
+        let s = Settings::deserialize(toml::Value::Table(t)).expect("settings");
+        assert_eq!(s.capture.pd, ["a:1", "b:2"]);
+    }
+
+    #[test]
+    fn flags_and_variables_are_checked_where_they_come_from() {
+        let env = |k: &str| (k == "TIBINLOG_SERVER_ID").then(|| "x".to_owned());
+        let e = format!(
+            "{:#}",
+            settings(&ServerArgs::default(), &env).expect_err("env")
         );
-        assert!(parse_toml("[t]").expect_err("table").contains("line 1"));
-        assert!(parse_toml("a = 1\nb = x")
-            .expect_err("bare")
-            .contains("line 2"));
-        assert!(parse_toml("a = \"x").is_err());
-        assert!(parse_toml("a = 1\na = 2")
-            .expect_err("dup")
-            .contains("twice"));
-        let dir =
-            std::env::temp_dir().join(format!("tibinlog-config-unknown-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let f = dir.join("c.toml");
-        std::fs::write(&f, "bogus = 1\n").expect("write");
-        assert!(format!("{:#}", FileConfig::load(&f).expect_err("unknown key")).contains("bogus"));
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(e.contains("TIBINLOG_SERVER_ID"), "{e}");
+        let e = format!(
+            "{:#}",
+            settings(&ServerArgs::default().with("server-id", "-1"), &no_env).expect_err("flag")
+        );
+        assert!(e.contains("--server-id"), "{e}");
     }
 
     #[test]
-    fn bad_input_is_a_clear_error() {
-        let base = || ServerArgs {
-            pd: vec!["p:1".into()],
-            data_dir: Some("/d".into()),
-            ..ServerArgs::default()
+    fn every_setting_is_one_knob_and_printed() {
+        // The typed sections and the knob table name the same keys.
+        let full = Settings {
+            server: ServerSection {
+                mariadb_listen: Some("a".into()),
+                data_dir: Some("/d".into()),
+                server_uuid: Some("u".into()),
+                ..ServerSection::default()
+            },
+            capture: CaptureSection {
+                start_ts: Some(1),
+                ..CaptureSection::default()
+            },
+            security: SecuritySection {
+                tls_cert: Some("c".into()),
+                tls_key: Some("k".into()),
+                ..SecuritySection::default()
+            },
+            ..Settings::default()
+        };
+        let table = toml::Table::try_from(&full).expect("serialize");
+        let mut keys: Vec<String> = table
+            .iter()
+            .flat_map(|(s, t)| {
+                t.as_table()
+                    .expect("section")
+                    .keys()
+                    .map(move |k| format!("{s}.{k}"))
+            })
+            .collect();
+        keys.sort();
+        let mut knobs: Vec<String> = KNOBS.iter().map(Knob::path).collect();
+        knobs.sort();
+        assert_eq!(keys, knobs);
+        let mut flags: Vec<&str> = KNOBS.iter().map(|k| k.flag).collect();
+        flags.sort_unstable();
+        flags.dedup();
+        assert_eq!(flags.len(), KNOBS.len(), "flags are unique");
+        // Every knob can be set through its flag, its variable, and the file.
+        for k in KNOBS {
+            let text = match k.kind {
+                Integer => "7",
+                _ => "v",
+            };
+            let v = typed(k, text, "t").expect("typed");
+            check_one(k, &v, "t").unwrap_or_else(|e| panic!("{}: {e:#}", k.path()));
+        }
+        // What --print-config prints is a file that reads back as the same settings.
+        let mut s = full.clone();
+        s.security.password = String::new();
+        let printed = render(&s);
+        let back = Settings::deserialize(toml::Value::Table(
+            parse_file(&printed, "printed").expect("parse printed"),
+        ))
+        .expect("settings");
+        assert_eq!(back, s);
+        for k in KNOBS {
+            assert!(
+                printed.contains(&k.env()),
+                "{} in the printed help",
+                k.env()
+            );
+        }
+        s.security.password = "secret".into();
+        assert!(!render(&s).contains("secret"));
+    }
+
+    #[test]
+    fn the_readme_lists_every_setting() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let mut section = "";
+        for k in KNOBS {
+            if k.section != section {
+                section = k.section;
+                assert!(
+                    readme.contains(&format!("| **[{section}]** |")),
+                    "README has section [{section}]"
+                );
+            }
+            let row = format!("| `{}` | `--{}` | `{}` |", k.key, k.flag, k.env());
+            assert!(readme.contains(&row), "README lists {row}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_a_clear_error() {
+        let base = || {
+            ServerArgs::default()
+                .with("pd", "p:1")
+                .with("data-dir", "/d")
         };
         let err = |a: ServerArgs| format!("{:#}", resolve(a, &no_env).expect_err("must fail"));
         assert!(err(ServerArgs::default()).contains("PD"));
-        assert!(err(ServerArgs {
-            mariadb_listen: Some("nope".into()),
-            ..base()
-        })
-        .contains("MariaDB listen address"));
-        assert!(err(ServerArgs {
-            listen: Some("nope".into()),
-            ..base()
-        })
-        .contains("listen"));
-        assert!(err(ServerArgs {
-            server_uuid: Some("x".into()),
-            ..base()
-        })
-        .contains("uuid"));
-        assert!(err(ServerArgs {
-            tls_cert: Some("c".into()),
-            ..base()
-        })
-        .contains("TLS"));
-        assert!(err(ServerArgs {
-            filter: vec!["a.b.c".into()],
-            ..base()
-        })
-        .contains("filter"));
+        assert!(err(base().with("mariadb-listen", "nope")).contains("MariaDB listen address"));
+        assert!(err(base().with("listen", "nope")).contains("listen"));
+        assert!(err(base().with("server-uuid", "x")).contains("uuid"));
+        assert!(err(base().with("tls-cert", "c")).contains("TLS"));
+        assert!(err(base().with("filter", "a.b.c")).contains("filter"));
+        assert!(err(base().with("server-id", "0")).contains("server id"));
+        assert!(err(base().with("default-authentication-plugin", "x")).contains("plugin"));
+        assert!(err(base().with("sorter-memory-quota-bytes", "0")).contains("[sorter]"));
         let cfg = resolve(base(), &no_env).expect("defaults");
         assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(cfg.users.get("root").map(String::as_str), Some(""));
+        let cfg = resolve(
+            base()
+                .with("filter", "a.*")
+                .with("filter", "!a.tmp")
+                .with("default-heartbeat-seconds", "0"),
+            &no_env,
+        )
+        .expect("repeated list flag");
+        assert_eq!(cfg.filter_rules, ["a.*", "!a.tmp"]);
+        assert_eq!(cfg.default_heartbeat, None);
     }
 }

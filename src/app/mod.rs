@@ -49,6 +49,7 @@ use tracing::{debug, info, warn};
 
 use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
 use crate::capture::pd::{PdClient, PdConfig};
+use crate::capture::puller::PullerConfig;
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
@@ -117,6 +118,22 @@ pub struct AppConfig {
     pub default_heartbeat: Option<Duration>,
     /// Encoded bytes after which the sorter cuts a transaction into another piece.
     pub max_chunk_bytes: Option<usize>,
+    /// The filter's rules as configured (empty: every table), recorded in the data directory.
+    pub filter_rules: Vec<String>,
+    /// The plugin the greeting announces.
+    pub auth_plugin: AuthMethod,
+    /// `@@net_write_timeout` of sessions that did not set their own.
+    pub net_write_timeout: Duration,
+    /// TTL of the capture's PD service GC safe point.
+    pub gc_ttl: Duration,
+    /// Regions per store whose initial scan runs at once.
+    pub incremental_scan_limit: usize,
+    /// Memory for prewrites waiting for their commit, per store stream.
+    pub pending_txn_bytes: usize,
+    /// Rows the sorter accepts before capture waits.
+    pub sorter_memory_quota_bytes: usize,
+    /// The sorter's RocksDB block cache.
+    pub sorter_block_cache_bytes: usize,
 }
 
 impl AppConfig {
@@ -138,12 +155,79 @@ impl AppConfig {
             progress_interval: Duration::from_secs(10),
             default_heartbeat: Some(Duration::from_secs(30)),
             max_chunk_bytes: None,
+            filter_rules: Vec::new(),
+            auth_plugin: AuthMethod::NativePassword,
+            net_write_timeout: crate::server::session::NET_WRITE_TIMEOUT,
+            gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
+            incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
+            pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
+            sorter_memory_quota_bytes: crate::sorter::DEFAULT_MEMORY_QUOTA_BYTES,
+            sorter_block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
         }
     }
 
     /// Directory of the binlog files.
     pub fn binlog_dir(&self) -> PathBuf {
         self.data_dir.join("binlog")
+    }
+}
+
+/// File in the data directory that records the table filter its binlog was written with.
+pub const FILTER_RECORD: &str = "table-filter.json";
+
+/// The table filter is fixed for the life of a data directory: a binlog whose filter changed
+/// midway would start tables without their CREATE and rows, and stop others without a trace.
+/// The first start records the rules; a later start with other rules is refused.
+pub fn record_filter(data_dir: &Path, rules: &[String]) -> anyhow::Result<()> {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Record {
+        rules: Vec<String>,
+    }
+    let path = data_dir.join(FILTER_RECORD);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let rec: Record = serde_json::from_slice(&bytes)
+                .with_context(|| format!("read the recorded table filter {}", path.display()))?;
+            if rec.rules != rules {
+                let show = |r: &[String]| {
+                    if r.is_empty() {
+                        "every table".to_owned()
+                    } else {
+                        format!("{r:?}")
+                    }
+                };
+                anyhow::bail!(
+                    "the table filter is {} but the binlog in {} was written with {}: a filter \
+                     cannot change for a binlog that exists (tables it adds would start without \
+                     their earlier rows, tables it removes would stop without a trace); start \
+                     with the recorded rules, or with a new data directory",
+                    show(rules),
+                    data_dir.display(),
+                    show(&rec.rules)
+                );
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(data_dir)
+                .with_context(|| format!("create the data directory {}", data_dir.display()))?;
+            let tmp = data_dir.join(format!("{FILTER_RECORD}.tmp"));
+            let bytes = serde_json::to_vec(&Record {
+                rules: rules.to_vec(),
+            })?;
+            let write = || -> std::io::Result<()> {
+                use std::io::Write as _;
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(&bytes)?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &path)?;
+                std::fs::File::open(data_dir)?.sync_all()
+            };
+            write().with_context(|| format!("record the table filter in {}", path.display()))
+        }
+        Err(e) => {
+            Err(e).with_context(|| format!("read the recorded table filter {}", path.display()))
+        }
     }
 }
 
@@ -222,6 +306,7 @@ impl App {
         };
         drop(pd);
 
+        record_filter(&cfg.data_dir, &cfg.filter_rules)?;
         let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
         store_cfg.max_binlog_size = cfg.max_binlog_size;
         store_cfg.expire_logs_seconds = cfg.expire_logs_seconds;
@@ -269,7 +354,14 @@ impl App {
             if let Some(b) = cfg.max_chunk_bytes {
                 c.sorter.max_chunk_bytes = b;
             }
+            c.sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
+            c.sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
             c.gc_service_id = format!("tibinlog-{server_uuid}");
+            c.gc_ttl = cfg.gc_ttl;
+            let mut p = PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), start_ts);
+            p.scan_limit_per_store = cfg.incremental_scan_limit;
+            p.matcher.pending_bytes_limit = cfg.pending_txn_bytes;
+            c.puller = Some(p);
             c
         };
         let feed = start_changefeed(&feed_cfg, &stop).await?;
@@ -337,7 +429,8 @@ impl App {
             server_id: cfg.server_id,
             server_uuid,
             tls: cfg.tls.clone(),
-            auth_plugin: AuthMethod::NativePassword,
+            auth_plugin: cfg.auth_plugin,
+            net_write_timeout: cfg.net_write_timeout,
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),
             max_binlog_size: cfg.max_binlog_size,
@@ -960,6 +1053,29 @@ mod tests {
             first: true,
             last: true,
         })
+    }
+
+    #[test]
+    fn a_data_directory_keeps_the_filter_it_was_written_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let rules = vec!["shop.*".to_owned(), "!shop.tmp".to_owned()];
+        record_filter(&data, &rules).unwrap();
+        // The same rules start again; other rules, or none, are refused with both named.
+        record_filter(&data, &rules).unwrap();
+        let e = format!(
+            "{:#}",
+            record_filter(&data, &["shop.*".to_owned()]).unwrap_err()
+        );
+        assert!(
+            e.contains("!shop.tmp") && e.contains("new data directory"),
+            "{e}"
+        );
+        let e = format!("{:#}", record_filter(&data, &[]).unwrap_err());
+        assert!(e.contains("every table"), "{e}");
+        // A damaged record is an error, not a fresh start.
+        std::fs::write(data.join(FILTER_RECORD), b"{").unwrap();
+        assert!(record_filter(&data, &rules).is_err());
     }
 
     fn writer(dir: &Path) -> (Writer, watch::Receiver<Ts>) {

@@ -210,6 +210,7 @@ async fn command_loop(
         // A KILL QUERY that found no statement running is forgotten, as MySQL forgets it.
         info.interrupt
             .store(false, std::sync::atomic::Ordering::Relaxed);
+        io.set_write_timeout(session.net_write_timeout(shared.net_write_timeout));
         let cmd = match decode_command(&packet.payload) {
             Ok(c) => c,
             Err(e) if !e.is_fatal() => {
@@ -875,8 +876,8 @@ async fn send_result_set(
         }
         (codec, result)
     });
-    // The rows go out while they are produced; a client that stops reading for
-    // NET_WRITE_TIMEOUT, or a KILL of the connection, ends the statement (the producer stops
+    // The rows go out while they are produced; a client that stops reading for the session's
+    // net_write_timeout, or a KILL of the connection, ends the statement (the producer stops
     // at its next send) and the connection.
     let mut write_failed = None;
     loop {
@@ -891,7 +892,7 @@ async fn send_result_set(
         io.queue_framed(&chunk);
         if io.pending() >= QUERY_CHUNK {
             let flushed = tokio::select! {
-                r = io.flush_within(super::session::NET_WRITE_TIMEOUT) => r,
+                r = io.flush_timed() => r,
                 _ = info.cancel.cancelled() => {
                     write_failed = Some(ConnError::Closed);
                     break;

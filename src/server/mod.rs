@@ -112,6 +112,8 @@ pub struct ServerConfig {
     pub max_binlog_size: u64,
     /// `@@binlog_expire_logs_seconds`: the binlog store's expiry (0 = never).
     pub expire_logs_seconds: u64,
+    /// `@@net_write_timeout` of sessions that do not set their own.
+    pub net_write_timeout: Duration,
 }
 
 /// Errors of the server shell (not of a single connection).
@@ -156,6 +158,8 @@ pub struct Shared {
     pub source: Arc<dyn BinlogSource>,
     pub schema: Arc<dyn SchemaProvider>,
     pub default_heartbeat: Option<Duration>,
+    /// `@@net_write_timeout` of sessions that do not set their own.
+    pub net_write_timeout: Duration,
     pub auth_plugin: AuthMethod,
     /// Snapshot reads of TiDB tables.
     pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
@@ -368,12 +372,14 @@ impl Server {
                 server_uuid: cfg.server_uuid.to_string(),
                 max_binlog_size: cfg.max_binlog_size,
                 expire_logs_seconds: cfg.expire_logs_seconds,
+                net_write_timeout: cfg.net_write_timeout.as_secs(),
                 tls: cfg.tls.is_some(),
             },
             users: cfg.users,
             source,
             schema,
             default_heartbeat: cfg.default_heartbeat,
+            net_write_timeout: cfg.net_write_timeout,
             auth_plugin: cfg.auth_plugin,
             snapshot: cfg.snapshot,
             tls,

@@ -153,16 +153,16 @@ impl Session {
             .and_then(|v| parse_number(&v))
     }
 
-    /// `@@net_write_timeout` as the session set it, else MySQL's default (60 s): how long a
+    /// `@@net_write_timeout` as the session set it, else the server's (`global`): how long a
     /// write waits for a client that reads nothing.
-    pub fn net_write_timeout(&self) -> std::time::Duration {
+    pub fn net_write_timeout(&self, global: std::time::Duration) -> std::time::Duration {
         self.overrides
             .get("net_write_timeout")
             .cloned()
             .flatten()
             .and_then(|v| parse_number(&v))
             .filter(|s| *s > 0)
-            .map_or(NET_WRITE_TIMEOUT, std::time::Duration::from_secs)
+            .map_or(global, std::time::Duration::from_secs)
     }
 
     /// `@mariadb_slave_capability`, set by MariaDB replicas and tools.
@@ -200,15 +200,18 @@ mod tests {
     #[test]
     fn net_write_timeout_follows_the_session_setting() {
         let mut s = Session::default();
-        assert_eq!(s.net_write_timeout(), NET_WRITE_TIMEOUT);
+        assert_eq!(s.net_write_timeout(NET_WRITE_TIMEOUT), NET_WRITE_TIMEOUT);
         s.overrides
             .insert("net_write_timeout".into(), Some("600".into()));
-        assert_eq!(s.net_write_timeout(), std::time::Duration::from_secs(600));
+        assert_eq!(
+            s.net_write_timeout(NET_WRITE_TIMEOUT),
+            std::time::Duration::from_secs(600)
+        );
         // Nonsense and zero keep the default.
         for v in ["soon", "0"] {
             s.overrides
                 .insert("net_write_timeout".into(), Some(v.into()));
-            assert_eq!(s.net_write_timeout(), NET_WRITE_TIMEOUT);
+            assert_eq!(s.net_write_timeout(NET_WRITE_TIMEOUT), NET_WRITE_TIMEOUT);
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct PacketIo {
     rpos: usize,
     pub(crate) codec: PacketCodec,
     wbuf: Vec<u8>,
+    /// The session's `net_write_timeout`, for [`Self::flush_timed`].
+    write_timeout: std::time::Duration,
 }
 
 impl std::fmt::Debug for PacketIo {
@@ -58,6 +60,7 @@ impl PacketIo {
             rpos: 0,
             codec: PacketCodec::new(DEFAULT_MAX_PAYLOAD),
             wbuf: Vec::with_capacity(4096),
+            write_timeout: super::session::NET_WRITE_TIMEOUT,
         }
     }
 
@@ -120,6 +123,16 @@ impl PacketIo {
                 "the client read nothing for net_write_timeout",
             )),
         }
+    }
+
+    /// The limit [`Self::flush_timed`] applies (the session's `net_write_timeout`).
+    pub fn set_write_timeout(&mut self, limit: std::time::Duration) {
+        self.write_timeout = limit;
+    }
+
+    /// [`Self::flush_within`] the session's `net_write_timeout`.
+    pub async fn flush_timed(&mut self) -> std::io::Result<()> {
+        self.flush_within(self.write_timeout).await
     }
 
     /// Writes everything queued.

@@ -24,6 +24,8 @@ pub struct ServerIdentity {
     pub max_binlog_size: u64,
     /// `@@binlog_expire_logs_seconds`: files older than this are purged (0 = never).
     pub expire_logs_seconds: u64,
+    /// `@@net_write_timeout` in seconds.
+    pub net_write_timeout: u64,
     /// TLS is offered (`@@have_ssl` YES).
     pub tls: bool,
 }
@@ -80,7 +82,6 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("names", Text, "utf8mb4"),
     ("net_buffer_length", UInt, "16384"),
     ("net_read_timeout", UInt, "30"),
-    ("net_write_timeout", UInt, "60"),
     ("performance_schema", Bool, "OFF"),
     ("query_cache_size", UInt, "0"),
     ("query_cache_type", Text, "OFF"),
@@ -128,6 +129,7 @@ const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("have_openssl", Text),
     ("have_ssl", Text),
     ("max_binlog_size", UInt),
+    ("net_write_timeout", UInt),
     ("server_id", UInt),
     ("server_uuid", Text),
     // The read timestamp of the session's snapshot (TiDB's name); empty when none is pinned.
@@ -218,6 +220,7 @@ pub fn global_variables(
     m.insert("server_id".into(), id.server_id.to_string());
     m.insert("server_uuid".into(), id.server_uuid.clone());
     m.insert("max_binlog_size".into(), id.max_binlog_size.to_string());
+    m.insert("net_write_timeout".into(), id.net_write_timeout.to_string());
     m.insert(
         "binlog_expire_logs_seconds".into(),
         id.expire_logs_seconds.to_string(),

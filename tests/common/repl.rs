@@ -70,6 +70,7 @@ impl Fixture {
             default_heartbeat: None,
             max_binlog_size: 1 << 29,
             expire_logs_seconds: 0,
+            net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
             snapshot: tables
                 .clone()
                 .map(|t| Arc::new(t) as Arc<dyn tibinlog::sql::plan::SnapshotSource>),

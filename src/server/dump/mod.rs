@@ -96,7 +96,7 @@ pub async fn run(
                     shared.default_heartbeat,
                 ),
                 non_block: req.non_blocking(),
-                write_timeout: session.net_write_timeout(),
+                write_timeout: session.net_write_timeout(shared.net_write_timeout),
             };
             let mut d = self::session::DumpSession::new(
                 shared, io, info, dump_plan, reader, pacing, cancel,
