@@ -69,6 +69,37 @@ pub enum ChangefeedError {
     Bootstrap(String),
 }
 
+impl ChangefeedError {
+    /// True when restarting capture cannot help: the same error would come back at the same
+    /// point (history already collected, another cluster, data this version cannot decode), so
+    /// capture stops for good instead of looping. Everything else (PD or TiKV unreachable,
+    /// streams that break, the sorter's disk) is transient: capture restarts from the
+    /// checkpoint.
+    pub fn is_definite(&self) -> bool {
+        use crate::capture::error::CaptureError;
+        match self {
+            Self::Pd(e) | Self::Puller(PullerError::Pd(e)) | Self::Gc(GcError::Pd(e)) => {
+                !e.is_retryable()
+            }
+            Self::Puller(PullerError::StartTsBeforeGcSafePoint { .. })
+            | Self::Gc(GcError::SafePointPassed { .. }) => true,
+            // A row kind this client does not know comes back on every restart; the other
+            // protocol surprises (a commit without its prewrite, a stale commit) are what a
+            // restart from the checkpoint repairs, as TiCDC restarts for them.
+            Self::Puller(PullerError::Capture(e)) => matches!(e, CaptureError::UnknownRow { .. }),
+            Self::Puller(PullerError::Stopped) | Self::Sorter(_) | Self::Bootstrap(_) => false,
+            Self::Mounter(e) => !e.is_retryable(),
+        }
+    }
+}
+
+/// True when `e` (or an error it wraps) is a [`ChangefeedError::is_definite`] one.
+pub fn is_definite(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<ChangefeedError>())
+        .any(ChangefeedError::is_definite)
+}
+
 /// What to capture and how.
 #[derive(Debug, Clone)]
 pub struct ChangefeedConfig {
@@ -453,6 +484,42 @@ fn mount_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_are_classified_by_what_a_restart_can_do() {
+        let definite = |e: ChangefeedError| is_definite(&anyhow::Error::new(e).context("start"));
+        let gone = || PdError::Unavailable {
+            addrs: vec!["pd:2379".into()],
+            last: "refused".into(),
+        };
+        assert!(!definite(ChangefeedError::Pd(gone())));
+        assert!(!definite(ChangefeedError::Gc(GcError::Pd(gone()))));
+        assert!(definite(ChangefeedError::Pd(PdError::ClusterIdMismatch {
+            expected: 1,
+            got: 2
+        })));
+        assert!(definite(ChangefeedError::Puller(
+            PullerError::StartTsBeforeGcSafePoint {
+                start_ts: Ts(5),
+                safe_point: Ts(9)
+            }
+        )));
+        assert!(definite(ChangefeedError::Gc(GcError::SafePointPassed {
+            wanted: Ts(5),
+            min_safe_point: Ts(9)
+        })));
+        assert!(definite(ChangefeedError::Mounter(MounterError::UnknownTable {
+            table_id: 7,
+            commit_ts: Ts(9)
+        })));
+        assert!(!definite(ChangefeedError::Mounter(MounterError::Snapshot {
+            ts: Ts(9),
+            source: "timeout".into()
+        })));
+        assert!(!definite(ChangefeedError::Puller(PullerError::Stopped)));
+        assert!(!definite(ChangefeedError::Bootstrap("panicked".into())));
+        assert!(!is_definite(&anyhow::anyhow!("the changefeed ended")));
+    }
 
     #[test]
     fn only_row_keys_pass_ingress() {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::app::{
     dense_set, finish_workload, master_gtids, max_commit_ts, opts, pause_and_settle, start_app,
-    start_sim, start_sim_paused, truth_after, wait_until, Run, WAIT,
+    start_app_with, start_sim, start_sim_paused, truth_after, wait_until, Run, WAIT,
 };
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
 use mysql_async::prelude::*;
@@ -871,7 +871,7 @@ async fn expiry_and_purge_leave_the_files_dump_sessions_read() {
     cfg.max_binlog_size = 16 << 10;
     // The simulated clock starts in 2025: every closed file is more than a second old.
     cfg.expire_logs_seconds = 1;
-    let app = common::app::start_app_with(cfg).await;
+    let app = start_app_with(cfg).await;
     let addr = app.local_addr();
     let uuid = app.server_uuid().to_string();
 
@@ -990,4 +990,144 @@ async fn expiry_and_purge_leave_the_files_dump_sessions_read() {
     let _ = conn.disconnect().await;
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
+}
+
+/// `SHOW GLOBAL STATUS LIKE 'Tibinlog_capture%'` as a map.
+async fn capture_status(addr: SocketAddr) -> std::collections::HashMap<String, String> {
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW GLOBAL STATUS LIKE 'Tibinlog_capture%'")
+        .await
+        .expect("SHOW STATUS");
+    let _ = conn.disconnect().await;
+    rows.into_iter().collect()
+}
+
+/// A row that cannot be decoded is an error no restart fixes: capture stops for good at it, once,
+/// with the error in `SHOW STATUS` and the log, and the server goes on serving every transaction
+/// before it (a dump reads them all; the later ones are not written). Restarted with
+/// `exit_on_capture_stop`, the app ends with the error instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_definite_error_stops_capture_and_the_binlog_stays_served() {
+    use tibinlog::sim::tidb::kv::{CommitMode, KvTxn};
+    use tibinlog::sim::tidb::types as ty;
+    use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+    use tibinlog::tidb::key::{encode_record_key, Handle};
+    use tibinlog::tidb::schema::mysql;
+    use tibinlog_protocol::value::Value;
+
+    let cluster = common::app::start_scripted(1, 21).await;
+    cluster.ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table: TableDef {
+            name: "t".into(),
+            columns: vec![
+                ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+                ColumnDef::new("v", ty::varchar(30)),
+            ],
+            primary_key: vec!["id".into()],
+            clustered: true,
+            indexes: Vec::new(),
+            partition: None,
+        },
+    });
+    let insert = |id: i64| {
+        cluster.txn(|txn| {
+            txn.insert(
+                "test",
+                "t",
+                &[Value::Int(id), Value::Bytes(format!("v{id}").into_bytes())],
+            )
+            .expect("insert");
+        })
+    };
+    for id in 1..=3 {
+        insert(id);
+    }
+    let run = &cluster.run;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let app = start_app(run, &data).await;
+    let addr = app.local_addr();
+    let uuid = app.server_uuid().to_string();
+    let before = dense_set(&uuid, 4);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while master_gtids(addr).await.ok().as_deref() != Some(before.as_str()) {
+        assert!(
+            Instant::now() < deadline,
+            "CREATE and inserts reach the binlog"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        capture_status(addr).await["Tibinlog_capture_state"],
+        "running"
+    );
+
+    // A committed record whose value is not a row (a row-format-v2 header and nothing else).
+    let table_id = run
+        .sim
+        .tidb()
+        .lock()
+        .expect("tidb")
+        .table("test", "t")
+        .expect("table")
+        .info
+        .id;
+    run.sim
+        .cluster()
+        .apply(move |core| {
+            let mut kv = KvTxn::new(core.ts());
+            let mut key = Vec::new();
+            encode_record_key(&mut key, table_id, &Handle::Int(99));
+            kv.put(key, vec![128, 0, 0xff, 0xff]);
+            let done = kv.commit(core, CommitMode::TwoPc).expect("commit");
+            Ok(((), done.outputs))
+        })
+        .expect("corrupt row committed");
+    insert(4);
+    insert(5);
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let s = capture_status(addr).await;
+        if s["Tibinlog_capture_state"] == "stopped" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "capture stops: {s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let error = &status["Tibinlog_capture_last_error"];
+    assert!(error.contains(&format!("table {table_id}")), "{error}");
+    assert_eq!(status["Tibinlog_capture_restarts"], "0", "no restart loop");
+    // Nothing after the bad row was written; everything before it is served.
+    assert_eq!(master_gtids(addr).await.expect("gtids"), before);
+    let dump = read_binlog(
+        addr,
+        BinlogStreamRequest::new(0)
+            .with_filename(b"binlog.000001")
+            .with_pos(4),
+        None,
+    )
+    .await;
+    assert_eq!(dump.txns.len(), 4, "CREATE and three inserts");
+    app.stop()
+        .await
+        .expect("a stopped capture is not a failure of the app");
+
+    // With exit_on_capture_stop the same point ends the app with the error.
+    let mut cfg = common::app::app_config(run, &data);
+    cfg.exit_on_capture_stop = true;
+    let app = start_app_with(cfg).await;
+    let r = tokio::time::timeout(Duration::from_secs(60), app.wait())
+        .await
+        .expect("the app ends");
+    let e = format!("{:#}", r.expect_err("ends with the error"));
+    assert!(
+        e.contains("capture stopped for good") && e.contains(&format!("table {table_id}")),
+        "{e}"
+    );
+    cluster.run.sim.shutdown().await.expect("sim shutdown");
 }

@@ -55,6 +55,8 @@ pub enum Kind {
     Integer,
     /// Comma-separated in a flag or variable (a flag may also repeat), an array in the file.
     List,
+    /// `true`/`false` (also `1`/`0`, `on`/`off`); a flag alone means true.
+    Bool,
 }
 
 /// One setting.
@@ -99,7 +101,7 @@ const fn knob(
     }
 }
 
-use Kind::{Integer, List, Text};
+use Kind::{Bool, Integer, List, Text};
 
 /// Every setting, in the order `--print-config` shows them.
 pub const KNOBS: &[Knob] = &[
@@ -129,6 +131,8 @@ pub const KNOBS: &[Knob] = &[
         "regions scanned at once per TiKV store while their initial scan runs [default: 40]"),
     knob("capture", "pending_txn_bytes", "pending-txn-bytes", Integer, "BYTES",
         "memory for prewrites waiting for their commit, per TiKV store stream [default: 536870912]"),
+    knob("capture", "exit_on_capture_stop", "exit-on-capture-stop", Bool, "BOOL",
+        "when capture stops for good (an error retrying cannot fix), exit non-zero instead of going on serving the binlog written so far [default: false]"),
     knob("sorter", "memory_quota_bytes", "sorter-memory-quota-bytes", Integer, "BYTES",
         "rows the sorter accepts before capture waits (back-pressure) [default: 67108864]"),
     knob("sorter", "block_cache_bytes", "sorter-block-cache-bytes", Integer, "BYTES",
@@ -202,6 +206,7 @@ pub struct CaptureSection {
     pub gc_ttl_seconds: u64,
     pub incremental_scan_limit: usize,
     pub pending_txn_bytes: usize,
+    pub exit_on_capture_stop: bool,
 }
 
 impl Default for CaptureSection {
@@ -212,6 +217,7 @@ impl Default for CaptureSection {
             gc_ttl_seconds: crate::capture::gc_keeper::DEFAULT_GC_TTL.as_secs(),
             incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
             pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
+            exit_on_capture_stop: false,
         }
     }
 }
@@ -388,6 +394,9 @@ impl clap::Args for ServerArgs {
             if k.kind == Integer {
                 arg = arg.allow_negative_numbers(true);
             }
+            if k.kind == Bool {
+                arg = arg.num_args(0..=1).default_missing_value("true");
+            }
             cmd.arg(arg)
         })
     }
@@ -413,6 +422,11 @@ fn typed(knob: &Knob, text: &str, origin: &str) -> anyhow::Result<toml::Value> {
                 .map(toml::Value::String)
                 .collect(),
         ),
+        Bool => toml::Value::Boolean(match text.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "on" | "yes" => true,
+            "false" | "0" | "off" | "no" => false,
+            _ => anyhow::bail!("{origin}: {text:?} is not true or false"),
+        }),
         Integer => toml::Value::Integer(
             text.trim()
                 .replace('_', "")
@@ -614,6 +628,7 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
     }
     cfg.incremental_scan_limit = s.capture.incremental_scan_limit;
     cfg.pending_txn_bytes = s.capture.pending_txn_bytes;
+    cfg.exit_on_capture_stop = s.capture.exit_on_capture_stop;
     cfg.sorter_memory_quota_bytes = s.sorter.memory_quota_bytes;
     cfg.sorter_block_cache_bytes = s.sorter.block_cache_bytes;
     cfg.max_chunk_bytes = Some(s.sorter.max_chunk_bytes);
@@ -765,6 +780,7 @@ mod tests {
         for k in KNOBS {
             let text = match k.kind {
                 Integer => "7",
+                Bool => "on",
                 _ => "v",
             };
             let v = typed(k, text, "t").expect("typed");

@@ -53,6 +53,7 @@ use crate::capture::puller::PullerConfig;
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
+use crate::server::status::{CaptureState, CaptureStatus};
 use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
 
 use schema::{SchemaHistory, SchemaView};
@@ -134,6 +135,9 @@ pub struct AppConfig {
     pub sorter_memory_quota_bytes: usize,
     /// The sorter's RocksDB block cache.
     pub sorter_block_cache_bytes: usize,
+    /// A capture stopped for good stops the app with an error (non-zero exit) instead of
+    /// leaving the server serving the binlog.
+    pub exit_on_capture_stop: bool,
 }
 
 impl AppConfig {
@@ -163,6 +167,7 @@ impl AppConfig {
             pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
             sorter_memory_quota_bytes: crate::sorter::DEFAULT_MEMORY_QUOTA_BYTES,
             sorter_block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
+            exit_on_capture_stop: false,
         }
     }
 
@@ -364,7 +369,13 @@ impl App {
             c.puller = Some(p);
             c
         };
-        let feed = start_changefeed(&feed_cfg, &stop).await?;
+        // A capture that cannot start for good still leaves a binlog to serve, unless there is
+        // none yet (a new deployment with, say, a start ts PD already collected: say so now).
+        let feed = match start_changefeed(&feed_cfg, &stop).await {
+            Err(e) if recovery.created && crate::changefeed::is_definite(&e) => return Err(e),
+            r => r,
+        };
+        let capture = Arc::new(CaptureStatus::default());
 
         // Snapshot reads of tables for SQL clients, on a PD client of their own.
         let sql_pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), stop.child_token())
@@ -393,7 +404,12 @@ impl App {
         let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
         let (flushed_tx, flushed_rx) = watch::channel(start_ts);
         // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
-        let history = Arc::new(SchemaHistory::new(feed.schema().borrow().clone()));
+        // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
+        let catalog = match &feed {
+            Ok(f) => f.schema().borrow().clone(),
+            Err(_) => Arc::default(),
+        };
+        let history = Arc::new(SchemaHistory::new(catalog));
 
         let writer = {
             let (stats, failure, stop, abrupt) =
@@ -431,6 +447,7 @@ impl App {
             tls: cfg.tls.clone(),
             auth_plugin: cfg.auth_plugin,
             net_write_timeout: cfg.net_write_timeout,
+            capture: Some(capture.clone()),
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),
             max_binlog_size: cfg.max_binlog_size,
@@ -455,7 +472,9 @@ impl App {
             Ok(s) => s,
             Err(e) => {
                 stop.cancel();
-                feed.close().await;
+                if let Ok(f) = feed {
+                    f.close().await;
+                }
                 drop(msg_tx);
                 let _ = writer.await;
                 return Err(e).context("start the MySQL server");
@@ -495,9 +514,21 @@ impl App {
             cfg.expire_logs_seconds,
             stop.clone(),
         ));
-        let relay = tokio::spawn(relay(feed, feed_cfg, msg_tx, flushed_rx, stop.clone()));
+        let relay = tokio::spawn(relay(
+            feed,
+            feed_cfg,
+            msg_tx,
+            flushed_rx,
+            stop.clone(),
+            Verdicts {
+                status: capture.clone(),
+                exit_on_stop: cfg.exit_on_capture_stop,
+                failure: failure.clone(),
+            },
+        ));
         let progress = tokio::spawn(progress_log(
             stats.clone(),
+            capture.clone(),
             files.clone(),
             cfg.progress_interval,
             stop.clone(),
@@ -662,46 +693,82 @@ async fn start_changefeed(
         .context("start the changefeed")
 }
 
+/// Where the relay reports what happened to capture.
+struct Verdicts {
+    status: Arc<CaptureStatus>,
+    /// A capture stopped for good stops the app (non-zero exit) instead of leaving the server
+    /// serving the binlog.
+    exit_on_stop: bool,
+    failure: Arc<Failure>,
+}
+
 /// Changefeed → writer thread; flushed checkpoints → changefeed.
-/// Restarts the changefeed from the durable checkpoint after an error.
+///
+/// After a transient error capture restarts from the durable checkpoint, with a backoff; after
+/// a definite one ([`crate::changefeed::is_definite`]) it stops for good with one error line,
+/// and the server keeps serving the binlog (the writer stays up for purges) until the app
+/// stops, or the app stops now if so configured.
 async fn relay(
-    feed: Changefeed,
+    first: anyhow::Result<Changefeed>,
     mut cfg: ChangefeedConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
     mut flushed: watch::Receiver<Ts>,
     stop: CancellationToken,
+    verdicts: Verdicts,
 ) {
-    let mut feed = Some(feed);
+    let mut next = first;
     let mut retry = FIRST_RETRY;
-    while let Some(mut f) = feed.take() {
-        let error = pump(&mut f, &out, &mut flushed, &stop, &mut retry).await;
-        f.close().await;
-        let Some(error) = error else { break };
-        if out.send(WriterMsg::Reset).await.is_err() {
-            break;
-        }
-        // Resume after what is durable; the writer skips what the binlog already has.
-        while !stop.is_cancelled() {
-            cfg.start_ts = *flushed.borrow();
-            warn!(
-                error = %format!("{error:#}"),
-                start_ts = cfg.start_ts.0,
-                retry_in = ?retry,
-                "changefeed failed; restarting from the checkpoint"
-            );
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(retry) => {}
-            }
-            retry = (retry * 2).min(MAX_RETRY);
-            match start_changefeed(&cfg, &stop).await {
-                Ok(f) => {
-                    feed = Some(f);
+    loop {
+        let error = match next {
+            Ok(mut f) => {
+                verdicts.status.running();
+                let error = pump(&mut f, &out, &mut flushed, &stop, &mut retry).await;
+                f.close().await;
+                let Some(error) = error else { break };
+                // The writer drops the transaction it had open.
+                if out.send(WriterMsg::Reset).await.is_err() {
                     break;
                 }
-                Err(e) => warn!(error = %format!("{e:#}"), "changefeed restart failed"),
+                error
             }
+            Err(e) => e,
+        };
+        if stop.is_cancelled() {
+            break;
         }
+        let text = format!("{error:#}");
+        if crate::changefeed::is_definite(&error) {
+            tracing::error!(
+                error = %text,
+                checkpoint = flushed.borrow().0,
+                "capture stopped for good: retrying cannot fix this; the binlog written so far \
+                 is still served"
+            );
+            verdicts.status.stopped(text);
+            if verdicts.exit_on_stop {
+                verdicts
+                    .failure
+                    .set(error.context("capture stopped for good"));
+                stop.cancel();
+            }
+            stop.cancelled().await;
+            break;
+        }
+        cfg.start_ts = *flushed.borrow();
+        warn!(
+            error = %text,
+            start_ts = cfg.start_ts.0,
+            retry_in = ?retry,
+            "capture failed; restarting from the checkpoint"
+        );
+        verdicts.status.retrying(text);
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(retry) => {}
+        }
+        retry = (retry * 2).min(MAX_RETRY);
+        cfg.start_ts = *flushed.borrow();
+        next = start_changefeed(&cfg, &stop).await;
     }
     // Ends the writer even while server sessions still hold purge senders.
     let _ = out.send(WriterMsg::Stop).await;
@@ -1006,6 +1073,7 @@ async fn expire_binlogs(
 /// Logs a progress line every `every`: transactions written, next GNO, checkpoint, lag.
 async fn progress_log(
     stats: Arc<Stats>,
+    capture: Arc<CaptureStatus>,
     files: BinlogFiles,
     every: Duration,
     stop: CancellationToken,
@@ -1026,6 +1094,18 @@ async fn progress_log(
             .map_or(0, |d| d.as_millis() as u64);
         let lag_ms = now_ms.saturating_sub(checkpoint.physical_ms());
         let (file, pos) = files.current_end();
+        let report = capture.report();
+        if report.state != CaptureState::Running {
+            warn!(
+                capture = report.state.name(),
+                error = %report.last_error,
+                checkpoint = checkpoint.0,
+                file,
+                pos,
+                "progress: capture is not running"
+            );
+            continue;
+        }
         info!(
             txns = stats.txns.load(Ordering::Relaxed),
             skipped = stats.skipped.load(Ordering::Relaxed),

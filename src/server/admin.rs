@@ -641,8 +641,17 @@ impl Ctx<'_> {
                 for k in ["Ssl_cipher", "Ssl_version"] {
                     vars.insert(k.to_string(), String::new());
                 }
-                vars.insert("Threads_connected".into(), "1".into());
-                vars.insert("Uptime".into(), "1".into());
+                vars.insert(
+                    "Threads_connected".into(),
+                    self.shared.connection_count().to_string(),
+                );
+                let uptime = self.shared.started.elapsed().as_secs();
+                vars.insert("Uptime".into(), uptime.to_string());
+                if let Some(capture) = &self.shared.capture {
+                    for (k, v) in capture.status_vars() {
+                        vars.insert(k.to_owned(), v);
+                    }
+                }
                 name_value_rows(vars, filter.as_ref())
             }
             Statement::ShowVariable { variable } => {

@@ -35,6 +35,7 @@ pub mod mariadb;
 mod reply;
 pub mod session;
 pub mod source;
+pub mod status;
 pub mod testing;
 pub mod transport;
 pub mod vars;
@@ -114,6 +115,8 @@ pub struct ServerConfig {
     pub expire_logs_seconds: u64,
     /// `@@net_write_timeout` of sessions that do not set their own.
     pub net_write_timeout: Duration,
+    /// Capture's state for `SHOW STATUS`; `None` where nothing captures (tests, benchmarks).
+    pub capture: Option<Arc<status::CaptureStatus>>,
 }
 
 /// Errors of the server shell (not of a single connection).
@@ -163,6 +166,10 @@ pub struct Shared {
     pub auth_plugin: AuthMethod,
     /// Snapshot reads of TiDB tables.
     pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
+    /// Capture's state, when something captures.
+    pub capture: Option<Arc<status::CaptureStatus>>,
+    /// When the server started (`Uptime`).
+    pub started: std::time::Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
     next_conn_id: AtomicU32,
     conns: Mutex<HashMap<u32, ConnEntry>>,
@@ -191,6 +198,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Connections open now (`Threads_connected`).
+    pub fn connection_count(&self) -> usize {
+        lock(&self.conns).len()
+    }
+
     fn register_conn(&self, cancel: CancellationToken) -> u32 {
         let id = self.next_conn_id.fetch_add(1, Ordering::Relaxed);
         lock(&self.conns).insert(
@@ -382,6 +394,8 @@ impl Server {
             net_write_timeout: cfg.net_write_timeout,
             auth_plugin: cfg.auth_plugin,
             snapshot: cfg.snapshot,
+            capture: cfg.capture,
+            started: std::time::Instant::now(),
             tls,
             next_conn_id: AtomicU32::new(1),
             conns: Mutex::new(HashMap::new()),

@@ -71,6 +71,7 @@ impl Fixture {
             max_binlog_size: 1 << 29,
             expire_logs_seconds: 0,
             net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
+            capture: None,
             snapshot: tables
                 .clone()
                 .map(|t| Arc::new(t) as Arc<dyn tibinlog::sql::plan::SnapshotSource>),
