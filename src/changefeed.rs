@@ -508,14 +508,18 @@ mod tests {
             wanted: Ts(5),
             min_safe_point: Ts(9)
         })));
-        assert!(definite(ChangefeedError::Mounter(MounterError::UnknownTable {
-            table_id: 7,
-            commit_ts: Ts(9)
-        })));
-        assert!(!definite(ChangefeedError::Mounter(MounterError::Snapshot {
-            ts: Ts(9),
-            source: "timeout".into()
-        })));
+        assert!(definite(ChangefeedError::Mounter(
+            MounterError::UnknownTable {
+                table_id: 7,
+                commit_ts: Ts(9)
+            }
+        )));
+        assert!(!definite(ChangefeedError::Mounter(
+            MounterError::Snapshot {
+                ts: Ts(9),
+                source: "timeout".into()
+            }
+        )));
         assert!(!definite(ChangefeedError::Puller(PullerError::Stopped)));
         assert!(!definite(ChangefeedError::Bootstrap("panicked".into())));
         assert!(!is_definite(&anyhow::anyhow!("the changefeed ended")));
