@@ -2,12 +2,14 @@
 //!
 //! Always `raw_hex` (the raw TiDB key, after undoing the region encoding when `--encoded`);
 //! then `kind`: `record` (`table_id`, `handle`), `index` (`table_id`, `index_id`, `values`),
-//! `meta` (the structure name and entry), or `unknown` (with `note` when the key looked like a
-//! table or meta key but did not decode).
+//! `meta` (the structure name and entry), the key prefixes PD region boundaries usually are
+//! (`table_prefix` `t{id}`, `record_prefix` `t{id}_r`, `index_prefix` `t{id}_i` or
+//! `t{id}_i{index}`, with `table_id` and `index_id`), or `unknown` (with `note` when the key
+//! looked like a table or meta key but did not decode).
 
 use serde_json::{json, Map, Value as J};
 
-use crate::tidb::codec::{decode_datums, DatumRef};
+use crate::tidb::codec::{decode_datums, decode_int, DatumRef};
 use crate::tidb::key::{
     decode_region_key, parse_key, Handle, MetaField, MetaKey, MetaKind, MetaName, ParsedKey,
 };
@@ -31,6 +33,9 @@ pub fn describe(hex_key: &str, encoded: bool) -> Result<J, InspectKeyError> {
     };
     let mut o = Map::new();
     o.insert("raw_hex".into(), J::String(hex::encode(&raw)));
+    if prefix_json(&raw, &mut o) {
+        return Ok(J::Object(o));
+    }
     match parse_key(&raw) {
         Ok(ParsedKey::Record { table_id, handle }) => {
             o.insert("kind".into(), "record".into());
@@ -76,6 +81,36 @@ pub fn describe(hex_key: &str, encoded: bool) -> Result<J, InspectKeyError> {
         }
     }
     Ok(J::Object(o))
+}
+
+/// A table, record or index key prefix (`t{id}`, `t{id}_r`, `t{id}_i`, `t{id}_i{index}`): the
+/// usual region boundaries. False for anything else.
+fn prefix_json(raw: &[u8], o: &mut Map<String, J>) -> bool {
+    let Some(rest) = raw.strip_prefix(b"t") else {
+        return false;
+    };
+    if rest.len() < 8 {
+        return false;
+    }
+    let Ok((table_id, rest)) = decode_int(rest) else {
+        return false;
+    };
+    let kind = match rest {
+        [] => "table_prefix",
+        b"_r" => "record_prefix",
+        b"_i" => "index_prefix",
+        [b'_', b'i', index @ ..] if index.len() == 8 => match decode_int(index) {
+            Ok((index_id, _)) => {
+                o.insert("index_id".into(), index_id.into());
+                "index_prefix"
+            }
+            Err(_) => return false,
+        },
+        _ => return false,
+    };
+    o.insert("kind".into(), kind.into());
+    o.insert("table_id".into(), table_id.into());
+    true
 }
 
 fn text(b: &[u8]) -> J {
@@ -187,6 +222,43 @@ mod tests {
         assert_eq!(j["field"], "Table:114");
         assert_eq!(j["db_id"], 2);
         assert_eq!(j["table_id"], 114);
+    }
+
+    #[test]
+    fn region_boundary_prefixes() {
+        use crate::tidb::codec::encode_int;
+        let key = |parts: &[&[u8]]| hex::encode(parts.concat());
+        let id = |v: i64| {
+            let mut b = Vec::new();
+            encode_int(&mut b, v);
+            b
+        };
+        let j = describe(&key(&[b"t", &id(45)]), false).expect("table");
+        assert_eq!(
+            (j["kind"].as_str(), j["table_id"].as_i64()),
+            (Some("table_prefix"), Some(45))
+        );
+        let j = describe(&key(&[b"t", &id(45), b"_r"]), false).expect("record");
+        assert_eq!(
+            (j["kind"].as_str(), j["table_id"].as_i64()),
+            (Some("record_prefix"), Some(45))
+        );
+        let j = describe(&key(&[b"t", &id(45), b"_i"]), false).expect("index");
+        assert_eq!(j["kind"], "index_prefix");
+        assert!(j.get("index_id").is_none());
+        let j = describe(&key(&[b"t", &id(45), b"_i", &id(2)]), false).expect("index id");
+        assert_eq!(
+            (j["kind"].as_str(), j["index_id"].as_i64()),
+            (Some("index_prefix"), Some(2))
+        );
+        // As PD stores them: region-encoded.
+        let mut enc = Vec::new();
+        crate::tidb::codec::encode_bytes(&mut enc, &[b"t".as_slice(), &id(45), b"_r"].concat());
+        let j = describe(&hex::encode(enc), true).expect("encoded");
+        assert_eq!(j["kind"], "record_prefix");
+        // A full record key is still a record.
+        let j = describe(&key(&[b"t", &id(45), b"_r", &id(7)]), false).expect("full key");
+        assert_eq!(j["kind"], "record");
     }
 
     #[test]

@@ -36,13 +36,16 @@
 //!
 //! # Determinism and the virtual clock
 //!
-//! The TSO runs on a virtual clock that starts at `--epoch-ms` (default 2025-01-01T00:00:00Z)
-//! and that the workload moves by `1000 / rate` ms (at least 1 ms) before each transaction, so
-//! every `start_ts`/`commit_ts` in the truth log depends on the seed only: the same seed gives a
-//! byte-identical truth file. Timestamps other clients take from PD between two transactions do
-//! not shift the workload's (each transaction starts a new millisecond). While no workload runs
-//! (`--workload none`, or after `--txns`) the virtual clock follows the wall clock.
-//! `--epoch-ms now` starts it at the wall clock instead (realistic times, no byte identity).
+//! The TSO runs on a virtual clock that starts at `--epoch-ms` and that the workload moves by
+//! `1000 / rate` ms (at least 1 ms) before each transaction. By default it starts at the wall
+//! clock, as a real PD's TSO physical part is the wall clock (so lag figures, event times and
+//! GC lifetimes mean what they say). With a fixed `--epoch-ms` (say 1735689600000,
+//! 2025-01-01T00:00:00Z) every `start_ts`/`commit_ts` in the truth log depends on the seed
+//! only: the same seed gives a byte-identical truth file. Timestamps other clients take from PD
+//! between two transactions do not shift the workload's (each transaction starts a new
+//! millisecond). While no workload runs (`--workload none`, or after `--txns`) the virtual
+//! clock follows the wall clock. In-process clusters ([`SimArgs::default`]) keep the fixed epoch
+//! [`DEFAULT_EPOCH_MS`], so a seed replays a test run exactly.
 //!
 //! # Regions
 //!
@@ -81,7 +84,7 @@ use crate::tidb::key::{record_key, record_span, Handle};
 
 /// Default `--rate`: transactions per second (0 = unthrottled).
 pub const DEFAULT_RATE: f64 = 1000.0;
-/// Default `--epoch-ms`: 2025-01-01T00:00:00Z.
+/// The fixed epoch of in-process clusters ([`SimArgs::default`]): 2025-01-01T00:00:00Z.
 pub const DEFAULT_EPOCH_MS: u64 = 1_735_689_600_000;
 /// Default `--stores`.
 pub const DEFAULT_STORES: usize = 3;
@@ -167,8 +170,9 @@ pub struct SimArgs {
     /// Exit once `--txns` transactions are done (otherwise keep serving until a signal).
     #[arg(long)]
     pub exit_when_done: bool,
-    /// Start of the virtual TSO clock: Unix milliseconds, or `now`.
-    #[arg(long, default_value = "1735689600000")]
+    /// Start of the virtual TSO clock: Unix milliseconds (a fixed value makes runs of one seed
+    /// byte-identical), or `now`, like a real PD.
+    #[arg(long, default_value = "now")]
     pub epoch_ms: Epoch,
     /// How often a progress line is logged.
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
