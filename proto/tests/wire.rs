@@ -424,7 +424,7 @@ fn kv_get_and_scan_messages() {
             ..Default::default()
         }),
         pairs: vec![kvrpcpb::KvPair {
-            error: Some(kvrpcpb::KeyError {
+            error: Some(Box::new(kvrpcpb::KeyError {
                 locked: Some(kvrpcpb::LockInfo {
                     primary_lock: b"p".to_vec(),
                     lock_version: 3,
@@ -433,7 +433,7 @@ fn kv_get_and_scan_messages() {
                     ..Default::default()
                 }),
                 ..Default::default()
-            }),
+            })),
             key: b"k".to_vec().into(),
             value: Vec::new().into(),
             commit_ts: 4,
