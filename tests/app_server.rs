@@ -546,10 +546,12 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
 
 /// A batch create (TiDB's `CREATE TABLES` job: several tables, one commit ts) is one binlog
 /// transaction per table, each with its GTID and QUERY event, in the job's statement order; the
-/// rows written into the new tables follow, and the SQL catalog shows every table.
+/// rows written into the new tables follow, and the SQL catalog shows every table. A `RENAME
+/// TABLE` of several tables (`RENAME TABLES` job: a swap through a temporary name, a move to
+/// another database) is one QUERY event, and rows written afterwards carry the new names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_batch_create_is_one_binlog_transaction_per_table() {
-    use tibinlog::sim::tidb::Ddl;
+async fn batch_create_and_multi_table_rename_reach_the_binlog() {
+    use tibinlog::sim::tidb::{Ddl, TableRename};
     use tibinlog_protocol::value::Value;
 
     let cluster = common::app::start_scripted(2, 13).await;
@@ -561,16 +563,37 @@ async fn a_batch_create_is_one_binlog_transaction_per_table() {
             .map(|n| common::sim::small_table(n, None))
             .collect(),
     });
-    for (i, name) in names.iter().enumerate() {
+    let insert = |db: &str, table: &str, id: i64| {
         cluster.txn(|txn| {
-            txn.insert(
-                "test",
-                name,
-                &[Value::Int(i as i64), Value::Bytes(b"v".to_vec())],
-            )
-            .expect("insert");
-        });
+            txn.insert(db, table, &[Value::Int(id), Value::Bytes(b"v".to_vec())])
+                .expect("insert");
+        })
+    };
+    for (i, name) in names.iter().enumerate() {
+        insert("test", name, i as i64);
     }
+    // One RENAME TABLE of several: a swap through a temporary name and a move to another
+    // database, then rows written under the new names.
+    cluster.ddl(Ddl::CreateDatabase {
+        name: "other".into(),
+    });
+    let rename = |db: &str, table: &str, new_db: &str, new_table: &str| TableRename {
+        db: db.into(),
+        table: table.into(),
+        new_db: new_db.into(),
+        new_table: new_table.into(),
+    };
+    cluster.ddl(Ddl::RenameTables {
+        renames: vec![
+            rename("test", "batch_a", "test", "tmp"),
+            rename("test", "batch_b", "test", "batch_a"),
+            rename("test", "tmp", "test", "batch_b"),
+            rename("test", "batch_c", "other", "batch_c"),
+        ],
+    });
+    insert("test", "batch_a", 10);
+    insert("test", "batch_b", 11);
+    insert("other", "batch_c", 12);
     let run = &cluster.run;
     let dir = tempfile::tempdir().expect("tempdir");
     let app = start_app(run, &dir.path().join("data")).await;
@@ -581,12 +604,12 @@ async fn a_batch_create_is_one_binlog_transaction_per_table() {
     let want = truth_after(&lines, run.start_ts);
     assert_eq!(
         want.len(),
-        6,
-        "three statements and three inserts: {want:#?}"
+        11,
+        "three statements, three inserts, a database, the rename, three inserts: {want:#?}"
     );
     assert_eq!(
         master_gtids(addr).await.expect("SHOW MASTER STATUS"),
-        dense_set(&uuid, 6)
+        dense_set(&uuid, 11)
     );
     let dump = read_binlog(
         addr,
@@ -599,10 +622,16 @@ async fn a_batch_create_is_one_binlog_transaction_per_table() {
     common::mysql_binlog::assert_seen_equals_truth(
         "batch create",
         &dump.txns,
-        &common::mysql_binlog::expected(&want, 1..=6),
+        &common::mysql_binlog::expected(&want, 1..=11),
     );
     let ddls: Vec<&str> = dump.txns.iter().filter_map(|t| t.ddl.as_deref()).collect();
-    assert_eq!(ddls.len(), 3, "{ddls:?}");
+    assert_eq!(ddls.len(), 5, "{ddls:?}");
+    assert_eq!(
+        ddls[4],
+        "RENAME TABLE `test`.`batch_a` TO `test`.`tmp`, `test`.`batch_b` TO `test`.`batch_a`, \
+         `test`.`tmp` TO `test`.`batch_b`, `test`.`batch_c` TO `other`.`batch_c`",
+        "one statement, as MySQL logs it"
+    );
     for (ddl, name) in ddls.iter().zip(names) {
         assert!(
             ddl.starts_with(&format!("CREATE TABLE `test`.`{name}`")),
@@ -625,7 +654,23 @@ async fn a_batch_create_is_one_binlog_transaction_per_table() {
         .query("SHOW TABLES FROM test LIKE 'batch%'")
         .await
         .expect("SHOW TABLES");
-    assert_eq!(tables, names);
+    assert_eq!(tables, ["batch_a", "batch_b"]);
+    let tables: Vec<String> = conn
+        .query("SHOW TABLES FROM other")
+        .await
+        .expect("SHOW TABLES");
+    assert_eq!(tables, ["batch_c"]);
+    // The swap: each name now holds the other table's rows.
+    let ids: Vec<i64> = conn
+        .query("SELECT id FROM test.batch_a ORDER BY id")
+        .await
+        .expect("SELECT");
+    assert_eq!(ids, [1, 10]);
+    let ids: Vec<i64> = conn
+        .query("SELECT id FROM test.batch_b ORDER BY id")
+        .await
+        .expect("SELECT");
+    assert_eq!(ids, [0, 11]);
     let _ = conn.disconnect().await;
     app.stop().await.expect("clean stop");
     cluster.run.sim.shutdown().await.expect("sim shutdown");

@@ -515,11 +515,15 @@ impl SchemaStore {
             }
             action::RENAME_TABLES => {
                 let targets = rename_targets(&job);
-                for t in binlog.multiple_table_infos {
-                    let sid = targets
-                        .iter()
-                        .find(|(tid, _)| *tid == t.id)
-                        .map(|&(_, s)| s)
+                // The i-th table info is the i-th rename's result (a table renamed twice in one
+                // statement has two); by table id only if the lists disagree.
+                let paired = targets.len() == binlog.multiple_table_infos.len();
+                for (i, t) in binlog.multiple_table_infos.into_iter().enumerate() {
+                    let sid = paired
+                        .then(|| targets[i])
+                        .filter(|(tid, _)| *tid == t.id)
+                        .or_else(|| targets.iter().find(|(tid, _)| *tid == t.id).copied())
+                        .map(|(_, s)| s)
                         .or_else(|| self.tables.get(&t.id).map(|o| o.schema_id))
                         .ok_or_else(|| bad("renamed table has no target schema"))?;
                     before.extend(self.drop_table(t.id, ts));

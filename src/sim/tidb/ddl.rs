@@ -60,6 +60,12 @@ pub enum Ddl {
         new_db: String,
         new_table: String,
     },
+    /// `RENAME TABLE a TO b, c TO d, …` (`ActionRenameTables`): one job, applied in order (a
+    /// swap through a temporary name works), the new table infos in `MultipleTableInfos`, one
+    /// per rename.
+    RenameTables {
+        renames: Vec<TableRename>,
+    },
     /// `ADD COLUMN` (appended last).
     AddColumn {
         db: String,
@@ -89,6 +95,15 @@ pub enum Ddl {
     },
 }
 
+/// One `old TO new` of a [`Ddl::RenameTables`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRename {
+    pub db: String,
+    pub table: String,
+    pub new_db: String,
+    pub new_table: String,
+}
+
 impl Ddl {
     /// The statement text (what the job's `query` holds), with qualified names.
     pub fn sql(&self) -> String {
@@ -116,6 +131,14 @@ impl Ddl {
                     qt(new_db, new_table)
                 )
             }
+            Ddl::RenameTables { renames } => format!(
+                "RENAME TABLE {}",
+                renames
+                    .iter()
+                    .map(|r| format!("{} TO {}", qt(&r.db, &r.table), qt(&r.new_db, &r.new_table)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Ddl::AddColumn { db, table, column } => {
                 format!("ALTER TABLE {} ADD COLUMN {}", qt(db, table), column.sql())
             }
@@ -444,6 +467,83 @@ impl Tidb {
                 p.edits
                     .push(Edit::PutTable(nd.info.id, Box::new(info.clone())));
                 p.table_info = Some(info);
+                p
+            }
+            Ddl::RenameTables { renames } => {
+                let first = renames.first().ok_or(TidbError::Table {
+                    db: String::new(),
+                    table: String::new(),
+                    problem: "RENAME TABLE without tables",
+                })?;
+                let first_db = self.db_entry(&first.new_db)?;
+                let mut p = Plan::new(action::RENAME_TABLES, first_db.info.id, &first.new_db);
+                // Tables as the renames so far left them: (db, lower-case name) → (db id, info).
+                let mut moved: Vec<(String, String, i64, TableInfo)> = Vec::new();
+                let mut gone: Vec<(String, String)> = Vec::new();
+                let key = |db: &str, t: &str| (db.to_lowercase(), t.to_lowercase());
+                let mut args = Vec::new();
+                for r in renames {
+                    let from = key(&r.db, &r.table);
+                    let (db_id, mut info) = match moved
+                        .iter()
+                        .position(|m| (m.0.clone(), m.1.clone()) == from)
+                    {
+                        Some(i) => {
+                            let m = moved.remove(i);
+                            (m.2, m.3)
+                        }
+                        None if !gone.contains(&from) => {
+                            let t = table_of(&r.db, &r.table)?;
+                            (t.db_id, t.info.clone())
+                        }
+                        None => {
+                            return Err(TidbError::Table {
+                                db: r.db.clone(),
+                                table: r.table.clone(),
+                                problem: "does not exist",
+                            })
+                        }
+                    };
+                    gone.push(from);
+                    let to = key(&r.new_db, &r.new_table);
+                    let taken = moved.iter().any(|m| (m.0.clone(), m.1.clone()) == to)
+                        || (!gone.contains(&to) && cat.table(&r.new_db, &r.new_table).is_some());
+                    if taken {
+                        return Err(TidbError::Table {
+                            db: r.new_db.clone(),
+                            table: r.new_table.clone(),
+                            problem: "exists",
+                        });
+                    }
+                    gone.retain(|g| *g != to);
+                    let nd = self.db_entry(&r.new_db)?;
+                    let old_name = info.name.clone();
+                    info.name = CIStr::new(&r.new_table);
+                    for idx in &mut info.indices {
+                        idx.tbl_name = CIStr::new(&r.new_table);
+                    }
+                    args.push(json!({
+                        "old_schema_id": db_id,
+                        "old_schema_name": CIStr::new(&r.db),
+                        "old_table_name": old_name,
+                        "new_schema_id": nd.info.id,
+                        "new_table_name": CIStr::new(&r.new_table),
+                        "table_id": info.id,
+                    }));
+                    if nd.info.id != db_id {
+                        p.edits.push(Edit::DropTable(db_id, info.id));
+                        p.edits.push(Edit::MoveRowId {
+                            table: info.id,
+                            from: db_id,
+                            to: nd.info.id,
+                        });
+                    }
+                    p.edits
+                        .push(Edit::PutTable(nd.info.id, Box::new(info.clone())));
+                    p.multiple_table_infos.push(info.clone());
+                    moved.push((to.0, to.1, nd.info.id, info));
+                }
+                p.raw_args = json!({ "rename_table_infos": args });
                 p
             }
             Ddl::AddColumn { db, table, column } => {
@@ -898,7 +998,7 @@ impl Tidb {
                     if let Some(d) = self.catalog.dbs.get_mut(db) {
                         d.tables.remove(id);
                     }
-                    if !matches!(plan.action, action::RENAME_TABLE) {
+                    if !matches!(plan.action, action::RENAME_TABLE | action::RENAME_TABLES) {
                         self.row_ids.remove(id);
                     }
                 }
