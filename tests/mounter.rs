@@ -616,3 +616,84 @@ fn gc_keeps_what_later_rows_need() {
     assert_eq!(store.version_count(), 2 * store.tables_at(Ts::MAX).len());
     assert!(store.tables_at(Ts::MAX).iter().all(|t| t.is_system()));
 }
+
+/// A `RENAME TABLE` of several tables: renames apply in order (a table may move twice, across
+/// databases, in one statement), the schema store follows each table info to its own target,
+/// and the simulated TiDB refuses a missing source or a taken target as TiDB does.
+#[test]
+fn multi_table_rename_follows_each_table() {
+    use tibinlog::sim::tidb::TableRename;
+    let (mut core, _clock, mut tidb) = cluster();
+    let start = now(&mut core);
+    ddl(
+        &mut core,
+        &mut tidb,
+        Ddl::CreateDatabase { name: "app".into() },
+    );
+    for name in ["a", "b"] {
+        ddl(
+            &mut core,
+            &mut tidb,
+            Ddl::CreateTable {
+                db: "app".into(),
+                table: small(name, None),
+            },
+        );
+    }
+    let r = |db: &str, table: &str, new_db: &str, new_table: &str| TableRename {
+        db: db.into(),
+        table: table.into(),
+        new_db: new_db.into(),
+        new_table: new_table.into(),
+    };
+    // Refused: a source that is gone, a target that exists (nothing is applied).
+    for bad in [
+        vec![r("app", "a", "test", "x"), r("app", "a", "test", "y")],
+        vec![r("app", "a", "app", "b")],
+        vec![r("app", "nope", "app", "c")],
+    ] {
+        assert!(
+            tidb.execute_ddl(
+                &mut core,
+                &Ddl::RenameTables {
+                    renames: bad.clone()
+                }
+            )
+            .is_err(),
+            "{bad:?}"
+        );
+    }
+    ddl(
+        &mut core,
+        &mut tidb,
+        Ddl::RenameTables {
+            renames: vec![
+                r("app", "a", "test", "tmp"),
+                r("app", "b", "test", "b"),
+                r("test", "tmp", "app", "c"),
+            ],
+        },
+    );
+    assert!(tidb.table("app", "c").is_some() && tidb.table("test", "b").is_some());
+    assert!(tidb.table("test", "tmp").is_none() && tidb.table("app", "a").is_none());
+
+    let mut m = Mounter::new(bootstrap(&mut core, start, TableFilter::all()));
+    let mut queries = Vec::new();
+    for raw in raw_rows(&core, start) {
+        if let Mounted::Ddl(evs) = m.mount(&raw).expect("mount") {
+            queries.extend(evs.into_iter().map(|e| e.query));
+        }
+    }
+    assert_eq!(
+        queries.last().map(String::as_str),
+        Some("RENAME TABLE `app`.`a` TO `test`.`tmp`, `app`.`b` TO `test`.`b`, `test`.`tmp` TO `app`.`c`")
+    );
+    let store = m.store();
+    assert_eq!(store.table_by_name("app", "c").expect("c").schema(), "app");
+    assert_eq!(
+        store.table_by_name("test", "b").expect("b").schema(),
+        "test"
+    );
+    assert!(store.table_by_name("test", "tmp").is_none());
+    assert!(store.table_by_name("app", "a").is_none());
+}
