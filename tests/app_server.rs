@@ -12,6 +12,7 @@ use common::app::{
     dense_set, finish_workload, master_gtids, max_commit_ts, opts, pause_and_settle, start_app,
     start_app_with, start_sim, start_sim_paused, truth_after, wait_until, Run, WAIT,
 };
+use common::mariadb::MariaDb;
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
@@ -672,6 +673,57 @@ async fn batch_create_and_multi_table_rename_reach_the_binlog() {
         .expect("SELECT");
     assert_eq!(ids, [0, 11]);
     let _ = conn.disconnect().await;
+
+    // A MariaDB 10.11 replica runs every statement: the three tables and the renames.
+    let replica = tokio::task::spawn_blocking(|| MariaDb::start(&["--server-id=77"]));
+    if let Some(db) = replica.await.expect("start MariaDB") {
+        let end = common::app::master_status(addr)
+            .await
+            .expect("master status");
+        let mut c = db.conn().await;
+        // `test` existed before capture started: the replica is seeded with it.
+        c.query_drop(format!(
+            "CREATE DATABASE test CHARACTER SET utf8mb4; CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
+             MASTER_USE_GTID=no; START SLAVE",
+            addr.port()
+        ))
+        .await
+        .expect("CHANGE MASTER TO");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let s = db.slave_status().await.expect("replication configured");
+            assert!(
+                s.last_error.is_empty() && s.last_io_error.is_empty(),
+                "replica error: {s:?}\n{}",
+                db.error_log()
+            );
+            if s.relay_master_log_file == end.file && s.exec_master_log_pos == end.position {
+                break;
+            }
+            assert!(Instant::now() < deadline, "replica stuck at {s:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let a: Vec<i64> = c
+            .query("SELECT id FROM test.batch_a ORDER BY id")
+            .await
+            .expect("a");
+        let b: Vec<i64> = c
+            .query("SELECT id FROM test.batch_b ORDER BY id")
+            .await
+            .expect("b");
+        let moved: Vec<i64> = c
+            .query("SELECT id FROM other.batch_c ORDER BY id")
+            .await
+            .expect("c");
+        assert_eq!((a, b, moved), (vec![1, 10], vec![0, 11], vec![2, 12]));
+        let tmp: Vec<String> = c
+            .query("SHOW TABLES FROM test LIKE 'tmp'")
+            .await
+            .expect("tmp");
+        assert!(tmp.is_empty());
+        let _ = c.disconnect().await;
+    }
     app.stop().await.expect("clean stop");
     cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
