@@ -133,8 +133,13 @@ struct Run {
 /// A cluster ready to run `txns` transactions at `rate` per second (0 = as fast as it can) once
 /// the test calls `start_workload`.
 async fn start_sim(seed: u64, txns: u64, rate: f64, chaos: bool) -> Run {
+    start_sim_with(seed, txns, rate, chaos, 1).await
+}
+
+async fn start_sim_with(seed: u64, txns: u64, rate: f64, chaos: bool, pd_members: usize) -> Run {
     let truth = TruthCollector::new();
     let args = SimArgs {
+        pd_members,
         stores: 3,
         regions_per_table: 2,
         rate,
@@ -326,4 +331,143 @@ async fn restart_from_checkpoint_loses_and_doubles_nothing() {
         feed.close().await;
         run.sim.shutdown().await.expect("sim shutdown");
     }
+}
+
+/// PD as a 3-member cluster under the running workload and TiKV faults: the leader moves, the
+/// leader dies, the member the client was configured with dies while another leads (the client
+/// finds the others through what `GetMembers` told it), members come back as followers. A TSO
+/// client keeps getting strictly increasing timestamps across every change (the old leader's
+/// TSO stream ends), and the changefeed's output equals the truth log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pd_leader_changes_and_member_deaths_lose_nothing() {
+    use tibinlog::capture::pd::{PdClient, PdConfig};
+    let seed = 31;
+    let run = start_sim_with(seed, 1_500, 500.0, true, 3).await;
+    let cluster = run.sim.cluster().clone();
+    let listed = cluster.pd_members();
+    let members: Vec<u64> = listed.iter().map(|(id, _)| *id).collect();
+    assert_eq!(members.len(), 3);
+    let first = listed
+        .iter()
+        .find(|(_, url)| *url == cluster.pd_url())
+        .map(|(id, _)| *id)
+        .expect("the configured member is listed");
+    assert_eq!(
+        cluster.pd_leader(),
+        first,
+        "the configured member leads at start"
+    );
+    let mut feed = start_feed(&run, run.start_ts).await;
+    let stop = CancellationToken::new();
+    let client_stop = CancellationToken::new();
+    let _client_guard = client_stop.clone().drop_guard();
+    let tso_client = PdClient::connect(PdConfig::new(vec![cluster.pd_url()]), client_stop.clone())
+        .await
+        .expect("PD client");
+    run.sim.start_workload();
+
+    // TSO calls all along.
+    let tso = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let (mut last, mut n) = (Ts(0), 0u64);
+            while !stop.is_cancelled() {
+                let ts = tso_client
+                    .tso()
+                    .await
+                    .expect("a timestamp across PD changes");
+                assert!(ts > last, "TSO went from {last:?} to {ts:?}");
+                (last, n) = (ts, n + 1);
+                tokio::task::yield_now().await;
+            }
+            n
+        })
+    };
+    // PD faults, one every 150 ms while the workload runs.
+    let faults = {
+        let (cluster, stop) = (cluster.clone(), stop.clone());
+        let members = members.clone();
+        tokio::spawn(async move {
+            let mut done = 0u32;
+            let mut tick = tokio::time::interval(Duration::from_millis(150));
+            for step in 0usize.. {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tick.tick() => {}
+                }
+                let leader = cluster.pd_leader();
+                let other = |not: &[u64]| members.iter().copied().find(|m| !not.contains(m));
+                match step % 4 {
+                    // The leadership moves away from the configured member.
+                    0 => cluster
+                        .transfer_pd_leader(other(&[leader, first]).expect("a member"))
+                        .expect("transfer"),
+                    // The configured member (a follower now) dies.
+                    1 => cluster.stop_pd(first).await.expect("stop the first member"),
+                    // The leader dies: the last member left leads.
+                    2 => cluster.stop_pd(leader).await.expect("stop the leader"),
+                    // Everyone is back; the first member leads again.
+                    _ => {
+                        for m in &members {
+                            if !cluster.pd_members().iter().any(|(id, _)| id == m) {
+                                cluster.restart_pd(*m).await.expect("restart");
+                            }
+                        }
+                        cluster.transfer_pd_leader(first).expect("transfer back");
+                    }
+                }
+                done += 1;
+            }
+            // Leave every member up.
+            for m in &members {
+                if !cluster.pd_members().iter().any(|(id, _)| id == m) {
+                    cluster.restart_pd(*m).await.expect("restart");
+                }
+            }
+            done
+        })
+    };
+    let mut c = Consumer::default();
+    tokio::select! {
+        _ = consume(&mut feed, &mut c, None, None) => unreachable!("consume without a bound"),
+        _ = run.sim.workload_done() => {}
+    }
+    stop.cancel();
+    let pd_faults = faults.await.expect("PD faults");
+
+    // The configured member down for good and the leadership moved on: a client finds the
+    // leader through the members PD listed to it, not only through its configuration.
+    let pd = PdClient::connect(PdConfig::new(vec![cluster.pd_url()]), client_stop.clone())
+        .await
+        .expect("PD client");
+    let others: Vec<u64> = members.iter().copied().filter(|m| *m != first).collect();
+    cluster.transfer_pd_leader(others[0]).expect("transfer");
+    let before = pd.tso().await.expect("a timestamp from the new leader");
+    cluster
+        .stop_pd(first)
+        .await
+        .expect("stop the configured member");
+    cluster.transfer_pd_leader(others[1]).expect("transfer");
+    for _ in 0..3 {
+        let ts = pd
+            .tso()
+            .await
+            .expect("a timestamp with the configured member down");
+        assert!(ts > before);
+    }
+    cluster.restart_pd(first).await.expect("restart");
+    let tsos = tso.await.expect("TSO client");
+    assert_eq!(run.sim.failure(), None, "seed {seed}: the workload failed");
+    let lines = run.truth.lines();
+    consume(&mut feed, &mut c, Some(max_commit_ts(&lines)), None).await;
+    let want = truth_after(&lines, run.start_ts);
+    assert_same(&c.txns, &want, seed);
+    assert!(pd_faults >= 8, "seed {seed}: only {pd_faults} PD faults");
+    eprintln!(
+        "seed {seed}: {} txns, {pd_faults} PD faults, {tsos} timestamps, {} TiKV faults",
+        want.len(),
+        run.sim.summary().faults
+    );
+    feed.close().await;
+    run.sim.shutdown().await.expect("sim shutdown");
 }

@@ -112,6 +112,130 @@ async fn pd_cluster_id_discovery_then_mismatch_is_failed_precondition() {
     .await;
 }
 
+/// Three PD members: every one lists all of them and the leader; a follower refuses other calls
+/// with `UNAVAILABLE` "not leader"; a leader change ends the old leader's TSO stream the same
+/// way, and the new leader's timestamps are above the old one's.
+#[tokio::test]
+async fn pd_followers_refuse_and_a_leader_change_ends_tso_streams() {
+    timed(async {
+        let cluster = start_with(SimConfig {
+            stores: 1,
+            seed: 4,
+            pd_members: 3,
+            ..SimConfig::default()
+        })
+        .await;
+        let cid = cluster.cluster_id();
+        let members = cluster.pd_members();
+        assert_eq!(members.len(), 3);
+        let dial = |url: &str| {
+            let url = url.to_owned();
+            async move {
+                pdpb::pd_client::PdClient::new(
+                    tonic::transport::Channel::from_shared(url)
+                        .expect("uri")
+                        .connect()
+                        .await
+                        .expect("connect"),
+                )
+            }
+        };
+        let leader_id = cluster.pd_leader();
+        let (leader_url, follower_url) = {
+            let url = |want: bool| {
+                members
+                    .iter()
+                    .find(|(id, _)| (*id == leader_id) == want)
+                    .map(|(_, u)| u.clone())
+                    .expect("member")
+            };
+            (url(true), url(false))
+        };
+        let mut follower = dial(&follower_url).await;
+        let listed = follower
+            .get_members(pdpb::GetMembersRequest::default())
+            .await
+            .expect("a follower answers GetMembers")
+            .into_inner();
+        assert_eq!(listed.members.len(), 3);
+        assert_eq!(
+            listed.leader.expect("leader").client_urls,
+            std::slice::from_ref(&leader_url)
+        );
+        let err = follower
+            .get_all_stores(pdpb::GetAllStoresRequest {
+                header: pd_header(cid),
+                ..Default::default()
+            })
+            .await
+            .expect_err("a follower refuses");
+        assert_eq!(
+            (err.code(), err.message()),
+            (Code::Unavailable, "not leader")
+        );
+
+        let mut leader = dial(&leader_url).await;
+        let (tx, rx) = mpsc::channel(4);
+        let mut stream = leader
+            .tso(ReceiverStream::new(rx))
+            .await
+            .expect("tso")
+            .into_inner();
+        let req = || pdpb::TsoRequest {
+            header: pd_header(cid),
+            count: 1,
+            ..Default::default()
+        };
+        tx.send(req()).await.expect("send");
+        let before = ts_of(
+            &stream
+                .message()
+                .await
+                .expect("ts")
+                .expect("open")
+                .timestamp
+                .expect("ts"),
+        );
+        let (new_id, new_url) = members
+            .iter()
+            .find(|(id, _)| *id != leader_id)
+            .cloned()
+            .expect("another member");
+        cluster.transfer_pd_leader(new_id).expect("transfer");
+        let err = stream
+            .message()
+            .await
+            .expect_err("the old leader's stream ends");
+        assert_eq!(err.code(), Code::Unavailable);
+        let mut new_leader = dial(&new_url).await;
+        let (tx, rx) = mpsc::channel(4);
+        let mut stream = new_leader
+            .tso(ReceiverStream::new(rx))
+            .await
+            .expect("tso")
+            .into_inner();
+        tx.send(req()).await.expect("send");
+        let after = ts_of(
+            &stream
+                .message()
+                .await
+                .expect("ts")
+                .expect("open")
+                .timestamp
+                .expect("ts"),
+        );
+        assert!(after > before);
+        // The leader dies: another member leads.
+        cluster.stop_pd(new_id).await.expect("stop");
+        assert!(![0, new_id].contains(&cluster.pd_leader()));
+        assert_eq!(cluster.pd_members().len(), 2);
+        cluster.restart_pd(new_id).await.expect("restart");
+        assert_eq!(cluster.pd_members().len(), 3);
+        cluster.shutdown().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn tso_stream_is_strictly_increasing_and_reports_batch_maximum() {
     timed(async {

@@ -173,6 +173,9 @@ struct Conn {
     cluster_id: u64,
     /// The current leader connection; `None` after a failure until rediscovered.
     leader: Mutex<Option<PdGrpc<Channel>>>,
+    /// Client URLs of every member the last `GetMembers` listed: rediscovery asks them too,
+    /// so the client follows the cluster when the configured members go down.
+    members: Mutex<Vec<String>>,
 }
 
 impl Conn {
@@ -198,13 +201,19 @@ impl Conn {
         if let Some(c) = self.cached() {
             return Ok(c);
         }
-        let (cid, c) = discover(&self.cfg).await?;
+        let known = self
+            .members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let (cid, c, members) = discover(&self.cfg, &known).await?;
         if cid != self.cluster_id {
             return Err(PdError::ClusterIdMismatch {
                 expected: self.cluster_id,
                 got: cid,
             });
         }
+        *self.members.lock().unwrap_or_else(|p| p.into_inner()) = members;
         self.set(Some(c.clone()));
         Ok(c)
     }
@@ -255,10 +264,16 @@ impl Conn {
     }
 }
 
-/// Finds the leader through any member: `(cluster id, leader client)`.
-async fn discover(cfg: &PdConfig) -> Result<(u64, PdGrpc<Channel>)> {
+/// Finds the leader through any member, the configured ones first, then those `known` from an
+/// earlier `GetMembers`: `(cluster id, leader client, every member's client URL)`.
+async fn discover(cfg: &PdConfig, known: &[String]) -> Result<(u64, PdGrpc<Channel>, Vec<String>)> {
     let mut last = String::from("no PD address configured");
-    for addr in &cfg.addrs {
+    let mut tried: Vec<String> = Vec::new();
+    for addr in cfg.addrs.iter().chain(known) {
+        if tried.contains(&url_of(addr)) {
+            continue;
+        }
+        tried.push(url_of(addr));
         let ch = match dial(addr, cfg.connect_timeout).await {
             Ok(ch) => ch,
             Err(s) => {
@@ -293,6 +308,11 @@ async fn discover(cfg: &PdConfig) -> Result<(u64, PdGrpc<Channel>)> {
                 });
             }
         }
+        let all: Vec<String> = members
+            .members
+            .iter()
+            .flat_map(|m| m.client_urls.iter().cloned())
+            .collect();
         let urls = members.leader.map(|l| l.client_urls).unwrap_or_default();
         if urls.is_empty() {
             last = format!("PD at {addr} knows no leader");
@@ -300,10 +320,10 @@ async fn discover(cfg: &PdConfig) -> Result<(u64, PdGrpc<Channel>)> {
         }
         for url in &urls {
             if url_of(url) == url_of(addr) {
-                return Ok((cluster_id, member));
+                return Ok((cluster_id, member, all));
             }
             match dial(url, cfg.connect_timeout).await {
-                Ok(ch) => return Ok((cluster_id, grpc(ch))),
+                Ok(ch) => return Ok((cluster_id, grpc(ch), all)),
                 Err(s) => last = s.message().to_string(),
             }
         }
@@ -327,12 +347,13 @@ impl PdClient {
     /// Discovers the cluster and its leader; the TSO task stops with `cancel` or when the last
     /// handle is dropped.
     pub async fn connect(cfg: PdConfig, cancel: CancellationToken) -> Result<PdClient> {
-        let (cluster_id, leader) = discover(&cfg).await?;
-        tracing::info!(cluster_id, "connected to PD");
+        let (cluster_id, leader, members) = discover(&cfg, &[]).await?;
+        tracing::info!(cluster_id, members = members.len(), "connected to PD");
         let conn = Arc::new(Conn {
             cfg,
             cluster_id,
             leader: Mutex::new(Some(leader)),
+            members: Mutex::new(members),
         });
         let (tx, rx) = mpsc::channel(TSO_MAX_BATCH);
         tokio::spawn(run_tso(conn.clone(), rx, cancel));

@@ -181,6 +181,10 @@ pub struct SimArgs {
     /// `mariadb-binlog`, which cannot read MySQL's binary JSON).
     #[arg(long)]
     pub no_json: bool,
+    /// PD members: the first listens on --pd-listen and leads at start, the others on free
+    /// ports (a client given the first learns them through GetMembers).
+    #[arg(long, default_value_t = 1)]
+    pub pd_members: usize,
 }
 
 impl Default for SimArgs {
@@ -202,6 +206,7 @@ impl Default for SimArgs {
             epoch_ms: Epoch::Ms(DEFAULT_EPOCH_MS),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             no_json: false,
+            pd_members: 1,
         }
     }
 }
@@ -455,6 +460,7 @@ impl SimBuilder {
             seed,
             resolved_ts_interval: args.resolved_ts_interval,
             clock: Arc::new(clock.clone()),
+            pd_members: args.pd_members.max(1),
             ..SimConfig::default()
         })
         .await

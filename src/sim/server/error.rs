@@ -22,6 +22,14 @@ pub enum ServerError {
     /// The core refused the operation (unknown region, lock met, write conflict…).
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// The PD member is not in the state the operation needs.
+    #[error("PD member {member_id} is {state}")]
+    PdMember {
+        /// Member id.
+        member_id: u64,
+        /// What it is.
+        state: &'static str,
+    },
     /// The store is not in the state the operation needs (already stopped, not stopped…).
     #[error("store {store_id} is {state}")]
     StoreState {

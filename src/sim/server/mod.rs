@@ -62,7 +62,7 @@ use self::cdc::ChangeDataService;
 use self::cdc_stream::DEFAULT_SINK_MEMORY_QUOTA;
 use self::kv::KvService;
 use self::pd::PdService;
-use self::state::Shared;
+use self::state::{PdMember, Shared};
 use crate::sim::cdc::{CdcConfig, RegionFaults};
 use crate::sim::core::{SimCore, StoreOutput};
 use crate::sim::mvcc::{PrewriteRequest, PrewriteResult};
@@ -101,6 +101,8 @@ pub struct SimConfig {
     pub scan_pending_limit: usize,
     /// Wall clock of the TSO and GC TTLs.
     pub clock: Arc<dyn Clock>,
+    /// PD members (the first, on `pd_port`, leads at start; the others on free ports).
+    pub pd_members: usize,
 }
 
 impl Default for SimConfig {
@@ -116,6 +118,7 @@ impl Default for SimConfig {
             scan_concurrency: cdc.scan_concurrency,
             scan_pending_limit: cdc.scan_pending_limit,
             clock: Arc::new(SystemClock),
+            pd_members: 1,
         }
     }
 }
@@ -140,6 +143,8 @@ struct Inner {
     tracker: TaskTracker,
     pd_addr: SocketAddr,
     stores: Mutex<HashMap<u64, StoreServer>>,
+    /// PD members by member id (a stopped one keeps its address for its restart).
+    pds: Mutex<std::collections::BTreeMap<u64, StoreServer>>,
 }
 
 /// Handle of a running simulated cluster; clones share it.
@@ -185,9 +190,16 @@ impl SimCluster {
         };
         let mut core = SimCore::new(&store_ids, cdc, cfg.clock.clone(), cfg.seed)?;
 
-        let pd_asked = SocketAddr::from((Ipv4Addr::LOCALHOST, cfg.pd_port));
-        let pd_listener = bind(pd_asked).await?;
-        let pd_addr = local_addr(&pd_listener, pd_asked)?;
+        let mut pd_listeners = Vec::new();
+        let mut member_ids = SimRng::new(cfg.seed ^ 0x9D);
+        for i in 0..cfg.pd_members.max(1) {
+            let port = if i == 0 { cfg.pd_port } else { 0 };
+            let asked = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            let l = bind(asked).await?;
+            let addr = local_addr(&l, asked)?;
+            pd_listeners.push((member_ids.next_u64() | 1, addr, l));
+        }
+        let pd_addr = pd_listeners[0].1;
         let mut listeners = Vec::new();
         for &id in &store_ids {
             let asked = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
@@ -211,30 +223,29 @@ impl SimCluster {
             tracker: tracker.clone(),
             pd_addr,
             stores: Mutex::new(HashMap::new()),
+            pds: Mutex::new(std::collections::BTreeMap::new()),
         });
         let this = SimCluster { inner };
 
-        let member_id = SimRng::new(cfg.seed ^ 0x9D).next_u64() | 1;
-        let pd = PdService::new(
-            shared.clone(),
-            format!("http://{pd_addr}"),
-            member_id,
-            cancel.clone(),
-            tracker.clone(),
-        );
-        let pd_cancel = cancel.clone();
-        tracker.spawn(async move {
-            let r = Server::builder()
-                .add_service(PdServer::new(pd))
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(pd_listener).with_nodelay(Some(true)),
-                    pd_cancel.cancelled_owned(),
-                )
-                .await;
-            if let Err(e) = r {
-                tracing::warn!(error = %e, "simulated PD server failed");
-            }
-        });
+        for (i, (id, addr, l)) in pd_listeners.into_iter().enumerate() {
+            shared.pd.join(PdMember {
+                id,
+                name: format!("pd-{}", i + 1),
+                url: format!("http://{addr}"),
+            });
+            let running = this.spawn_pd(id, l);
+            this.pd_servers().insert(
+                id,
+                StoreServer {
+                    addr,
+                    running: Some(running),
+                },
+            );
+        }
+        // The first member leads.
+        if let Some((&first, _)) = this.pd_servers().iter().find(|(_, s)| s.addr == pd_addr) {
+            shared.pd.transfer(first);
+        }
 
         for (id, addr, l) in listeners {
             let running = this.spawn_store(id, l);
@@ -262,6 +273,130 @@ impl SimCluster {
             .stores
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn pd_servers(&self) -> MutexGuard<'_, std::collections::BTreeMap<u64, StoreServer>> {
+        self.inner.pds.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn spawn_pd(&self, member_id: u64, listener: TcpListener) -> Running {
+        let cancel = self.inner.cancel.child_token();
+        let pd = PdService::new(
+            self.inner.shared.clone(),
+            member_id,
+            cancel.clone(),
+            self.inner.tracker.clone(),
+        );
+        let stop = cancel.clone();
+        let handle = self.inner.tracker.spawn(async move {
+            let r = Server::builder()
+                .add_service(PdServer::new(pd))
+                .serve_with_incoming_shutdown(
+                    TcpIncoming::from(listener).with_nodelay(Some(true)),
+                    stop.cancelled_owned(),
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(member_id, error = %e, "simulated PD server failed");
+            }
+        });
+        Running { cancel, handle }
+    }
+
+    /// PD members that are up: `(member id, client URL)`, in id order.
+    pub fn pd_members(&self) -> Vec<(u64, String)> {
+        self.inner
+            .shared
+            .pd
+            .members()
+            .into_iter()
+            .map(|m| (m.id, m.url))
+            .collect()
+    }
+
+    /// The PD leader's member id (0 when no member is up).
+    pub fn pd_leader(&self) -> u64 {
+        self.inner.shared.pd.leader()
+    }
+
+    /// Moves PD's leadership to member `member_id` (which must be up): the old leader's TSO
+    /// streams end, it answers "not leader" from now on.
+    pub fn transfer_pd_leader(&self, member_id: u64) -> Result<()> {
+        self.check_alive()?;
+        if !self.inner.shared.pd.transfer(member_id) {
+            return Err(ServerError::PdMember {
+                member_id,
+                state: "not up",
+            });
+        }
+        tracing::info!(member_id, "simulated PD leader moved");
+        Ok(())
+    }
+
+    /// Stops PD member `member_id`: its server stops, its connections break; if it led, the
+    /// lowest other member takes over.
+    pub async fn stop_pd(&self, member_id: u64) -> Result<()> {
+        self.check_alive()?;
+        let running = {
+            let mut pds = self.pd_servers();
+            let s = pds.get_mut(&member_id).ok_or(ServerError::PdMember {
+                member_id,
+                state: "unknown",
+            })?;
+            s.running.take().ok_or(ServerError::PdMember {
+                member_id,
+                state: "already stopped",
+            })?
+        };
+        self.inner.shared.pd.leave(member_id);
+        running.cancel.cancel();
+        let mut handle = running.handle;
+        if tokio::time::timeout(SERVER_STOP_TIMEOUT, &mut handle)
+            .await
+            .is_err()
+        {
+            handle.abort();
+        }
+        tracing::info!(
+            member_id,
+            leader = self.pd_leader(),
+            "simulated PD member stopped"
+        );
+        Ok(())
+    }
+
+    /// Restarts a stopped PD member on its old port (as a follower).
+    pub async fn restart_pd(&self, member_id: u64) -> Result<()> {
+        self.check_alive()?;
+        let (addr, index) = {
+            let pds = self.pd_servers();
+            let s = pds.get(&member_id).ok_or(ServerError::PdMember {
+                member_id,
+                state: "unknown",
+            })?;
+            if s.running.is_some() {
+                return Err(ServerError::PdMember {
+                    member_id,
+                    state: "running",
+                });
+            }
+            (
+                s.addr,
+                pds.keys().position(|&k| k == member_id).unwrap_or(0),
+            )
+        };
+        let listener = bind(addr).await?;
+        let running = self.spawn_pd(member_id, listener);
+        if let Some(s) = self.pd_servers().get_mut(&member_id) {
+            s.running = Some(running);
+        }
+        self.inner.shared.pd.join(PdMember {
+            id: member_id,
+            name: format!("pd-{}", index + 1),
+            url: format!("http://{addr}"),
+        });
+        tracing::info!(member_id, "simulated PD member restarted");
+        Ok(())
     }
 
     fn spawn_store(&self, store_id: u64, listener: TcpListener) -> Running {

@@ -28,8 +28,6 @@ pub const SIM_VERSION: &str = "8.5.0";
 #[derive(Debug, Clone)]
 pub struct PdService {
     shared: Arc<Shared>,
-    /// `http://127.0.0.1:PORT` of this PD.
-    url: String,
     member_id: u64,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -65,17 +63,15 @@ fn pd_region(r: &RegionInfo) -> pdpb::Region {
 }
 
 impl PdService {
-    /// A PD answering at `url`.
+    /// The PD member `member_id` (its address is in [`Shared::pd`]).
     pub fn new(
         shared: Arc<Shared>,
-        url: String,
         member_id: u64,
         cancel: CancellationToken,
         tracker: TaskTracker,
     ) -> Self {
         Self {
             shared,
-            url,
             member_id,
             cancel,
             tracker,
@@ -86,8 +82,12 @@ impl PdService {
         self.shared.cluster_id
     }
 
-    /// PD's `validateRequest`: the header's cluster id must be ours.
+    /// PD's `validateRequest`: only the leader serves, and the header's cluster id must be
+    /// ours.
     fn check(&self, h: Option<&pdpb::RequestHeader>) -> Result<(), Status> {
+        if self.shared.pd.leader() != self.member_id {
+            return Err(Status::unavailable("not leader"));
+        }
         let got = h.map_or(0, |h| h.cluster_id);
         if got != self.cluster_id() {
             return Err(Status::failed_precondition(format!(
@@ -99,12 +99,12 @@ impl PdService {
         Ok(())
     }
 
-    fn member(&self) -> pdpb::Member {
+    fn member(m: &super::state::PdMember) -> pdpb::Member {
         pdpb::Member {
-            name: "pd-sim".into(),
-            member_id: self.member_id,
-            peer_urls: vec![self.url.clone()],
-            client_urls: vec![self.url.clone()],
+            name: m.name.clone(),
+            member_id: m.id,
+            peer_urls: vec![m.url.clone()],
+            client_urls: vec![m.url.clone()],
             binary_version: SIM_VERSION.into(),
             ..Default::default()
         }
@@ -170,12 +170,14 @@ impl Pd for PdService {
         &self,
         _request: Request<pdpb::GetMembersRequest>,
     ) -> Result<Response<pdpb::GetMembersResponse>, Status> {
-        let m = self.member();
+        let up = self.shared.pd.members();
+        let leader_id = self.shared.pd.leader();
+        let leader = up.iter().find(|m| m.id == leader_id).map(Self::member);
         Ok(Response::new(pdpb::GetMembersResponse {
             header: header(self.cluster_id()),
-            members: vec![m.clone()],
-            leader: Some(m.clone()),
-            etcd_leader: Some(m),
+            members: up.iter().map(Self::member).collect(),
+            leader: leader.clone(),
+            etcd_leader: leader,
             ..Default::default()
         }))
     }
@@ -187,10 +189,19 @@ impl Pd for PdService {
         let mut inbound = request.into_inner();
         let (tx, rx) = mpsc::channel::<Result<pdpb::TsoResponse, Status>>(16);
         let this = self.clone();
+        let mut leader = self.shared.pd.watch_leader();
         self.tracker.spawn(async move {
             loop {
                 let msg = tokio::select! {
                     _ = this.cancel.cancelled() => break,
+                    // A leader that loses the leadership ends its TSO streams.
+                    lost = async { leader.wait_for(|&l| l != this.member_id).await.is_ok() } => {
+                        if !lost {
+                            break;
+                        }
+                        let _ = tx.send(Err(Status::unavailable("not leader"))).await;
+                        break;
+                    }
                     m = inbound.message() => m,
                 };
                 let req = match msg {

@@ -47,6 +47,86 @@ pub struct Shared {
     pub quotas: HashMap<u64, Arc<MemoryQuota>>,
     /// Stream-slowing fault per store: microseconds of delay before each message.
     pub stream_delay_us: HashMap<u64, Arc<AtomicU64>>,
+    /// PD's members and which one leads.
+    pub pd: PdMembers,
+}
+
+/// One PD member as `GetMembers` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PdMember {
+    pub id: u64,
+    pub name: String,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+/// The PD members that are up and the leader among them. Every member answers `GetMembers`
+/// (and `GetClusterInfo`) alike; the others refuse every other call with `UNAVAILABLE` "not
+/// leader", as PD followers do, and a leader change ends the old leader's TSO streams.
+#[derive(Debug)]
+pub struct PdMembers {
+    up: Mutex<Vec<PdMember>>,
+    leader: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for PdMembers {
+    fn default() -> Self {
+        PdMembers {
+            up: Mutex::new(Vec::new()),
+            leader: tokio::sync::watch::channel(0).0,
+        }
+    }
+}
+
+impl PdMembers {
+    fn up(&self) -> MutexGuard<'_, Vec<PdMember>> {
+        self.up.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The members that are up, in id order.
+    pub fn members(&self) -> Vec<PdMember> {
+        self.up().clone()
+    }
+
+    /// The leader's member id (0: none).
+    pub fn leader(&self) -> u64 {
+        *self.leader.borrow()
+    }
+
+    /// Watches leader changes.
+    pub fn watch_leader(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.leader.subscribe()
+    }
+
+    /// A member comes up; the first one leads.
+    pub fn join(&self, m: PdMember) {
+        let mut up = self.up();
+        up.retain(|x| x.id != m.id);
+        up.push(m);
+        up.sort_by_key(|x| x.id);
+        if self.leader() == 0 {
+            self.leader.send_replace(up[0].id);
+        }
+    }
+
+    /// A member goes down; if it led, the lowest other member is elected.
+    pub fn leave(&self, id: u64) {
+        let mut up = self.up();
+        up.retain(|x| x.id != id);
+        if self.leader() == id {
+            self.leader.send_replace(up.first().map_or(0, |m| m.id));
+        }
+    }
+
+    /// Moves the leadership to member `id`; false if it is not up.
+    pub fn transfer(&self, id: u64) -> bool {
+        let up = self.up();
+        if !up.iter().any(|m| m.id == id) {
+            return false;
+        }
+        self.leader.send_replace(id);
+        true
+    }
 }
 
 fn congested_event(id: DownstreamId) -> cdcpb::Event {
@@ -132,6 +212,7 @@ impl Shared {
                 .iter()
                 .map(|&s| (s, Arc::new(AtomicU64::new(0))))
                 .collect(),
+            pd: PdMembers::default(),
         }
     }
 
