@@ -335,7 +335,8 @@ async fn restart_from_checkpoint_loses_and_doubles_nothing() {
 
 /// PD as a 3-member cluster under the running workload and TiKV faults: the leader moves, the
 /// leader dies, the member the client was configured with dies while another leads (the client
-/// finds the others through what `GetMembers` told it), members come back as followers. A TSO
+/// finds the others through what `GetMembers` told it), members come back as followers; and
+/// TiKV stores come back on new addresses. A TSO
 /// client keeps getting strictly increasing timestamps across every change (the old leader's
 /// TSO stream ends), and the changefeed's output equals the truth log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -388,7 +389,7 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
         let (cluster, stop) = (cluster.clone(), stop.clone());
         let members = members.clone();
         tokio::spawn(async move {
-            let mut done = 0u32;
+            let (mut done, mut moved) = (0u32, 0u32);
             let mut tick = tokio::time::interval(Duration::from_millis(150));
             for step in 0usize.. {
                 tokio::select! {
@@ -397,7 +398,23 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
                 }
                 let leader = cluster.pd_leader();
                 let other = |not: &[u64]| members.iter().copied().find(|m| !not.contains(m));
-                match step % 4 {
+                if step % 5 == 4 {
+                    // A TiKV store comes back on another address (PD tells where).
+                    let stores = cluster.store_ids();
+                    let store = stores[(step / 5) % stores.len()];
+                    let old = cluster.store_addr(store);
+                    if cluster.stop_store(store).await.is_ok() {
+                        let new = cluster
+                            .restart_store_elsewhere(store)
+                            .await
+                            .expect("restart");
+                        assert_ne!(Some(new), old);
+                        moved += 1;
+                    }
+                    continue;
+                }
+                let pd_step = step - step / 5;
+                match pd_step % 4 {
                     // The leadership moves away from the configured member.
                     0 => cluster
                         .transfer_pd_leader(other(&[leader, first]).expect("a member"))
@@ -424,7 +441,7 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
                     cluster.restart_pd(*m).await.expect("restart");
                 }
             }
-            done
+            (done, moved)
         })
     };
     let mut c = Consumer::default();
@@ -433,7 +450,7 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
         _ = run.sim.workload_done() => {}
     }
     stop.cancel();
-    let pd_faults = faults.await.expect("PD faults");
+    let (pd_faults, stores_moved) = faults.await.expect("PD faults");
 
     // The configured member down for good and the leadership moved on: a client finds the
     // leader through the members PD listed to it, not only through its configuration.
@@ -463,8 +480,13 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
     let want = truth_after(&lines, run.start_ts);
     assert_same(&c.txns, &want, seed);
     assert!(pd_faults >= 8, "seed {seed}: only {pd_faults} PD faults");
+    assert!(
+        stores_moved >= 2,
+        "seed {seed}: {stores_moved} stores moved"
+    );
     eprintln!(
-        "seed {seed}: {} txns, {pd_faults} PD faults, {tsos} timestamps, {} TiKV faults",
+        "seed {seed}: {} txns, {pd_faults} PD faults, {stores_moved} stores on new addresses, \
+         {tsos} timestamps, {} TiKV faults",
         want.len(),
         run.sim.summary().faults
     );

@@ -586,6 +586,18 @@ impl SimCluster {
 
     /// Restarts a stopped store on its old port.
     pub async fn restart_store(&self, store_id: u64) -> Result<()> {
+        self.restart_store_on(store_id, false).await
+    }
+
+    /// Restarts a stopped store on a new port (a TiKV that comes back on another address): PD
+    /// reports the new address, nothing answers on the old one.
+    pub async fn restart_store_elsewhere(&self, store_id: u64) -> Result<SocketAddr> {
+        self.restart_store_on(store_id, true).await?;
+        self.store_addr(store_id)
+            .ok_or(SimError::StoreNotFound(store_id).into())
+    }
+
+    async fn restart_store_on(&self, store_id: u64, new_port: bool) -> Result<()> {
         self.check_alive()?;
         let addr = {
             let servers = self.servers();
@@ -600,11 +612,24 @@ impl SimCluster {
             }
             s.addr
         };
-        let listener = bind(addr).await?;
+        let (listener, addr) = if new_port {
+            let asked = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+            let l = bind(asked).await?;
+            let at = local_addr(&l, asked)?;
+            self.apply(|c| {
+                c.cluster
+                    .set_store_address(store_id, at.to_string())
+                    .map(|()| ((), Vec::new()))
+            })?;
+            (l, at)
+        } else {
+            (bind(addr).await?, addr)
+        };
         self.apply(|c| c.start_store(store_id).map(|o| ((), o)))?;
         let running = self.spawn_store(store_id, listener);
         if let Some(s) = self.servers().get_mut(&store_id) {
             s.running = Some(running);
+            s.addr = addr;
         }
         tracing::info!(store_id, "simulated store restarted");
         Ok(())
