@@ -754,10 +754,9 @@ async fn relay(
             stop.cancelled().await;
             break;
         }
-        cfg.start_ts = *flushed.borrow();
         warn!(
             error = %text,
-            start_ts = cfg.start_ts.0,
+            checkpoint = flushed.borrow().0,
             retry_in = ?retry,
             "capture failed; restarting from the checkpoint"
         );

@@ -123,11 +123,25 @@ impl Default for SimConfig {
     }
 }
 
-/// A running store server.
+/// A running gRPC server (a store's or a PD member's).
 #[derive(Debug)]
 struct Running {
     cancel: CancellationToken,
     handle: JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting and closes the connections; aborted if that takes too long.
+    async fn stop(self) {
+        self.cancel.cancel();
+        let mut handle = self.handle;
+        if tokio::time::timeout(SERVER_STOP_TIMEOUT, &mut handle)
+            .await
+            .is_err()
+        {
+            handle.abort();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -287,17 +301,28 @@ impl SimCluster {
             cancel.clone(),
             self.inner.tracker.clone(),
         );
+        let router = Server::builder().add_service(PdServer::new(pd));
+        self.serve(router, listener, cancel, format!("PD member {member_id}"))
+    }
+
+    /// Serves `router` on `listener` until `cancel` fires.
+    fn serve(
+        &self,
+        router: tonic::transport::server::Router,
+        listener: TcpListener,
+        cancel: CancellationToken,
+        what: String,
+    ) -> Running {
         let stop = cancel.clone();
         let handle = self.inner.tracker.spawn(async move {
-            let r = Server::builder()
-                .add_service(PdServer::new(pd))
+            let r = router
                 .serve_with_incoming_shutdown(
                     TcpIncoming::from(listener).with_nodelay(Some(true)),
                     stop.cancelled_owned(),
                 )
                 .await;
             if let Err(e) = r {
-                tracing::warn!(member_id, error = %e, "simulated PD server failed");
+                tracing::warn!(server = what, error = %e, "simulated server failed");
             }
         });
         Running { cancel, handle }
@@ -349,14 +374,7 @@ impl SimCluster {
             })?
         };
         self.inner.shared.pd.leave(member_id);
-        running.cancel.cancel();
-        let mut handle = running.handle;
-        if tokio::time::timeout(SERVER_STOP_TIMEOUT, &mut handle)
-            .await
-            .is_err()
-        {
-            handle.abort();
-        }
+        running.stop().await;
         tracing::info!(
             member_id,
             leader = self.pd_leader(),
@@ -409,21 +427,10 @@ impl SimCluster {
             self.inner.tracker.clone(),
         );
         let kv = KvService::new(shared, store_id);
-        let stop = cancel.clone();
-        let handle = self.inner.tracker.spawn(async move {
-            let r = Server::builder()
-                .add_service(ChangeDataServer::new(cdc))
-                .add_service(TikvServer::new(kv))
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(listener).with_nodelay(Some(true)),
-                    stop.cancelled_owned(),
-                )
-                .await;
-            if let Err(e) = r {
-                tracing::warn!(store_id, error = %e, "simulated TiKV server failed");
-            }
-        });
-        Running { cancel, handle }
+        let router = Server::builder()
+            .add_service(ChangeDataServer::new(cdc))
+            .add_service(TikvServer::new(kv));
+        self.serve(router, listener, cancel, format!("TiKV store {store_id}"))
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -572,14 +579,7 @@ impl SimCluster {
             })?
         };
         self.apply(|c| c.stop_store(store_id).map(|o| ((), o)))?;
-        running.cancel.cancel();
-        let mut handle = running.handle;
-        if tokio::time::timeout(SERVER_STOP_TIMEOUT, &mut handle)
-            .await
-            .is_err()
-        {
-            handle.abort();
-        }
+        running.stop().await;
         tracing::info!(store_id, "simulated store stopped");
         Ok(())
     }
