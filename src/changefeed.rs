@@ -86,7 +86,10 @@ impl ChangefeedError {
             // A row kind this client does not know comes back on every restart; the other
             // protocol surprises (a commit without its prewrite, a stale commit) are what a
             // restart from the checkpoint repairs, as TiCDC restarts for them.
-            Self::Puller(PullerError::Capture(e)) => matches!(e, CaptureError::UnknownRow { .. }),
+            Self::Puller(PullerError::Capture(e)) => matches!(
+                e,
+                CaptureError::UnknownRow { .. } | CaptureError::Refused { .. }
+            ),
             Self::Puller(PullerError::Stopped) | Self::Sorter(_) | Self::Bootstrap(_) => false,
             Self::Mounter(e) => !e.is_retryable(),
         }
@@ -115,6 +118,8 @@ pub struct ChangefeedConfig {
     pub gc_ttl: std::time::Duration,
     /// Tuning of the puller (spans and start ts are set by the changefeed).
     pub puller: Option<PullerConfig>,
+    /// Mutual TLS to PD and TiKV.
+    pub tls: Option<crate::security::ClusterTls>,
 }
 
 impl ChangefeedConfig {
@@ -133,6 +138,7 @@ impl ChangefeedConfig {
             gc_service_id: "tibinlog".to_string(),
             gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
             puller: None,
+            tls: None,
         }
     }
 }
@@ -209,8 +215,9 @@ impl Changefeed {
     /// Holds the GC safe point, reads the schema at `start_ts`, opens the sorter and starts
     /// capturing. Needs a multi-threaded runtime (the schema bootstrap blocks one worker).
     pub async fn start(cfg: ChangefeedConfig, cancel: CancellationToken) -> Result<Changefeed> {
-        let pd =
-            PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), cancel.child_token()).await?;
+        let mut pd_cfg = PdConfig::new(cfg.pd_addrs.clone());
+        pd_cfg.tls = cfg.tls.clone();
+        let pd = PdClient::connect(pd_cfg, cancel.child_token()).await?;
         let cluster_id = pd.cluster_id();
         let mut gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
         gc_cfg.ttl = cfg.gc_ttl;

@@ -7,6 +7,7 @@ pub mod changefeed;
 pub mod inspect;
 pub mod model;
 pub mod mounter;
+pub mod security;
 pub mod server;
 pub mod sim;
 pub mod sorter;

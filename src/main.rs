@@ -28,6 +28,22 @@ enum Command {
     Demo(tibinlog::app::demo::DemoArgs),
     /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
     Sim(tibinlog::sim::cli::SimArgs),
+    /// Make a test certificate set: a CA, a server pair for 127.0.0.1/localhost and a client
+    /// pair (for `sim --ca/--cert/--key`, `server --ca/--cert/--key` and the MySQL listener).
+    Certs {
+        /// Directory to write ca.pem, server.pem, server-key.pem, client.pem, client-key.pem.
+        #[arg(long)]
+        out: PathBuf,
+        /// Common name of the server certificate.
+        #[arg(long, default_value = "tidb-server")]
+        server_cn: String,
+        /// Host names and IP addresses the server certificate is valid for.
+        #[arg(long, value_delimiter = ',', default_value = "127.0.0.1,::1,localhost")]
+        server_names: Vec<String>,
+        /// Common name of the client certificate.
+        #[arg(long, default_value = "tibinlog")]
+        client_cn: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +99,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
         Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
+        Command::Certs {
+            out,
+            server_cn,
+            server_names,
+            client_cn,
+        } => {
+            let files = tibinlog::sim::pki::write_set(&out, &server_cn, &server_names, &client_cn)?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "ca": files.ca,
+                    "server_cert": files.server_cert,
+                    "server_key": files.server_key,
+                    "client_cert": files.client_cert,
+                    "client_key": files.client_key,
+                })
+            );
+            Ok(())
+        }
         Command::Server(args) => {
             use tibinlog::app::config;
             let settings = config::settings(&args, &config::process_env)?;

@@ -1228,3 +1228,67 @@ async fn a_definite_error_stops_capture_and_the_binlog_stays_served() {
     );
     cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
+
+/// The whole path with PD and TiKV serving mutual TLS: the binlog equals the truth log under
+/// faults. A client certificate whose name TiKV's `cert-allowed-cn` does not list stops the
+/// start with one error naming the refusal, instead of retrying.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn capture_over_mutual_tls_and_a_name_tikv_refuses() {
+    use common::tls::{TestPki, CLIENT_CN};
+    use tibinlog::sim::cli::SimArgs;
+    use tibinlog::sim::pki::CertSpec;
+    let seed = 21;
+    let pki = TestPki::new();
+    let sim = common::app::start_sim_paused_with(SimArgs {
+        stores: 3,
+        regions_per_table: 2,
+        txns: Some(1_500),
+        rate: 0.0,
+        seed: Some(seed),
+        resolved_ts_interval: Duration::from_millis(50),
+        chaos_interval: Some(Duration::from_millis(150)),
+        progress_interval: Duration::from_secs(3600),
+        ca: Some(pki.file("ca.pem", pki.ca.ca_pem())),
+        cert: Some(pki.file("server.pem", &pki.server.cert_pem)),
+        key: Some(pki.file("server-key.pem", &pki.server.key_pem)),
+        tikv_cert_allowed_cn: vec![CLIENT_CN.into()],
+        ..SimArgs::default()
+    })
+    .await;
+    assert!(sim.handle.cluster().pd_url().starts_with("https://"));
+    let run = Run {
+        start_ts: Ts(sim.handle.cluster().tso().0),
+        sim: sim.handle,
+        truth: sim.truth,
+    };
+
+    // Refused: another name.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = common::app::app_config(&run, &dir.path().join("refused"));
+    cfg.cluster_tls = Some(pki.client_files(&pki.issue(&CertSpec::client("stranger"))));
+    let started = tokio::time::timeout(
+        WAIT,
+        App::start(cfg, tokio_util::sync::CancellationToken::new()),
+    )
+    .await
+    .expect("the start ends");
+    let Err(err) = started else {
+        panic!("a start with a refused name succeeded")
+    };
+    let msg = format!("{err:#}");
+    assert!(msg.contains("Common name check fail"), "{msg}");
+    assert!(msg.contains("stranger"), "{msg}");
+
+    let mut cfg = common::app::app_config(&run, &dir.path().join("data"));
+    cfg.cluster_tls = Some(pki.client_files(&pki.client));
+    let app = start_app_with(cfg).await;
+    run.sim.start_workload();
+    finish_and_check(&run, &app, seed).await;
+    assert!(run.sim.summary().faults > 0, "faults were injected");
+    assert_eq!(
+        capture_status(app.local_addr()).await["Tibinlog_capture_state"],
+        "running"
+    );
+    app.stop().await.expect("clean stop");
+    run.sim.shutdown().await.expect("sim shutdown");
+}

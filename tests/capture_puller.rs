@@ -687,3 +687,175 @@ async fn a_full_output_holds_back_the_streams_and_nothing_is_lost() {
     })
     .await;
 }
+
+// ---- TLS refusals ---------------------------------------------------------------------------
+
+#[path = "common/tls.rs"]
+mod tls;
+
+/// Starts a one-store cluster serving `server` TLS (plain when `None`).
+async fn tls_cluster(server: Option<tibinlog::sim::server::tls::SimTls>) -> SimCluster {
+    SimCluster::start(SimConfig {
+        stores: 1,
+        resolved_ts_interval: Duration::from_millis(50),
+        tls: server,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("cluster start")
+}
+
+/// Each certificate problem between us and PD ends `PdClient::connect` at once with a refusal
+/// that names the member and says what is wrong; none is retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_problems_with_pd_are_refusals_naming_the_member() {
+    use tibinlog::sim::pki::CertSpec;
+    use tls::{client_tls, sim_tls, TestPki, CLIENT_CN};
+    timed(0, async {
+        let pki = TestPki::new();
+        let other = TestPki::new();
+        let ca = pki.ca.ca_pem();
+        let mut renamed = CertSpec::server("tidb-server");
+        renamed.names = vec!["pd.example.com".into()];
+        let cases = vec![
+            (
+                "a server certificate of another CA",
+                Some(pki.sim_tls()),
+                other.cluster_tls(),
+                "unknownissuer",
+            ),
+            (
+                "an expired server certificate",
+                Some(sim_tls(
+                    ca,
+                    &pki.issue(&CertSpec::server("tidb-server").expired()),
+                )),
+                pki.cluster_tls(),
+                "expired",
+            ),
+            (
+                "a server certificate for another name",
+                Some(sim_tls(ca, &pki.issue(&renamed))),
+                pki.cluster_tls(),
+                "not valid for name",
+            ),
+            (
+                "an expired client certificate",
+                Some(pki.sim_tls()),
+                client_tls(ca, &pki.issue(&CertSpec::client(CLIENT_CN).expired())),
+                "alert",
+            ),
+            (
+                "a client certificate of another CA",
+                Some(pki.sim_tls()),
+                client_tls(ca, &other.client),
+                "alert",
+            ),
+            (
+                "a common name PD does not allow",
+                Some(tibinlog::sim::server::tls::SimTls {
+                    pd_allowed_cn: vec!["someone-else".into()],
+                    ..pki.sim_tls()
+                }),
+                pki.cluster_tls(),
+                "alert",
+            ),
+            (
+                "TLS to a plain PD",
+                None,
+                pki.cluster_tls(),
+                "does not speak tls",
+            ),
+        ];
+        for (case, server, client, expect) in cases {
+            let c = tls_cluster(server).await;
+            let addr = c.pd_addr().to_string();
+            let mut cfg = PdConfig::new(vec![addr.clone()]);
+            cfg.tls = Some(client);
+            let cancel = CancellationToken::new();
+            let r = tokio::time::timeout(WAIT, PdClient::connect(cfg, cancel.clone()))
+                .await
+                .unwrap_or_else(|_| panic!("{case}: connect did not end"));
+            cancel.cancel();
+            match r {
+                Err(e @ PdError::Refused(_)) => {
+                    let msg = e.to_string();
+                    assert!(msg.contains(&addr), "{case}: {msg}");
+                    assert!(msg.to_lowercase().contains(expect), "{case}: {msg}");
+                    assert!(!e.is_retryable(), "{case}");
+                }
+                Err(e) => panic!("{case}: not a refusal: {e}"),
+                Ok(_) => panic!("{case}: connected"),
+            }
+            c.shutdown().await;
+        }
+        // The control: the right certificates connect.
+        let c = tls_cluster(Some(pki.sim_tls())).await;
+        assert!(c.pd_url().starts_with("https://"), "{}", c.pd_url());
+        let mut cfg = PdConfig::new(vec![c.pd_url()]);
+        cfg.tls = Some(pki.cluster_tls());
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(cfg, cancel.clone())
+            .await
+            .expect("mutual TLS");
+        pd.tso().await.expect("a timestamp over TLS");
+        cancel.cancel();
+        c.shutdown().await;
+    })
+    .await;
+}
+
+/// TiKV checks the common name on every call (UNAUTHENTICATED "Common name check fail"): the
+/// snapshot reader and the puller stop with that refusal instead of retrying the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_common_name_tikv_does_not_allow_stops_reads_and_capture() {
+    use tls::TestPki;
+    timed(0, async {
+        let pki = TestPki::new();
+        let c = tls_cluster(Some(tibinlog::sim::server::tls::SimTls {
+            tikv_allowed_cn: vec!["someone-else".into()],
+            ..pki.sim_tls()
+        }))
+        .await;
+        let mut pd_cfg = PdConfig::new(vec![c.pd_url()]);
+        pd_cfg.tls = Some(pki.cluster_tls());
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(pd_cfg.clone(), cancel.clone())
+            .await
+            .expect("PD allows every name");
+        let reader = SnapshotReader::new(pd.clone(), SnapshotConfig::default());
+        let at = ts(c.tso());
+        let err = tokio::time::timeout(WAIT, reader.get(&key(T1, 1), at))
+            .await
+            .expect("the read ended")
+            .expect_err("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("Common name check fail"), "{msg}");
+        assert!(
+            tibinlog::security::is_refused(&err),
+            "a refusal, not a region retry: {msg}"
+        );
+
+        let mut cfg = config(&c, at, 0);
+        cfg.pd = pd_cfg;
+        let (h, _rx) = Puller::start(cfg, cancel.clone())
+            .await
+            .expect("puller start");
+        let err = tokio::time::timeout(WAIT, h.join())
+            .await
+            .expect("the puller stopped")
+            .expect_err("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("Common name check fail"), "{msg}");
+        assert!(
+            matches!(
+                err,
+                PullerError::Capture(tibinlog::capture::error::CaptureError::Refused { .. })
+            ),
+            "{msg}"
+        );
+        cancel.cancel();
+        c.shutdown().await;
+    })
+    .await;
+}

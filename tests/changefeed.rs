@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::tls::TestPki;
 use common::truth::{self, row_json};
 
 use std::collections::BTreeMap;
@@ -128,17 +129,35 @@ struct Run {
     truth: TruthCollector,
     start_ts: Ts,
     sorter_dir: tempfile::TempDir,
+    /// Set when PD and TiKV serve mutual TLS.
+    tls: Option<TestPki>,
 }
 
 /// A cluster ready to run `txns` transactions at `rate` per second (0 = as fast as it can) once
 /// the test calls `start_workload`.
 async fn start_sim(seed: u64, txns: u64, rate: f64, chaos: bool) -> Run {
-    start_sim_with(seed, txns, rate, chaos, 1).await
+    start_sim_with(seed, txns, rate, chaos, 1, false).await
 }
 
-async fn start_sim_with(seed: u64, txns: u64, rate: f64, chaos: bool, pd_members: usize) -> Run {
+/// [`start_sim`] with `pd_members` PD members, over mutual TLS when `tls`.
+async fn start_sim_with(
+    seed: u64,
+    txns: u64,
+    rate: f64,
+    chaos: bool,
+    pd_members: usize,
+    tls: bool,
+) -> Run {
     let truth = TruthCollector::new();
+    let pki = tls.then(TestPki::new);
     let args = SimArgs {
+        ca: pki.as_ref().map(|p| p.file("ca.pem", p.ca.ca_pem())),
+        cert: pki
+            .as_ref()
+            .map(|p| p.file("server.pem", &p.server.cert_pem)),
+        key: pki
+            .as_ref()
+            .map(|p| p.file("server-key.pem", &p.server.key_pem)),
         pd_members,
         stores: 3,
         regions_per_table: 2,
@@ -158,11 +177,13 @@ async fn start_sim_with(seed: u64, txns: u64, rate: f64, chaos: bool, pd_members
         .await
         .unwrap_or_else(|e| panic!("sim start (seed {seed}): {e:#}"));
     let start_ts = sim.cluster().tso();
+    assert_eq!(sim.cluster().tls(), tls);
     Run {
         sim,
         truth,
         start_ts: Ts(start_ts.0),
         sorter_dir: tempfile::tempdir().expect("tempdir"),
+        tls: pki,
     }
 }
 
@@ -176,6 +197,7 @@ async fn start_feed(run: &Run, start_ts: Ts) -> Changefeed {
     );
     // Small chunks so that large transactions come out in several pieces.
     cfg.sorter.max_chunk_bytes = 64 << 10;
+    cfg.tls = run.tls.as_ref().map(TestPki::cluster_tls);
     tokio::time::timeout(
         Duration::from_secs(30),
         Changefeed::start(cfg, CancellationToken::new()),
@@ -243,7 +265,12 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
 }
 
 async fn run_seed(seed: u64, txns: u64, chaos: bool) {
-    let run = start_sim(seed, txns, 0.0, chaos).await;
+    run_seed_over(seed, txns, chaos, false).await;
+}
+
+/// [`run_seed`], over mutual TLS when `tls`.
+async fn run_seed_over(seed: u64, txns: u64, chaos: bool, tls: bool) {
+    let run = start_sim_with(seed, txns, 0.0, chaos, 1, tls).await;
     let mut feed = start_feed(&run, run.start_ts).await;
     run.sim.start_workload();
     let mut c = Consumer::default();
@@ -291,6 +318,13 @@ async fn workload_with_faults_equals_truth_seed_2() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn workload_with_faults_equals_truth_seed_3() {
     run_seed(3, 10_000, true).await;
+}
+
+/// The same workload and faults with PD and TiKV serving mutual TLS (client certificates,
+/// `https://` member URLs, store reconnects after restarts all over TLS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workload_with_faults_over_mutual_tls_equals_truth() {
+    run_seed_over(4, 10_000, true, true).await;
 }
 
 /// Stop at a seeded random point, restart from the checkpoint: the combined output still
@@ -341,9 +375,18 @@ async fn restart_from_checkpoint_loses_and_doubles_nothing() {
 /// TSO stream ends), and the changefeed's output equals the truth log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pd_leader_changes_and_member_deaths_lose_nothing() {
+    pd_faults_under_load(31, false).await;
+}
+
+/// The PD-cluster faults over mutual TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pd_leader_changes_over_mutual_tls_lose_nothing() {
+    pd_faults_under_load(31, true).await;
+}
+
+async fn pd_faults_under_load(seed: u64, tls: bool) {
     use tibinlog::capture::pd::{PdClient, PdConfig};
-    let seed = 31;
-    let run = start_sim_with(seed, 1_500, 500.0, true, 3).await;
+    let run = start_sim_with(seed, 1_500, 500.0, true, 3, tls).await;
     let cluster = run.sim.cluster().clone();
     let listed = cluster.pd_members();
     let members: Vec<u64> = listed.iter().map(|(id, _)| *id).collect();
@@ -362,7 +405,9 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
     let stop = CancellationToken::new();
     let client_stop = CancellationToken::new();
     let _client_guard = client_stop.clone().drop_guard();
-    let tso_client = PdClient::connect(PdConfig::new(vec![cluster.pd_url()]), client_stop.clone())
+    let mut tso_cfg = PdConfig::new(vec![cluster.pd_url()]);
+    tso_cfg.tls = run.tls.as_ref().map(TestPki::cluster_tls);
+    let tso_client = PdClient::connect(tso_cfg, client_stop.clone())
         .await
         .expect("PD client");
     run.sim.start_workload();
@@ -454,7 +499,9 @@ async fn pd_leader_changes_and_member_deaths_lose_nothing() {
 
     // The configured member down for good and the leadership moved on: a client finds the
     // leader through the members PD listed to it, not only through its configuration.
-    let pd = PdClient::connect(PdConfig::new(vec![cluster.pd_url()]), client_stop.clone())
+    let mut pd_cfg = PdConfig::new(vec![cluster.pd_url()]);
+    pd_cfg.tls = run.tls.as_ref().map(TestPki::cluster_tls);
+    let pd = PdClient::connect(pd_cfg, client_stop.clone())
         .await
         .expect("PD client");
     let others: Vec<u64> = members.iter().copied().filter(|m| *m != first).collect();

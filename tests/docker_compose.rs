@@ -26,13 +26,23 @@ struct ServerCli {
 
 /// The resolved configuration, or `None` when docker-compose is not installed (outside CI).
 fn compose_config() -> Option<Value> {
+    compose_config_of(&["docker-compose.yml"])
+}
+
+/// The configuration `files` resolve to, merged in order.
+fn compose_config_of(files: &[&str]) -> Option<Value> {
     let Some(bin) = peer::find_tool("docker-compose") else {
         peer::missing("docker-compose");
         return None;
     };
+    let mut args: Vec<&str> = Vec::new();
+    for f in files {
+        args.extend(["-f", f]);
+    }
+    args.push("config");
     let out = Command::new(bin)
         .current_dir(REPO)
-        .args(["-f", "docker-compose.yml", "config"])
+        .args(&args)
         // Variables of the caller's shell must not change what is checked.
         .env_remove("COMPOSE_FILE")
         .env_remove("COMPOSE_PROFILES")
@@ -366,6 +376,139 @@ fn compose_file_is_valid_and_wired() {
             }
         }
     }
+}
+
+/// A named volume mounted by `svc`: its container path.
+fn volume_target(svc: &Value, volume: &str) -> Option<String> {
+    svc["volumes"].as_sequence()?.iter().find_map(|v| match v {
+        Value::String(s) => {
+            let mut parts = s.split(':');
+            (parts.next() == Some(volume)).then(|| parts.next().unwrap_or("").to_owned())
+        }
+        m => (m["type"].as_str() == Some("volume") && m["source"].as_str() == Some(volume))
+            .then(|| m["target"].as_str().unwrap_or("").to_owned()),
+    })
+}
+
+/// The TLS option (`-f docker-compose.yml -f docker-compose.tls.yml`): a one-shot service makes
+/// the certificates, PD serves https with them, TiKV and TiDB read them from their mounted
+/// configuration files, and tibinlog's own configuration code accepts its command with TLS to
+/// the cluster (https PD URL, CA, client pair) and on its listener, every file where the
+/// certificate service writes it.
+#[test]
+fn compose_tls_option_is_valid_and_wired() {
+    let Some(cfg) = compose_config_of(&["docker-compose.yml", "docker-compose.tls.yml"]) else {
+        return;
+    };
+    let certs = service(&cfg, "certs");
+    let certs_cmd = strings(&certs["command"]);
+    assert_eq!(
+        strings(&certs["entrypoint"]),
+        ["tibinlog", "certs"],
+        "the certificates come from `tibinlog certs`"
+    );
+    let out = flag(&certs_cmd, "--out").expect("--out");
+    assert_eq!(volume_target(certs, "certs").as_deref(), Some(out));
+    let names: Vec<&str> = flag(&certs_cmd, "--server-names")
+        .expect("server names")
+        .split(',')
+        .collect();
+    for host in ["pd", "tikv", "tidb", "tibinlog"] {
+        assert!(names.contains(&host), "the server certificate names {host}");
+    }
+    // `tibinlog certs` accepts the command and writes the files the services read.
+    let made = tempfile::tempdir().expect("tempdir");
+    let bin = env!("CARGO_BIN_EXE_tibinlog");
+    let mut args: Vec<String> = certs_cmd
+        .iter()
+        .filter(|a| !a.starts_with("--out="))
+        .cloned()
+        .collect();
+    args.insert(0, "certs".into());
+    args.push(format!("--out={}", made.path().display()));
+    let status = Command::new(bin)
+        .args(&args)
+        .output()
+        .expect("run tibinlog certs");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let in_volume = |p: &str| -> PathBuf {
+        let rel = p
+            .strip_prefix(&format!("{out}/"))
+            .unwrap_or_else(|| panic!("{p} is not in the certificate volume {out}"));
+        let local = made.path().join(rel);
+        assert!(local.is_file(), "`tibinlog certs` makes {rel}");
+        local
+    };
+
+    let pd = service(&cfg, "pd");
+    let pd_cmd = strings(&pd["command"]);
+    for f in ["--client-urls", "--advertise-client-urls", "--peer-urls"] {
+        assert!(
+            flag(&pd_cmd, f).expect(f).starts_with("https://"),
+            "PD {f} is https"
+        );
+    }
+    for f in ["--cacert", "--cert", "--key"] {
+        in_volume(flag(&pd_cmd, f).expect(f));
+    }
+    assert_eq!(volume_target(pd, "certs").as_deref(), Some(out));
+    assert_eq!(
+        pd["depends_on"]["certs"]["condition"].as_str(),
+        Some("service_completed_successfully"),
+        "PD starts once the certificates exist"
+    );
+    let pd_url = flag(&pd_cmd, "--advertise-client-urls").expect("PD URL");
+
+    for (name, keys) in [
+        ("tikv", ["ca-path", "cert-path", "key-path"]),
+        (
+            "tidb",
+            ["cluster-ssl-ca", "cluster-ssl-cert", "cluster-ssl-key"],
+        ),
+    ] {
+        let svc = service(&cfg, name);
+        let cmd = strings(&svc["command"]);
+        let target = flag(&cmd, "--config").unwrap_or_else(|| panic!("{name} reads a config"));
+        let (source, _) = bind_mounts(svc)
+            .into_iter()
+            .find(|(_, t)| t == target)
+            .unwrap_or_else(|| panic!("{name}'s config is mounted"));
+        let text = std::fs::read_to_string(assert_repo_file(&source, name)).expect("read");
+        let toml: toml::Table = text.parse().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sec = toml["security"].as_table().expect("[security]");
+        for k in keys {
+            in_volume(sec[k].as_str().unwrap_or_else(|| panic!("{name} {k}")));
+        }
+        assert_eq!(volume_target(svc, "certs").as_deref(), Some(out));
+    }
+    assert_eq!(
+        flag(&strings(&service(&cfg, "tikv")["command"]), "--pd"),
+        Some(pd_url),
+        "TiKV dials PD over https"
+    );
+
+    let tb = service(&cfg, "tibinlog");
+    let parsed = ServerCli::try_parse_from(
+        std::iter::once("server".to_owned()).chain(strings(&tb["command"])),
+    )
+    .unwrap_or_else(|e| panic!("tibinlog server rejects the TLS command: {e}"));
+    let app = resolve(parsed.args, &|_| None).expect("the TLS command resolves");
+    assert_eq!(app.pd_addrs, [pd_url], "tibinlog dials PD's https URL");
+    let cluster = app.cluster_tls.expect("TLS to the cluster");
+    let listener = app.tls.expect("TLS on the listener");
+    let client = tibinlog::security::ClusterTls::from_files(&tibinlog::security::ClusterTlsFiles {
+        ca: in_volume(cluster.ca.to_str().expect("utf-8")),
+        cert: in_volume(cluster.cert.to_str().expect("utf-8")),
+        key: in_volume(cluster.key.to_str().expect("utf-8")),
+    })
+    .expect("the client pair loads");
+    assert_eq!(client.common_name(), Some("tibinlog"));
+    in_volume(listener.cert.to_str().expect("utf-8"));
+    in_volume(listener.key.to_str().expect("utf-8"));
 }
 
 #[test]

@@ -5,6 +5,8 @@
 mod mariadb;
 #[path = "common/repl.rs"]
 mod repl;
+#[path = "common/tls.rs"]
+mod tls;
 
 use std::time::Duration;
 
@@ -940,7 +942,11 @@ async fn tls_upgrade_then_login() {
     drop(conn);
     plain.stop().await;
 
-    let files = tibinlog::server::TlsFiles { cert, key };
+    let files = tibinlog::server::TlsFiles {
+        cert,
+        key,
+        ..Default::default()
+    };
     let f = Fixture::start_with(true, AuthMethod::CachingSha2Password, Some(files)).await;
     let mut c = RawClient::connect(f.addr).await;
     assert_ne!(c.caps & 0x800, 0, "CLIENT_SSL offered");
@@ -955,6 +961,78 @@ async fn tls_upgrade_then_login() {
     assert_eq!(r[0].columns, 1, "one column");
     let row = &r[0].packets[r[0].packets.len() - 2];
     assert_eq!(row.as_slice(), b"\x03YES");
+    f.stop().await;
+}
+
+/// `require_secure_transport` refuses a plain login with ERROR 3159; with a client CA and
+/// `cert_allowed_cn`, a login needs a client certificate carrying a listed name (else 1045,
+/// as MySQL answers a user's unmet REQUIRE); over TLS `Ssl_version` and `Ssl_cipher` name what
+/// was negotiated and the variables say what is configured.
+#[tokio::test]
+async fn secure_transport_and_client_certificates() {
+    use tibinlog::sim::pki::CertSpec;
+    use tls::TestPki;
+    let pki = TestPki::new();
+    let ca = pki.file("ca.pem", pki.ca.ca_pem());
+    let pair = |name: &str| {
+        let c = pki.issue(&CertSpec::client(name));
+        (
+            pki.file(&format!("{name}.pem"), &c.cert_pem),
+            pki.file(&format!("{name}-key.pem"), &c.key_pem),
+        )
+    };
+    let (replica, stranger) = (pair("replica"), pair("stranger"));
+    let files = tibinlog::server::TlsFiles {
+        cert: pki.file("server.pem", &pki.server.cert_pem),
+        key: pki.file("server-key.pem", &pki.server.key_pem),
+        client_ca: Some(ca.clone()),
+        allowed_cn: vec!["replica".into()],
+        require_secure_transport: true,
+    };
+    let f = Fixture::start_with(true, AuthMethod::CachingSha2Password, Some(files)).await;
+    async fn login(c: &mut RawClient) -> Vec<u8> {
+        let auth =
+            tibinlog_protocol::wire::auth::scramble_caching_sha2(&c.nonce, PASSWORD.as_bytes());
+        c.login("root", "caching_sha2_password", &auth).await
+    }
+
+    let mut c = RawClient::connect(f.addr).await;
+    let r = login(&mut c).await;
+    assert_eq!(err_code(&r), Some(3159), "plain refused: {r:?}");
+    assert!(
+        String::from_utf8_lossy(&r).contains("require_secure_transport=ON"),
+        "{r:?}"
+    );
+
+    for (who, client) in [
+        ("no certificate", None),
+        ("a name not allowed", Some((&stranger.0, &stranger.1))),
+    ] {
+        let mut c = RawClient::connect(f.addr).await;
+        c.upgrade_tls_as(&ca, client.map(|(a, b)| (a.as_path(), b.as_path())))
+            .await;
+        let r = login(&mut c).await;
+        assert_eq!(err_code(&r), Some(1045), "{who}: {r:?}");
+    }
+
+    let mut c = RawClient::connect(f.addr).await;
+    c.upgrade_tls_as(&ca, Some((&replica.0, &replica.1))).await;
+    let r = login(&mut c).await;
+    assert_eq!(r, [0x01, 0x03], "fast auth success");
+    assert_eq!(c.read().await[0], 0, "OK");
+    let row = |r: &[repl::QueryReply]| r[0].packets[r[0].packets.len() - 2].clone();
+    let version = row(&c.query("SHOW STATUS LIKE 'Ssl_version'").await);
+    assert!(version.ends_with(b"\x07TLSv1.3"), "{version:?}");
+    let cipher = row(&c.query("SHOW STATUS LIKE 'Ssl_cipher'").await);
+    let cipher = String::from_utf8_lossy(&cipher).into_owned();
+    assert!(
+        cipher.contains("TLS_AES_") || cipher.contains("TLS_CHACHA20"),
+        "{cipher}"
+    );
+    let v = row(&c.query("SELECT @@require_secure_transport").await);
+    assert_eq!(v.as_slice(), b"\x011");
+    let v = row(&c.query("SELECT @@ssl_ca").await);
+    assert!(String::from_utf8_lossy(&v).ends_with("ca.pem"), "{v:?}");
     f.stop().await;
 }
 

@@ -153,6 +153,18 @@ pub const KNOBS: &[Knob] = &[
         "TLS certificate chain; TLS is offered when it and tls_key are set"),
     knob("security", "tls_key", "tls-key", Text, "PEM",
         "TLS private key"),
+    knob("security", "tls_ca", "tls-ca", Text, "PEM",
+        "@@ssl_ca: CA of MySQL client certificates; clients are asked for one and one they present must verify [default: none]"),
+    knob("security", "require_secure_transport", "require-secure-transport", Bool, "BOOL",
+        "@@require_secure_transport: refuse MySQL connections without TLS (ERROR 3159) [default: false]"),
+    knob("security", "cert_allowed_cn", "cert-allowed-cn", List, "CN,…",
+        "MySQL clients must present a certificate (signed by tls_ca) whose common name is listed [default: no such check]"),
+    knob("security", "ca_path", "ca", Text, "PEM",
+        "CA of the TiDB cluster: PD and TiKV are reached over mutual TLS with cert_path and key_path [default: plain]"),
+    knob("security", "cert_path", "cert", Text, "PEM",
+        "client certificate presented to PD and TiKV"),
+    knob("security", "key_path", "key", Text, "PEM",
+        "its private key"),
     knob("filter", "rules", "filter", List, "RULE,…",
         "table filter rules (TiDB table-filter syntax); fixed for the life of a data directory [default: every table]"),
 ];
@@ -264,6 +276,13 @@ pub struct SecuritySection {
     pub default_authentication_plugin: String,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
+    pub require_secure_transport: bool,
+    #[serde(deserialize_with = "one_or_many")]
+    pub cert_allowed_cn: Vec<String>,
+    pub ca_path: Option<PathBuf>,
+    pub cert_path: Option<PathBuf>,
+    pub key_path: Option<PathBuf>,
 }
 
 impl Default for SecuritySection {
@@ -274,6 +293,12 @@ impl Default for SecuritySection {
             default_authentication_plugin: AuthMethod::NativePassword.name().to_owned(),
             tls_cert: None,
             tls_key: None,
+            tls_ca: None,
+            require_secure_transport: false,
+            cert_allowed_cn: Vec::new(),
+            ca_path: None,
+            cert_path: None,
+            key_path: None,
         }
     }
 }
@@ -594,16 +619,41 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
             "default authentication plugin {other:?} is not mysql_native_password or caching_sha2_password"
         ),
     };
-    match (&s.security.tls_cert, &s.security.tls_key) {
+    let sec = &s.security;
+    match (&sec.tls_cert, &sec.tls_key) {
         (Some(cert), Some(key)) => {
             cfg.tls = Some(TlsFiles {
                 cert: cert.clone(),
                 key: key.clone(),
+                client_ca: sec.tls_ca.clone(),
+                allowed_cn: sec.cert_allowed_cn.clone(),
+                require_secure_transport: sec.require_secure_transport,
             })
         }
-        (None, None) => {}
+        (None, None) => {
+            if sec.require_secure_transport
+                || sec.tls_ca.is_some()
+                || !sec.cert_allowed_cn.is_empty()
+            {
+                anyhow::bail!("require_secure_transport, tls_ca and cert_allowed_cn need TLS: give --tls-cert and --tls-key");
+            }
+        }
         _ => anyhow::bail!("TLS needs both a certificate (--tls-cert) and a key (--tls-key)"),
     }
+    if !sec.cert_allowed_cn.is_empty() && sec.tls_ca.is_none() {
+        anyhow::bail!(
+            "cert_allowed_cn checks client certificates: give the CA that signs them with --tls-ca"
+        );
+    }
+    cfg.cluster_tls = match (&sec.ca_path, &sec.cert_path, &sec.key_path) {
+        (None, None, None) => None,
+        (Some(ca), Some(cert), Some(key)) => Some(crate::security::ClusterTlsFiles {
+            ca: ca.clone(),
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => anyhow::bail!("TLS to PD and TiKV needs all of --ca, --cert and --key"),
+    };
     let size = s.binlog.max_binlog_size;
     if !(4096..=u64::from(u32::MAX)).contains(&size) {
         anyhow::bail!("max binlog size {size} must be between 4096 bytes and 4 GiB");
@@ -754,6 +804,10 @@ mod tests {
             security: SecuritySection {
                 tls_cert: Some("c".into()),
                 tls_key: Some("k".into()),
+                tls_ca: Some("a".into()),
+                ca_path: Some("a".into()),
+                cert_path: Some("c".into()),
+                key_path: Some("k".into()),
                 ..SecuritySection::default()
             },
             ..Settings::default()

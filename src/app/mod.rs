@@ -110,6 +110,8 @@ pub struct AppConfig {
     /// User name → password.
     pub users: HashMap<String, String>,
     pub tls: Option<TlsFiles>,
+    /// Mutual TLS to PD and TiKV.
+    pub cluster_tls: Option<crate::security::ClusterTlsFiles>,
     pub max_binlog_size: u64,
     /// `binlog_expire_logs_seconds` (0 = never).
     pub expire_logs_seconds: u64,
@@ -154,6 +156,7 @@ impl AppConfig {
             start_ts: None,
             users: HashMap::from([("root".to_owned(), String::new())]),
             tls: None,
+            cluster_tls: None,
             max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
             expire_logs_seconds: 0,
             progress_interval: Duration::from_secs(10),
@@ -295,10 +298,21 @@ impl App {
         if cfg.pd_addrs.is_empty() {
             anyhow::bail!("no PD address given");
         }
+        let cluster_tls = match &cfg.cluster_tls {
+            Some(files) => {
+                Some(crate::security::ClusterTls::from_files(files).context("TLS to PD and TiKV")?)
+            }
+            None => None,
+        };
+        let pd_config = {
+            let mut c = PdConfig::new(cfg.pd_addrs.clone());
+            c.tls = cluster_tls.clone();
+            c
+        };
         let pd_cancel = stop.child_token();
         // Stops the PD client's tasks on every way out of this function.
         let _pd_guard = pd_cancel.clone().drop_guard();
-        let pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), pd_cancel.clone())
+        let pd = PdClient::connect(pd_config.clone(), pd_cancel.clone())
             .await
             .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
         let cluster_id = pd.cluster_id();
@@ -362,8 +376,10 @@ impl App {
             c.sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
             c.sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
             c.gc_service_id = format!("tibinlog-{server_uuid}");
+            c.tls = cluster_tls.clone();
             c.gc_ttl = cfg.gc_ttl;
             let mut p = PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), start_ts);
+            p.pd = pd_config.clone();
             p.scan_limit_per_store = cfg.incremental_scan_limit;
             p.matcher.pending_bytes_limit = cfg.pending_txn_bytes;
             c.puller = Some(p);
@@ -378,7 +394,7 @@ impl App {
         let capture = Arc::new(CaptureStatus::default());
 
         // Snapshot reads of tables for SQL clients, on a PD client of their own.
-        let sql_pd = PdClient::connect(PdConfig::new(cfg.pd_addrs.clone()), stop.child_token())
+        let sql_pd = PdClient::connect(pd_config.clone(), stop.child_token())
             .await
             .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
         let snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>> = {

@@ -78,6 +78,9 @@ pub enum CaptureError {
         used: usize,
         limit: usize,
     },
+    /// A store refused our TLS certificate or its common name (`UNAUTHENTICATED`).
+    #[error("store {store} refused the connection: {message}")]
+    Refused { store: u64, message: String },
     /// A span was added to the frontier below what the frontier already reported.
     #[error("span watched at {ts} below the reported frontier {frontier}")]
     FrontierRegression { ts: Ts, frontier: Ts },
@@ -99,6 +102,7 @@ impl CaptureError {
             | Self::UnknownRow { .. }
             | Self::IllegalTransition { .. }
             | Self::PendingBytesExceeded { .. }
+            | Self::Refused { .. }
             | Self::FrontierRegression { .. } => None,
         }
     }

@@ -70,6 +70,9 @@ pub enum PdError {
     /// The client's TSO task stopped (shutdown).
     #[error("PD client closed")]
     Closed,
+    /// A PD member refused our TLS (its certificate or ours): stop, retrying cannot help.
+    #[error("PD refused the connection: {0}")]
+    Refused(String),
 }
 
 impl PdError {
@@ -78,9 +81,10 @@ impl PdError {
         match self {
             Self::Unavailable { .. } | Self::Rpc(_) | Self::Closed => true,
             Self::Server { kind, .. } => *kind != pdpb::ErrorType::IncompatibleVersion as i32,
-            Self::ClusterIdMismatch { .. } | Self::TsoRegression { .. } | Self::Malformed(_) => {
-                false
-            }
+            Self::ClusterIdMismatch { .. }
+            | Self::TsoRegression { .. }
+            | Self::Malformed(_)
+            | Self::Refused(_) => false,
         }
     }
 }
@@ -91,8 +95,10 @@ pub type Result<T> = std::result::Result<T, PdError>;
 /// How to reach PD.
 #[derive(Debug, Clone)]
 pub struct PdConfig {
-    /// `host:port` or `http://host:port` of any PD members; tried in order.
+    /// `host:port` or `http(s)://host:port` of any PD members; tried in order.
     pub addrs: Vec<String>,
+    /// Mutual TLS towards PD and TiKV (every URL is then `https://`).
+    pub tls: Option<crate::security::ClusterTls>,
     /// Refuse a PD whose cluster id differs (e.g. the one recorded at the last run).
     pub expected_cluster_id: Option<u64>,
     pub connect_timeout: Duration,
@@ -105,6 +111,7 @@ impl PdConfig {
     pub fn new(addrs: Vec<String>) -> PdConfig {
         PdConfig {
             addrs,
+            tls: None,
             expected_cluster_id: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             rpc_timeout: DEFAULT_RPC_TIMEOUT,
@@ -123,25 +130,47 @@ pub struct StoreInfo {
     pub is_tiflash: bool,
 }
 
-fn url_of(addr: &str) -> String {
-    if addr.contains("://") {
+/// The URL of `addr` (`host:port` or a URL): `https://` whenever TLS is on, whatever the
+/// scheme given (a TLS cluster's PD lists `https://` URLs; a plain URL there is a slip).
+fn url_of(addr: &str, tls: bool) -> String {
+    let bare = addr.split_once("://").map_or(addr, |(_, rest)| rest);
+    if tls {
+        format!("https://{bare}")
+    } else if addr.contains("://") {
         addr.to_string()
     } else {
         format!("http://{addr}")
     }
 }
 
-/// Dials `addr` (`host:port` or a URL).
-pub async fn dial(addr: &str, connect_timeout: Duration) -> std::result::Result<Channel, Status> {
-    let ep = Endpoint::from_shared(url_of(addr))
+/// Dials `addr` (`host:port` or a URL), over TLS with `tls`. A certificate refusal comes back
+/// as `UNAUTHENTICATED` naming the address (see [`crate::security::classify`]).
+pub async fn dial(
+    addr: &str,
+    connect_timeout: Duration,
+    tls: Option<&crate::security::ClusterTls>,
+) -> std::result::Result<Channel, Status> {
+    let mut ep = Endpoint::from_shared(url_of(addr, tls.is_some()))
         .map_err(|e| Status::invalid_argument(e.to_string()))?
         .connect_timeout(connect_timeout)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(3));
+    if let Some(tls) = tls {
+        let bare = addr.split_once("://").map_or(addr, |(_, rest)| rest);
+        tls.probe(bare.trim_end_matches('/'), connect_timeout)
+            .await
+            .map_err(|why| Status::unauthenticated(format!("TLS to {addr}: {why}")))?;
+        ep = ep
+            .tls_config(tls.client_config(connect_timeout))
+            .map_err(|e| Status::invalid_argument(format!("TLS for {addr}: {e}")))?;
+    }
     ep.connect()
         .await
-        .map_err(|e| Status::unavailable(format!("connect {addr}: {e}")))
+        .map_err(|e| match crate::security::refusal(&e) {
+            Some(why) => Status::unauthenticated(format!("TLS to {addr}: {why}")),
+            None => Status::unavailable(format!("connect {addr}: {e}")),
+        })
 }
 
 fn grpc(ch: Channel) -> PdGrpc<Channel> {
@@ -237,8 +266,14 @@ impl Conn {
                 }
                 Err(e) => return Err(e),
             };
-            match tokio::time::timeout(self.cfg.rpc_timeout, f(c)).await {
+            let called = tokio::time::timeout(self.cfg.rpc_timeout, f(c))
+                .await
+                .map(|r| r.map_err(|s| crate::security::classify(s, "PD")));
+            match called {
                 Ok(Ok(r)) => return Ok(r.into_inner()),
+                Ok(Err(s)) if crate::security::is_refusal(&s) => {
+                    return Err(PdError::Refused(s.message().to_string()))
+                }
                 Ok(Err(s)) if s.code() == Code::FailedPrecondition => {
                     return Err(PdError::ClusterIdMismatch {
                         expected: self.cluster_id,
@@ -269,13 +304,18 @@ impl Conn {
 async fn discover(cfg: &PdConfig, known: &[String]) -> Result<(u64, PdGrpc<Channel>, Vec<String>)> {
     let mut last = String::from("no PD address configured");
     let mut tried: Vec<String> = Vec::new();
+    let tls = cfg.tls.as_ref();
     for addr in cfg.addrs.iter().chain(known) {
-        if tried.contains(&url_of(addr)) {
+        let url = url_of(addr, tls.is_some());
+        if tried.contains(&url) {
             continue;
         }
-        tried.push(url_of(addr));
-        let ch = match dial(addr, cfg.connect_timeout).await {
+        tried.push(url);
+        let ch = match dial(addr, cfg.connect_timeout, tls).await {
             Ok(ch) => ch,
+            Err(s) if crate::security::is_refusal(&s) => {
+                return Err(PdError::Refused(s.message().to_string()))
+            }
             Err(s) => {
                 tracing::debug!(pd = %addr, status = %s, "PD member unreachable");
                 last = s.message().to_string();
@@ -291,6 +331,10 @@ async fn discover(cfg: &PdConfig, known: &[String]) -> Result<(u64, PdGrpc<Chann
         {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(s)) => {
+                let s = crate::security::classify(s, addr);
+                if crate::security::is_refusal(&s) {
+                    return Err(PdError::Refused(s.message().to_string()));
+                }
                 last = s.to_string();
                 continue;
             }
@@ -319,11 +363,14 @@ async fn discover(cfg: &PdConfig, known: &[String]) -> Result<(u64, PdGrpc<Chann
             continue;
         }
         for url in &urls {
-            if url_of(url) == url_of(addr) {
+            if url_of(url, tls.is_some()) == url_of(addr, tls.is_some()) {
                 return Ok((cluster_id, member, all));
             }
-            match dial(url, cfg.connect_timeout).await {
+            match dial(url, cfg.connect_timeout, tls).await {
                 Ok(ch) => return Ok((cluster_id, grpc(ch), all)),
+                Err(s) if crate::security::is_refusal(&s) => {
+                    return Err(PdError::Refused(s.message().to_string()))
+                }
                 Err(s) => last = s.message().to_string(),
             }
         }
@@ -363,6 +410,11 @@ impl PdClient {
     /// The PD cluster id (also what TiKV checks in `cdcpb.Header`).
     pub fn cluster_id(&self) -> u64 {
         self.conn.cluster_id
+    }
+
+    /// The TLS this client speaks, which TiKV connections use too.
+    pub fn tls(&self) -> Option<&crate::security::ClusterTls> {
+        self.conn.cfg.tls.as_ref()
     }
 
     /// One timestamp from the TSO, strictly above every one this client handed out before.
@@ -672,7 +724,9 @@ mod tests {
             next: Ts(1)
         }
         .is_retryable());
-        assert_eq!(url_of("127.0.0.1:1"), "http://127.0.0.1:1");
-        assert_eq!(url_of("http://h:2"), "http://h:2");
+        assert_eq!(url_of("127.0.0.1:1", false), "http://127.0.0.1:1");
+        assert_eq!(url_of("http://h:2", false), "http://h:2");
+        assert_eq!(url_of("127.0.0.1:1", true), "https://127.0.0.1:1");
+        assert_eq!(url_of("http://h:2", true), "https://h:2");
     }
 }

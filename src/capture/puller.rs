@@ -262,6 +262,7 @@ impl Puller {
                 scan_limit: cfg.scan_limit_per_store,
                 matcher: cfg.matcher,
                 connect_timeout: cfg.pd.connect_timeout,
+                tls: pd.tls().cloned(),
             },
             rng: Jitter(cfg.seed),
             frontier: SpanFrontier::new(cfg.start_ts),
@@ -750,6 +751,9 @@ impl Actor {
                 ended,
                 error,
             } => {
+                if error.retry().is_none() {
+                    return Err((*error).into());
+                }
                 tracing::info!(store_id, regions = ended.len(), error = %error,
                     "store stream failed, re-subscribing its regions");
                 self.drop_store(store_id, generation);

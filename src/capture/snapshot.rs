@@ -75,6 +75,9 @@ pub enum SnapshotError {
     /// A region boundary is not a complete key encoding, so no raw key starts the region.
     #[error("region boundary {0:02x?} is not a complete encoded key")]
     Boundary(Vec<u8>),
+    /// A store refused our TLS certificate or its common name.
+    #[error("{0}")]
+    Refused(#[source] crate::security::Refused),
     /// A read running on the runtime ended without a result (the runtime is shutting down).
     #[error("{0}")]
     Aborted(String),
@@ -118,6 +121,8 @@ enum Again {
     Region(String),
     /// A lock stands in the way: resolve it, or wait for it.
     Locked(Box<kvrpcpb::LockInfo>),
+    /// The store refused our certificate: stop.
+    Refused(String),
 }
 
 /// The request context for region `r`; reads skip the locks of `bypass` (transactions known
@@ -197,7 +202,7 @@ impl SnapshotReader {
         Ok(r)
     }
 
-    async fn client(&self, store_id: u64) -> std::result::Result<TikvClient<Channel>, String> {
+    async fn client(&self, store_id: u64) -> std::result::Result<TikvClient<Channel>, Again> {
         if let Some(c) = self
             .clients
             .lock()
@@ -206,14 +211,19 @@ impl SnapshotReader {
         {
             return Ok(c.clone());
         }
-        let store = self
-            .pd
-            .get_store(store_id)
+        let store = self.pd.get_store(store_id).await.map_err(|e| match e {
+            PdError::Refused(why) => Again::Refused(why),
+            e => Again::Region(e.to_string()),
+        })?;
+        let ch = dial(&store.address, self.cfg.connect_timeout, self.pd.tls())
             .await
-            .map_err(|e| e.to_string())?;
-        let ch = dial(&store.address, self.cfg.connect_timeout)
-            .await
-            .map_err(|s| s.to_string())?;
+            .map_err(|s| {
+                if crate::security::is_refusal(&s) {
+                    Again::Refused(s.message().to_string())
+                } else {
+                    Again::Region(s.to_string())
+                }
+            })?;
         let c = TikvClient::new(ch).max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
         self.clients
             .lock()
@@ -239,7 +249,7 @@ impl SnapshotReader {
         format!("{e:?}")
     }
 
-    fn on_transport_error(&self, r: &RegionInfo, s: &Status) -> String {
+    fn on_transport_error(&self, r: &RegionInfo, s: Status) -> Again {
         if let Some(store) = r.leader_store() {
             self.clients
                 .lock()
@@ -247,7 +257,11 @@ impl SnapshotReader {
                 .remove(&store);
         }
         self.cache().invalidate(r.id);
-        s.to_string()
+        let s = crate::security::classify(s, &format!("store {}", r.leader_store().unwrap_or(0)));
+        if crate::security::is_refusal(&s) {
+            return Again::Refused(s.message().to_string());
+        }
+        Again::Region(s.to_string())
     }
 
     /// Runs `attempt` (a read at `ts`) until it yields data, handling region retries and locks.
@@ -271,7 +285,7 @@ impl SnapshotReader {
                     Some(store) => match self.client(store).await {
                         Err(e) => {
                             self.cache().invalidate(r.id);
-                            Again::Region(e)
+                            e
                         }
                         Ok(c) => match attempt(r, c, bypass.clone()).await? {
                             Ok(v) => return Ok(v),
@@ -281,6 +295,9 @@ impl SnapshotReader {
                 },
             };
             match outcome {
+                Again::Refused(why) => {
+                    return Err(SnapshotError::Refused(crate::security::Refused(why)))
+                }
                 Again::Region(last) => {
                     region_retries += 1;
                     if region_retries > self.cfg.max_region_retries {
@@ -353,7 +370,7 @@ impl SnapshotReader {
             async move {
                 let resp = match c.kv_check_txn_status(req).await {
                     Ok(resp) => resp.into_inner(),
-                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                    Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
                 };
                 if let Some(e) = resp.region_error {
                     return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
@@ -399,7 +416,7 @@ impl SnapshotReader {
             async move {
                 let resp = match c.kv_resolve_lock(req).await {
                     Ok(resp) => resp.into_inner(),
-                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                    Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
                 };
                 if let Some(e) = resp.region_error {
                     return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
@@ -428,7 +445,7 @@ impl SnapshotReader {
             };
             let resp = match c.kv_get(req).await {
                 Ok(resp) => resp.into_inner(),
-                Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
             };
             if let Some(e) = resp.region_error {
                 return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
@@ -490,7 +507,7 @@ impl SnapshotReader {
                 };
                 let resp = match c.kv_scan(req).await {
                     Ok(resp) => resp.into_inner(),
-                    Err(s) => return Ok(Err(Again::Region(self.on_transport_error(&r, &s)))),
+                    Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
                 };
                 if let Some(e) = resp.region_error {
                     return Ok(Err(Again::Region(self.on_region_error(&r, &e))));

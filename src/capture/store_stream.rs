@@ -125,6 +125,8 @@ pub struct StoreStreamConfig {
     pub scan_limit: usize,
     pub matcher: MatcherConfig,
     pub connect_timeout: Duration,
+    /// Mutual TLS to the store (as to PD).
+    pub tls: Option<crate::security::ClusterTls>,
 }
 
 /// The puller's handle on a store actor.
@@ -204,7 +206,7 @@ type Feed = (
 );
 
 async fn open(addr: &str, cfg: &StoreStreamConfig) -> Result<(Feed, bool), Status> {
-    let ch = dial(addr, cfg.connect_timeout).await?;
+    let ch = dial(addr, cfg.connect_timeout, cfg.tls.as_ref()).await?;
     let mut client = ChangeDataClient::new(ch).max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE);
     if cfg.multiplexing {
         let (tx, rx) = mpsc::channel(REQUEST_CHANNEL);
@@ -249,6 +251,25 @@ impl StoreActor {
                 source,
             }),
         };
+        // A store that refuses our certificate (or its common name) refuses it on every
+        // reconnect: that stops capture instead of looping.
+        let result = result.map_err(|e| match e {
+            CaptureError::Stream { store, source } => {
+                let status = crate::security::classify(source, &addr);
+                if crate::security::is_refusal(&status) {
+                    CaptureError::Refused {
+                        store,
+                        message: status.message().to_string(),
+                    }
+                } else {
+                    CaptureError::Stream {
+                        store,
+                        source: status,
+                    }
+                }
+            }
+            other => other,
+        });
         if let Err(error) = result {
             tracing::info!(store_id, error = %error, "change data stream failed");
             self.fail(error, &cancel).await;

@@ -85,6 +85,10 @@ pub enum MounterError {
 impl MounterError {
     /// Whether repeating the operation can succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Snapshot { .. })
+        match self {
+            // Unless TiKV refused our certificate: every retry meets the same refusal.
+            Self::Snapshot { source, .. } => !crate::security::is_refused(source.as_ref()),
+            _ => false,
+        }
     }
 }

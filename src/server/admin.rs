@@ -638,9 +638,9 @@ impl Ctx<'_> {
             }
             Statement::ShowStatus { filter, .. } => {
                 let mut vars = BTreeMap::new();
-                for k in ["Ssl_cipher", "Ssl_version"] {
-                    vars.insert(k.to_string(), String::new());
-                }
+                let tls = session.tls.clone().unwrap_or_default();
+                vars.insert("Ssl_cipher".into(), tls.cipher);
+                vars.insert("Ssl_version".into(), tls.version);
                 vars.insert(
                     "Threads_connected".into(),
                     self.shared.connection_count().to_string(),

@@ -19,9 +19,9 @@ use tibinlog_protocol::wire::auth::Credential;
 use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
 use tibinlog_protocol::wire::command::{decode_command, Command};
 use tibinlog_protocol::wire::errors::{
-    access_denied_message, ErrorCode, ER_HANDSHAKE_ERROR, ER_MALFORMED_PACKET,
-    ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR,
-    ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
+    access_denied_message, ErrorCode, ER_ACCESS_DENIED_ERROR, ER_HANDSHAKE_ERROR,
+    ER_MALFORMED_PACKET, ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_SECURE_TRANSPORT_REQUIRED,
+    ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR, ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
 };
 use tibinlog_protocol::wire::handshake::{
     decode_client_hello, negotiate, server_capabilities, ClientHello, Greeting, Scramble,
@@ -84,7 +84,7 @@ async fn handshake(
     io.send(&payload).await?;
 
     let first = io.read_packet().await?;
-    let mut tls = false;
+    let mut tls = None;
     let hello = match decode_client_hello(&first.payload) {
         Ok(ClientHello::Response(h)) => h,
         Ok(ClientHello::SslRequest { .. }) => {
@@ -94,8 +94,7 @@ async fn handshake(
                     "client asked for TLS, none configured".into(),
                 ));
             };
-            io.upgrade_tls(&acceptor).await?;
-            tls = true;
+            tls = Some(io.upgrade_tls(&acceptor).await?);
             let second = io.read_packet().await?;
             match decode_client_hello(&second.payload) {
                 Ok(ClientHello::Response(h)) => h,
@@ -112,11 +111,22 @@ async fn handshake(
     };
 
     let host = peer.ip().to_string();
+    if shared.require_secure_transport && tls.is_none() {
+        send_err(
+            io,
+            ER_SECURE_TRANSPORT_REQUIRED,
+            "Connections using insecure transport are prohibited while --require_secure_transport=ON.",
+        )
+        .await?;
+        return Err(ConnError::Tls(
+            "plain connection refused: require_secure_transport".into(),
+        ));
+    }
     let credential = shared
         .users
         .get(&hello.user)
         .map(|p| Credential::Password(p.as_bytes().to_vec()));
-    let mut auth = AuthExchange::new(scramble, shared.auth_plugin, credential, tls);
+    let mut auth = AuthExchange::new(scramble, shared.auth_plugin, credential, tls.is_some());
     let mut step = match auth.on_handshake_response(&hello) {
         Ok(s) => s,
         Err(e) => {
@@ -136,6 +146,13 @@ async fn handshake(
                         return Err(e.into());
                     }
                 };
+            }
+            AuthStep::Accept { .. } if !shared.certificate_accepted(tls.as_ref()) => {
+                // MySQL answers a user whose REQUIRE X509/SUBJECT the connection does not meet
+                // with the access-denied error, after the password checked out.
+                let msg = access_denied_message(&hello.user, &host, true);
+                send_err(io, ER_ACCESS_DENIED_ERROR, &msg).await?;
+                return Err(ConnError::AuthFailed { user: hello.user });
             }
             AuthStep::Accept { before_ok } => {
                 if let Some(p) = before_ok {
@@ -163,6 +180,7 @@ async fn handshake(
         host,
         capabilities: negotiate(ours, hello.capabilities),
         database: hello.database,
+        tls,
     })
 }
 
@@ -194,6 +212,7 @@ async fn command_loop(
 ) -> Result<(), ConnError> {
     let mut session = Session {
         database: info.database.clone(),
+        tls: info.tls.clone(),
         ..Session::default()
     };
     let mut stmts = Statements::default();

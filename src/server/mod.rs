@@ -77,11 +77,18 @@ pub fn mariadb_server_version() -> String {
     format!("10.11.99-MariaDB-tibinlog-{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// Paths of a PEM certificate chain and private key.
-#[derive(Debug, Clone)]
+/// TLS of the listener: PEM certificate chain and key, and what clients must show.
+#[derive(Debug, Clone, Default)]
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// `@@ssl_ca`: clients are asked for a certificate, and one they present must verify
+    /// against this CA.
+    pub client_ca: Option<PathBuf>,
+    /// Common names a client certificate must carry (non-empty: a certificate is required).
+    pub allowed_cn: Vec<String>,
+    /// `@@require_secure_transport`: plain connections are refused (ERROR 3159).
+    pub require_secure_transport: bool,
 }
 
 /// Server configuration, passed by value into [`Server::bind`].
@@ -171,6 +178,10 @@ pub struct Shared {
     /// When the server started (`Uptime`).
     pub started: std::time::Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    /// Plain connections are refused.
+    pub require_secure_transport: bool,
+    /// Common names a client certificate must carry (empty: none is required).
+    allowed_cn: Vec<String>,
     next_conn_id: AtomicU32,
     conns: Mutex<HashMap<u32, ConnEntry>>,
     replicas: Mutex<BTreeMap<u32, Registration>>,
@@ -198,6 +209,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// True when the connection's TLS meets what the listener requires of client
+    /// certificates (always, when it requires nothing).
+    pub fn certificate_accepted(&self, tls: Option<&transport::TlsSession>) -> bool {
+        self.allowed_cn.is_empty()
+            || tls.is_some_and(|t| {
+                t.peer_certificate
+                    && crate::security::cn_allowed(&self.allowed_cn, t.peer_common_name.as_deref())
+            })
+    }
+
     /// Connections open now (`Threads_connected`).
     pub fn connection_count(&self) -> usize {
         lock(&self.conns).len()
@@ -386,6 +407,15 @@ impl Server {
                 expire_logs_seconds: cfg.expire_logs_seconds,
                 net_write_timeout: cfg.net_write_timeout.as_secs(),
                 tls: cfg.tls.is_some(),
+                require_secure_transport: cfg
+                    .tls
+                    .as_ref()
+                    .is_some_and(|t| t.require_secure_transport),
+                ssl_ca: cfg
+                    .tls
+                    .as_ref()
+                    .and_then(|t| t.client_ca.as_ref())
+                    .map(|p| p.display().to_string()),
             },
             users: cfg.users,
             source,
@@ -397,6 +427,12 @@ impl Server {
             capture: cfg.capture,
             started: std::time::Instant::now(),
             tls,
+            require_secure_transport: cfg.tls.as_ref().is_some_and(|t| t.require_secure_transport),
+            allowed_cn: cfg
+                .tls
+                .as_ref()
+                .map(|t| t.allowed_cn.clone())
+                .unwrap_or_default(),
             next_conn_id: AtomicU32::new(1),
             conns: Mutex::new(HashMap::new()),
             replicas: Mutex::new(BTreeMap::new()),
@@ -463,11 +499,29 @@ fn load_tls(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ServerError> 
         .collect::<Result<_, _>>()
         .map_err(|e| err("certificate file", &e))?;
     let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| err("key file", &e))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let provider = crate::security::provider();
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| err("protocol versions", &e))?
-        .with_no_client_auth()
+        .map_err(|e| err("protocol versions", &e))?;
+    let builder = match &files.client_ca {
+        // Asked for, verified when given; whether one is required is decided per login
+        // (the common names), where the client can be told why.
+        Some(ca) => {
+            let pem = std::fs::read(ca).map_err(|e| err("client CA file", &e))?;
+            let roots = crate::security::root_store("client CA file", &pem)
+                .map_err(|e| ServerError::Tls(e.to_string()))?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| err("client CA", &e))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let config = builder
         .with_single_cert(certs, key)
         .map_err(|e| err("certificate", &e))?;
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))

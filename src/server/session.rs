@@ -28,6 +28,8 @@ pub struct ConnInfo {
     pub cancel: CancellationToken,
     /// Set by `KILL QUERY`; cleared when the next command starts.
     pub interrupt: Arc<std::sync::atomic::AtomicBool>,
+    /// What TLS negotiated; `None` on a plain connection.
+    pub tls: Option<super::transport::TlsSession>,
 }
 
 /// How long a write waits for a client that reads nothing: MySQL's default `net_write_timeout`.
@@ -48,6 +50,8 @@ pub struct Session {
     pub transaction: Option<Transaction>,
     /// The conditions the last statement left (`SHOW WARNINGS`, `SHOW ERRORS`).
     pub diagnostics: Vec<Diagnostic>,
+    /// What TLS negotiated (`Ssl_version`, `Ssl_cipher`); `None` on a plain connection.
+    pub tls: Option<super::transport::TlsSession>,
 }
 
 /// One condition of `SHOW WARNINGS`.

@@ -12,6 +12,64 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
+/// What a TLS connection negotiated, in the words MySQL's status variables use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsSession {
+    /// `Ssl_version`: `TLSv1.3`, `TLSv1.2`.
+    pub version: String,
+    /// `Ssl_cipher`, OpenSSL's name (`TLS_AES_256_GCM_SHA384`, `ECDHE-RSA-AES256-GCM-SHA384`).
+    pub cipher: String,
+    /// The client certificate's subject common name; `None` without a certificate.
+    pub peer_common_name: Option<String>,
+    /// The client presented a certificate (verified against `tls_ca`).
+    pub peer_certificate: bool,
+}
+
+impl TlsSession {
+    fn of(conn: &tokio_rustls::rustls::ServerConnection) -> TlsSession {
+        use tokio_rustls::rustls::ProtocolVersion;
+        let version = match conn.protocol_version() {
+            Some(ProtocolVersion::TLSv1_3) => "TLSv1.3".to_string(),
+            Some(ProtocolVersion::TLSv1_2) => "TLSv1.2".to_string(),
+            Some(v) => format!("{v:?}"),
+            None => String::new(),
+        };
+        let cipher = conn
+            .negotiated_cipher_suite()
+            .and_then(|s| s.suite().as_str())
+            .map(openssl_cipher_name)
+            .unwrap_or_default();
+        let first = conn.peer_certificates().and_then(|c| c.first());
+        TlsSession {
+            version,
+            cipher,
+            peer_common_name: first.and_then(|c| crate::security::common_name(c)),
+            peer_certificate: first.is_some(),
+        }
+    }
+}
+
+/// OpenSSL's name of an IANA cipher suite name (what `Ssl_cipher` shows on MySQL).
+pub fn openssl_cipher_name(iana: &str) -> String {
+    if let Some(rest) = iana.strip_prefix("TLS13_") {
+        return format!("TLS_{rest}");
+    }
+    let Some(rest) = iana.strip_prefix("TLS_") else {
+        return iana.to_string();
+    };
+    let Some((kx, cipher)) = rest.split_once("_WITH_") else {
+        return iana.to_string();
+    };
+    let kx = kx.replace('_', "-");
+    let cipher = match cipher {
+        "AES_128_GCM_SHA256" => "AES128-GCM-SHA256".to_string(),
+        "AES_256_GCM_SHA384" => "AES256-GCM-SHA384".to_string(),
+        "CHACHA20_POLY1305_SHA256" => "CHACHA20-POLY1305".to_string(),
+        other => other.replace('_', "-"),
+    };
+    format!("{kx}-{cipher}")
+}
+
 /// Why a connection ended abnormally.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
@@ -156,16 +214,17 @@ impl PacketIo {
     pub async fn upgrade_tls(
         &mut self,
         acceptor: &tokio_rustls::TlsAcceptor,
-    ) -> Result<(), ConnError> {
+    ) -> Result<TlsSession, ConnError> {
         let codec = self.codec.clone();
         let old = std::mem::replace(self, PacketIo::new(Box::new(tokio::io::empty())));
         let stream = acceptor
             .accept(old.into_stream())
             .await
             .map_err(|e| ConnError::Tls(e.to_string()))?;
+        let session = TlsSession::of(stream.get_ref().1);
         *self = PacketIo::new(Box::new(stream));
         self.codec = codec;
-        Ok(())
+        Ok(session)
     }
 
     /// The stream, with any bytes already read but not consumed put back in front of it (a

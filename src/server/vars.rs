@@ -28,6 +28,10 @@ pub struct ServerIdentity {
     pub net_write_timeout: u64,
     /// TLS is offered (`@@have_ssl` YES).
     pub tls: bool,
+    /// `@@require_secure_transport`.
+    pub require_secure_transport: bool,
+    /// `@@ssl_ca`: the CA of client certificates, if one is configured.
+    pub ssl_ca: Option<String>,
 }
 
 /// How a variable's value is typed. `SELECT @@x` gives an integer for `Bool` (1/0), `Int` and
@@ -130,7 +134,9 @@ const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("have_ssl", Text),
     ("max_binlog_size", UInt),
     ("net_write_timeout", UInt),
+    ("require_secure_transport", Bool),
     ("server_id", UInt),
+    ("ssl_ca", Text),
     ("server_uuid", Text),
     // The read timestamp of the session's snapshot (TiDB's name); empty when none is pinned.
     ("tidb_snapshot", Text),
@@ -228,6 +234,13 @@ pub fn global_variables(
     let ssl = if id.tls { "YES" } else { "DISABLED" };
     m.insert("have_ssl".into(), ssl.into());
     m.insert("have_openssl".into(), ssl.into());
+    let secure = if id.require_secure_transport {
+        "ON"
+    } else {
+        "OFF"
+    };
+    m.insert("require_secure_transport".into(), secure.into());
+    m.insert("ssl_ca".into(), id.ssl_ca.clone().unwrap_or_default());
     m.insert("tidb_snapshot".into(), String::new());
     m.insert("gtid_executed".into(), executed.to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());

@@ -185,6 +185,23 @@ pub struct SimArgs {
     /// ports (a client given the first learns them through GetMembers).
     #[arg(long, default_value_t = 1)]
     pub pd_members: usize,
+    /// Serve PD and TiKV over mutual TLS: the CA that signs every certificate (with --cert and
+    /// --key; `tibinlog certs` makes a set). URLs become `https://`.
+    #[arg(long, requires_all = ["cert", "key"])]
+    pub ca: Option<PathBuf>,
+    /// The servers' certificate (for 127.0.0.1 and localhost).
+    #[arg(long, requires = "ca")]
+    pub cert: Option<PathBuf>,
+    /// Its private key.
+    #[arg(long, requires = "ca")]
+    pub key: Option<PathBuf>,
+    /// PD's `cert-allowed-cn`: client certificate names PD accepts, checked in the handshake
+    /// (empty: any the CA signed).
+    #[arg(long, value_delimiter = ',', requires = "ca")]
+    pub pd_cert_allowed_cn: Vec<String>,
+    /// TiKV's `cert-allowed-cn`, checked on every call (UNAUTHENTICATED otherwise).
+    #[arg(long, value_delimiter = ',', requires = "ca")]
+    pub tikv_cert_allowed_cn: Vec<String>,
 }
 
 impl Default for SimArgs {
@@ -207,6 +224,11 @@ impl Default for SimArgs {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             no_json: false,
             pd_members: 1,
+            ca: None,
+            cert: None,
+            key: None,
+            pd_cert_allowed_cn: Vec::new(),
+            tikv_cert_allowed_cn: Vec::new(),
         }
     }
 }
@@ -243,6 +265,23 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         rest = &rest[unit_end..];
     }
     Duration::try_from_secs_f64(total).map_err(|_| bad())
+}
+
+/// The TLS of `--ca`, `--cert`, `--key`, if given.
+fn sim_tls(args: &SimArgs) -> anyhow::Result<Option<crate::sim::server::tls::SimTls>> {
+    let (Some(ca), Some(cert), Some(key)) = (&args.ca, &args.cert, &args.key) else {
+        return Ok(None);
+    };
+    let files = crate::security::ClusterTlsFiles {
+        ca: ca.clone(),
+        cert: cert.clone(),
+        key: key.clone(),
+    };
+    Ok(Some(crate::sim::server::tls::SimTls::from_files(
+        &files,
+        args.pd_cert_allowed_cn.clone(),
+        args.tikv_cert_allowed_cn.clone(),
+    )?))
 }
 
 /// A seed from the wall clock and the process id.
@@ -461,6 +500,7 @@ impl SimBuilder {
             resolved_ts_interval: args.resolved_ts_interval,
             clock: Arc::new(clock.clone()),
             pd_members: args.pd_members.max(1),
+            tls: sim_tls(&args)?,
             ..SimConfig::default()
         })
         .await

@@ -27,6 +27,7 @@ pub mod core;
 pub mod error;
 pub mod gc;
 pub mod mvcc;
+pub mod pki;
 pub mod region;
 pub mod server;
 pub mod tidb;

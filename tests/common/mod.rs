@@ -9,4 +9,5 @@ pub mod peer;
 pub mod raw_binlog;
 pub mod repl;
 pub mod sim;
+pub mod tls;
 pub mod truth;

@@ -290,6 +290,15 @@ impl RawClient {
 
     /// Sends an SSLRequest and runs the TLS handshake, trusting the PEM certificate `ca`.
     pub async fn upgrade_tls(&mut self, ca: &std::path::Path) {
+        self.upgrade_tls_as(ca, None).await;
+    }
+
+    /// [`Self::upgrade_tls`] presenting the client certificate and key `client` (PEM files).
+    pub async fn upgrade_tls_as(
+        &mut self,
+        ca: &std::path::Path,
+        client: Option<(&std::path::Path, &std::path::Path)>,
+    ) {
         use rustls::pki_types::pem::PemObject;
         use tokio_rustls::rustls;
         let caps: u32 = 0x200 | 0x8000 | 0x80000 | 0x1 | 0x2000 | 0x800;
@@ -304,11 +313,23 @@ impl RawClient {
             roots.add(cert.expect("ca cert")).expect("add ca");
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+            .with_root_certificates(roots);
+        let config = match client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = rustls::pki_types::CertificateDer::pem_file_iter(cert)
+                    .expect("cert file")
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("cert");
+                let key = rustls::pki_types::PrivateKeyDer::from_pem_file(key).expect("key");
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .expect("client identity")
+            }
+        };
         let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
         let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
         let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::empty()));

@@ -120,6 +120,8 @@ error_codes! {
     /// A purge stopped before a file being read (a warning: file … was not purged because it
     /// was being read by … thread(s)).
     ER_WARN_PURGE_LOG_IN_USE = 1867, b"HY000";
+    /// A plain connection while `require_secure_transport` is ON.
+    ER_SECURE_TRANSPORT_REQUIRED = 3159, b"HY000";
 }
 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the

@@ -38,6 +38,9 @@ pub enum ServerError {
         /// What it is.
         state: &'static str,
     },
+    /// The TLS certificates could not be used.
+    #[error("TLS: {0}")]
+    Tls(#[from] crate::security::TlsSetupError),
     /// The cluster was shut down: nothing more can be done with it.
     #[error("simulated cluster is shut down")]
     Shutdown,

@@ -40,6 +40,7 @@ pub mod error;
 pub mod kv;
 pub mod pd;
 pub mod state;
+pub mod tls;
 pub mod txn;
 
 use std::collections::HashMap;
@@ -103,6 +104,8 @@ pub struct SimConfig {
     pub clock: Arc<dyn Clock>,
     /// PD members (the first, on `pd_port`, leads at start; the others on free ports).
     pub pd_members: usize,
+    /// Serve PD and TiKV over mutual TLS with these certificates (URLs become `https://`).
+    pub tls: Option<tls::SimTls>,
 }
 
 impl Default for SimConfig {
@@ -119,6 +122,7 @@ impl Default for SimConfig {
             scan_pending_limit: cdc.scan_pending_limit,
             clock: Arc::new(SystemClock),
             pd_members: 1,
+            tls: None,
         }
     }
 }
@@ -159,6 +163,23 @@ struct Inner {
     stores: Mutex<HashMap<u64, StoreServer>>,
     /// PD members by member id (a stopped one keeps its address for its restart).
     pds: Mutex<std::collections::BTreeMap<u64, StoreServer>>,
+    tls: Option<Tls>,
+}
+
+/// The acceptors of a TLS cluster and TiKV's `cert-allowed-cn`.
+#[derive(Clone)]
+struct Tls {
+    pd: tokio_rustls::TlsAcceptor,
+    store: tokio_rustls::TlsAcceptor,
+    tikv_allowed_cn: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for Tls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tls")
+            .field("tikv_allowed_cn", &self.tikv_allowed_cn)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Handle of a running simulated cluster; clones share it.
@@ -229,6 +250,14 @@ impl SimCluster {
             &store_ids,
             cfg.sink_memory_quota,
         ));
+        let tls = match &cfg.tls {
+            Some(t) => Some(Tls {
+                pd: t.acceptor(true)?,
+                store: t.acceptor(false)?,
+                tikv_allowed_cn: Arc::new(t.tikv_allowed_cn.clone()),
+            }),
+            None => None,
+        };
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
         let inner = Arc::new(Inner {
@@ -238,6 +267,7 @@ impl SimCluster {
             pd_addr,
             stores: Mutex::new(HashMap::new()),
             pds: Mutex::new(std::collections::BTreeMap::new()),
+            tls,
         });
         let this = SimCluster { inner };
 
@@ -245,7 +275,7 @@ impl SimCluster {
             shared.pd.join(PdMember {
                 id,
                 name: format!("pd-{}", i + 1),
-                url: format!("http://{addr}"),
+                url: this.url_of(addr),
             });
             let running = this.spawn_pd(id, l);
             this.pd_servers().insert(
@@ -302,25 +332,43 @@ impl SimCluster {
             self.inner.tracker.clone(),
         );
         let router = Server::builder().add_service(PdServer::new(pd));
-        self.serve(router, listener, cancel, format!("PD member {member_id}"))
+        let acceptor = self.inner.tls.as_ref().map(|t| t.pd.clone());
+        self.serve(
+            router,
+            listener,
+            acceptor,
+            cancel,
+            format!("PD member {member_id}"),
+        )
     }
 
-    /// Serves `router` on `listener` until `cancel` fires.
+    /// Serves `router` on `listener` (over TLS with `acceptor`) until `cancel` fires.
     fn serve(
         &self,
         router: tonic::transport::server::Router,
         listener: TcpListener,
+        acceptor: Option<tokio_rustls::TlsAcceptor>,
         cancel: CancellationToken,
         what: String,
     ) -> Running {
         let stop = cancel.clone();
         let handle = self.inner.tracker.spawn(async move {
-            let r = router
-                .serve_with_incoming_shutdown(
-                    TcpIncoming::from(listener).with_nodelay(Some(true)),
-                    stop.cancelled_owned(),
-                )
-                .await;
+            let r = match acceptor {
+                None => {
+                    router
+                        .serve_with_incoming_shutdown(
+                            TcpIncoming::from(listener).with_nodelay(Some(true)),
+                            stop.cancelled_owned(),
+                        )
+                        .await
+                }
+                Some(acceptor) => {
+                    let (incoming, accept) = tls::incoming(listener, acceptor, stop.clone());
+                    let serve =
+                        router.serve_with_incoming_shutdown(incoming, stop.cancelled_owned());
+                    tokio::join!(serve, accept).0
+                }
+            };
             if let Err(e) = r {
                 tracing::warn!(server = what, error = %e, "simulated server failed");
             }
@@ -411,7 +459,7 @@ impl SimCluster {
         self.inner.shared.pd.join(PdMember {
             id: member_id,
             name: format!("pd-{}", index + 1),
-            url: format!("http://{addr}"),
+            url: self.url_of(addr),
         });
         tracing::info!(member_id, "simulated PD member restarted");
         Ok(())
@@ -427,10 +475,24 @@ impl SimCluster {
             self.inner.tracker.clone(),
         );
         let kv = KvService::new(shared, store_id);
+        let allowed = self
+            .inner
+            .tls
+            .as_ref()
+            .map(|t| t.tikv_allowed_cn.clone())
+            .unwrap_or_default();
+        let check = move |req: tonic::Request<()>| tls::check_tikv_cn(&allowed, &req).map(|()| req);
         let router = Server::builder()
-            .add_service(ChangeDataServer::new(cdc))
-            .add_service(TikvServer::new(kv));
-        self.serve(router, listener, cancel, format!("TiKV store {store_id}"))
+            .add_service(ChangeDataServer::with_interceptor(cdc, check.clone()))
+            .add_service(TikvServer::with_interceptor(kv, check));
+        let acceptor = self.inner.tls.as_ref().map(|t| t.store.clone());
+        self.serve(
+            router,
+            listener,
+            acceptor,
+            cancel,
+            format!("TiKV store {store_id}"),
+        )
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -462,9 +524,24 @@ impl SimCluster {
         self.inner.pd_addr
     }
 
-    /// PD's URL as clients dial it: `http://127.0.0.1:PORT`.
+    /// PD's URL as clients dial it: `http://127.0.0.1:PORT` (`https://` over TLS).
     pub fn pd_url(&self) -> String {
-        format!("http://{}", self.inner.pd_addr)
+        self.url_of(self.inner.pd_addr)
+    }
+
+    /// A member's client URL as PD lists it.
+    fn url_of(&self, addr: SocketAddr) -> String {
+        let scheme = if self.inner.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{addr}")
+    }
+
+    /// True when PD and the stores serve mutual TLS.
+    pub fn tls(&self) -> bool {
+        self.inner.tls.is_some()
     }
 
     /// Store ids in ascending order.
