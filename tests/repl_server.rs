@@ -1034,6 +1034,61 @@ async fn secure_transport_and_client_certificates() {
     let v = row(&c.query("SELECT @@ssl_ca").await);
     assert!(String::from_utf8_lossy(&v).ends_with("ca.pem"), "{v:?}");
     f.stop().await;
+
+    // A real client over OpenSSL: MariaDB's logs in with the allowed certificate (verifying
+    // ours), and the server's Ssl_version and Ssl_cipher are what the client negotiated.
+    let Some(bin) = mariadb::find_tool("mariadb") else {
+        let ci = std::env::var("CI").map(|v| v == "true").unwrap_or(false);
+        assert!(!ci, "the mariadb client is needed");
+        return;
+    };
+    let files = tibinlog::server::TlsFiles {
+        cert: pki.file("server.pem", &pki.server.cert_pem),
+        key: pki.file("server-key.pem", &pki.server.key_pem),
+        client_ca: Some(ca.clone()),
+        allowed_cn: vec!["replica".into()],
+        require_secure_transport: true,
+    };
+    let f = Fixture::start_with(true, AuthMethod::NativePassword, Some(files)).await;
+    let out = tokio::process::Command::new(bin)
+        .arg("--protocol=TCP")
+        .arg("--host=127.0.0.1")
+        .arg(format!("--port={}", f.addr.port()))
+        .arg("--user=root")
+        .arg(format!("--password={PASSWORD}"))
+        .arg(format!("--ssl-ca={}", ca.display()))
+        .arg(format!("--ssl-cert={}", replica.0.display()))
+        .arg(format!("--ssl-key={}", replica.1.display()))
+        .arg("--ssl-verify-server-cert")
+        .args(["--batch", "--skip-column-names"])
+        .args([
+            "-e",
+            "SHOW STATUS LIKE 'Ssl_cipher'; SHOW STATUS LIKE 'Ssl_version'; \\s",
+        ])
+        .output()
+        .await
+        .expect("run mariadb");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}\t")))
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+            .to_owned()
+    };
+    let (cipher, version) = (value("Ssl_cipher"), value("Ssl_version"));
+    let client_view = text
+        .lines()
+        .find_map(|l| l.split("Cipher in use is ").nth(1))
+        .unwrap_or_else(|| panic!("the client's cipher in {text}"))
+        .trim();
+    assert_eq!(cipher, client_view, "{text}");
+    assert!(version.starts_with("TLSv1."), "{version}");
+    f.stop().await;
 }
 
 /// A client that never announces `@master_binlog_checksum` gets events without CRC32 and a
