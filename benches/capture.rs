@@ -10,7 +10,9 @@
 //! above the last commit.
 //!
 //! `cargo bench --bench capture` (one measured run per size; not criterion: each run moves
-//! hundreds of megabytes through a cluster, and the figure is a throughput, printed).
+//! hundreds of megabytes through a cluster, and the figure is a throughput, printed). Each size
+//! runs in plain gRPC and with PD and TiKV serving mutual TLS (`CAPTURE_BENCH_TLS=plain`,
+//! `tls` or `both`, the default), and the ratio of the two is printed.
 
 use std::time::{Duration, Instant};
 
@@ -43,13 +45,20 @@ fn table() -> TableDef {
     }
 }
 
-async fn run(rows: usize) -> (f64, Duration) {
+async fn run(rows: usize, tls: bool) -> (f64, Duration) {
+    let certs = tempfile::tempdir().expect("tempdir");
+    let files = tls.then(|| {
+        tibinlog::sim::pki::write_set(certs.path(), "tidb-server", &[], "tibinlog").expect("certs")
+    });
     let sim = SimBuilder::new(SimArgs {
         stores: 3,
         workload: WorkloadKind::None,
         seed: Some(1),
         resolved_ts_interval: Duration::from_millis(100),
         progress_interval: Duration::from_secs(3600),
+        ca: files.as_ref().map(|f| f.ca.clone()),
+        cert: files.as_ref().map(|f| f.server_cert.clone()),
+        key: files.as_ref().map(|f| f.server_key.clone()),
         ..SimArgs::default()
     })
     .start(CancellationToken::new())
@@ -107,12 +116,20 @@ async fn run(rows: usize) -> (f64, Duration) {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let began = Instant::now();
-    let cfg = ChangefeedConfig::new(
+    let mut cfg = ChangefeedConfig::new(
         vec![cluster.pd_url()],
         start_ts,
         TableFilter::all(),
         dir.path().join("sorter"),
     );
+    cfg.tls = files.as_ref().map(|f| {
+        tibinlog::security::ClusterTls::from_files(&tibinlog::security::ClusterTlsFiles {
+            ca: f.ca.clone(),
+            cert: f.client_cert.clone(),
+            key: f.client_key.clone(),
+        })
+        .expect("client TLS")
+    });
     let mut feed = Changefeed::start(cfg, CancellationToken::new())
         .await
         .expect("changefeed");
@@ -146,12 +163,25 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    let modes: Vec<bool> = match std::env::var("CAPTURE_BENCH_TLS").as_deref() {
+        Ok("plain") => vec![false],
+        Ok("tls") => vec![true],
+        _ => vec![false, true],
+    };
     for rows in sizes {
-        let (rate, took) = rt.block_on(run(rows));
-        println!(
-            "capture end to end: {rows} narrow rows in {:.2} s = {:.0} rows/s",
-            took.as_secs_f64(),
-            rate
-        );
+        let mut rates = Vec::new();
+        for &tls in &modes {
+            let (rate, took) = rt.block_on(run(rows, tls));
+            println!(
+                "capture end to end{}: {rows} narrow rows in {:.2} s = {:.0} rows/s",
+                if tls { " over mutual TLS" } else { "" },
+                took.as_secs_f64(),
+                rate
+            );
+            rates.push(rate);
+        }
+        if let [plain, tls] = rates[..] {
+            println!("  mutual TLS / plain: {:.2}x", tls / plain);
+        }
     }
 }
