@@ -225,7 +225,17 @@ fn describe(e: &rustls::Error) -> Option<String> {
     use rustls::AlertDescription as A;
     match e {
         rustls::Error::InvalidCertificate(c) => {
-            Some(format!("the server's certificate is refused: {c}"))
+            use rustls::CertificateError as C;
+            let hint = match c {
+                C::UnknownIssuer => " (not signed by the CA given with --ca)",
+                #[allow(deprecated)]
+                C::BadSignature => {
+                    " (its signature does not verify with the CA given with --ca: another CA of \
+                     the same name?)"
+                }
+                _ => "",
+            };
+            Some(format!("the server's certificate is refused: {c}{hint}"))
         }
         rustls::Error::AlertReceived(
             a @ (A::BadCertificate

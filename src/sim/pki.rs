@@ -168,7 +168,11 @@ pub fn write_set(
         path: dir.to_path_buf(),
         source,
     })?;
-    let pki = Pki::new("tibinlog test CA")?;
+    // A name of its own: two sets' CAs must not look like one issuer to a verifier.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let pki = Pki::new(&format!("tibinlog test CA {stamp:x}"))?;
     let mut spec = CertSpec::server(server_cn);
     if !server_names.is_empty() {
         spec.names = server_names.to_vec();
