@@ -78,6 +78,9 @@ pub enum CaptureError {
         used: usize,
         limit: usize,
     },
+    /// The spill store of huge transactions' prewrites failed (a disk error).
+    #[error("region {region}: spilled prewrites: {message}")]
+    Spill { region: RegionId, message: String },
     /// A store refused our TLS certificate or its common name (`UNAUTHENTICATED`).
     #[error("store {store} refused the connection: {message}")]
     Refused { store: u64, message: String },
@@ -102,6 +105,7 @@ impl CaptureError {
             | Self::UnknownRow { .. }
             | Self::IllegalTransition { .. }
             | Self::PendingBytesExceeded { .. }
+            | Self::Spill { .. }
             | Self::Refused { .. }
             | Self::FrontierRegression { .. } => None,
         }

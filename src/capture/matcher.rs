@@ -19,10 +19,14 @@
 //!
 //! # Memory
 //!
-//! Every stored prewrite, cached commit and cached rollback is counted in
+//! Every prewrite, cached commit and cached rollback held in memory is counted in
 //! [`Matcher::pending_bytes`]: its key/value/old-value bytes plus the fixed size of its record.
-//! Hash-table slack is not counted. Storing past [`MatcherConfig::pending_bytes_limit`] fails
-//! with [`CaptureError::PendingBytesExceeded`]; nothing is stored then.
+//! Hash-table slack is not counted. Without a spill store, storing past
+//! [`MatcherConfig::pending_bytes_limit`] fails with [`CaptureError::PendingBytesExceeded`];
+//! nothing is stored then. With one ([`MatcherConfig::spill`], see [`super::spill`]), prewrites
+//! never fail for size: when this matcher passes its limit or all matchers together pass the
+//! shared budget, whole transactions move to disk, the largest first, and their later
+//! prewrites follow them there. Cached commits and rollbacks stay in memory and bounded.
 
 use std::collections::HashMap;
 use std::mem::size_of;
@@ -30,24 +34,32 @@ use std::mem::size_of;
 use tibinlog_proto::cdcpb::event::{row::OpType, LogType, Row};
 
 use super::error::{CaptureError, Result};
+use super::spill::{self, Spill, SpillError};
 use crate::model::{Op, RawRow, RegionId, Ts};
 
 /// Default bound of one region's pending bytes: 512 MiB, TiKV's default `sink-memory-quota`.
 /// A region holding more than that in unmatched prewrites is a transaction far larger than
-/// anything the downstream can buffer either.
+/// anything the downstream can buffer either, unless it spills.
 pub const DEFAULT_PENDING_BYTES_LIMIT: usize = 512 << 20;
 
+/// Default shared memory budget of prewrites before they spill: 128 MiB for all regions.
+pub const DEFAULT_PREWRITE_MEMORY_BYTES: usize = 128 << 20;
+
 /// Limits of one matcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MatcherConfig {
-    /// Most bytes of pending prewrites plus cached commits and rollbacks.
+    /// Most bytes this matcher holds in memory: prewrites plus cached commits and rollbacks.
     pub pending_bytes_limit: usize,
+    /// Where prewrites go past the limits; `None` keeps them in memory (and fails past
+    /// `pending_bytes_limit`).
+    pub spill: Option<Spill>,
 }
 
 impl Default for MatcherConfig {
     fn default() -> Self {
         Self {
             pending_bytes_limit: DEFAULT_PENDING_BYTES_LIMIT,
+            spill: None,
         }
     }
 }
@@ -167,14 +179,15 @@ struct Pending {
     generation: u64,
 }
 
+/// Bytes charged for a prewrite of a key, value and old value of these lengths.
+fn prewrite_charge(key: usize, value: usize, old_value: usize) -> usize {
+    size_of::<Vec<u8>>() + size_of::<Pending>() + key + value + old_value
+}
+
 impl Pending {
     /// Bytes charged for a prewrite of `key`.
     fn charge(&self, key: &[u8]) -> usize {
-        size_of::<Vec<u8>>()
-            + size_of::<Pending>()
-            + key.len()
-            + self.value.len()
-            + self.old_value.len()
+        prewrite_charge(key.len(), self.value.len(), self.old_value.len())
     }
 }
 
@@ -186,22 +199,57 @@ fn rollback_charge(r: &Rollback) -> usize {
     size_of::<Rollback>() + r.key.len()
 }
 
+/// The in-memory prewrites of one transaction.
+#[derive(Debug, Default)]
+struct TxnPrewrites {
+    rows: HashMap<Vec<u8>, Pending>,
+    /// Sum of the rows' charges.
+    bytes: usize,
+}
+
 /// Matches COMMITs with their PREWRITEs for one region subscription.
 ///
-/// Invariant: `pending_bytes` equals the sum of the charges of everything stored.
+/// Invariants: `pending_bytes` equals the sum of the charges of everything stored in memory;
+/// `prewrite_bytes` (the part charged to the shared budget) the sum of the in-memory
+/// prewrites' charges; a transaction's prewrites are all in memory or all spilled (`spilled`
+/// counts the spilled ones of each spilled transaction).
 #[derive(Debug)]
 pub struct Matcher {
     region: RegionId,
     config: MatcherConfig,
     initialized: bool,
     /// start_ts → raw key → prewrite. Nested so a lookup by `(start_ts, &[u8])` allocates nothing.
-    pending: HashMap<Ts, HashMap<Vec<u8>, Pending>>,
+    pending: HashMap<Ts, TxnPrewrites>,
     pending_prewrites: usize,
     /// Commits seen before INITIALIZED that had no usable prewrite yet.
     cached_commits: Vec<Commit>,
     /// Rollbacks seen before INITIALIZED; applied after the scan's prewrites are in.
     cached_rollbacks: Vec<Rollback>,
     pending_bytes: usize,
+    prewrite_bytes: usize,
+    /// Transactions whose prewrites are in the spill store, with how many there are.
+    spilled: HashMap<Ts, usize>,
+    /// This matcher's key prefix in the spill store.
+    owner: u64,
+    /// Something was written to the spill store (so dropping must clean up).
+    used_store: bool,
+    key_buf: Vec<u8>,
+    rec_buf: Vec<u8>,
+}
+
+impl Drop for Matcher {
+    fn drop(&mut self) {
+        let Some(spill) = &self.config.spill else {
+            return;
+        };
+        spill.budget.sub(self.prewrite_bytes);
+        if self.used_store {
+            let (from, to) = spill::owner_range(self.owner);
+            if let Err(e) = spill.store.delete_range(&from, &to) {
+                tracing::warn!(region = self.region.0, error = %e, "cannot delete spilled prewrites");
+            }
+        }
+    }
 }
 
 impl Matcher {
@@ -216,6 +264,12 @@ impl Matcher {
             cached_commits: Vec::new(),
             cached_rollbacks: Vec::new(),
             pending_bytes: 0,
+            prewrite_bytes: 0,
+            spilled: HashMap::new(),
+            owner: spill::next_owner(),
+            used_store: false,
+            key_buf: Vec::new(),
+            rec_buf: Vec::new(),
         }
     }
 
@@ -223,13 +277,17 @@ impl Matcher {
     pub fn is_initialized(&self) -> bool {
         self.initialized
     }
-    /// Bytes held by stored prewrites, cached commits and cached rollbacks.
+    /// Bytes held in memory by prewrites, cached commits and cached rollbacks.
     pub fn pending_bytes(&self) -> usize {
         self.pending_bytes
     }
-    /// Number of prewrites waiting for their COMMIT or ROLLBACK.
+    /// Number of prewrites waiting for their COMMIT or ROLLBACK, in memory or spilled.
     pub fn pending_prewrites(&self) -> usize {
         self.pending_prewrites
+    }
+    /// Number of prewrites waiting in the spill store.
+    pub fn spilled_prewrites(&self) -> usize {
+        self.spilled.values().sum()
     }
     /// Number of commits cached until INITIALIZED.
     pub fn cached_commits(&self) -> usize {
@@ -249,53 +307,241 @@ impl Matcher {
         Ok(())
     }
 
+    /// Moves `n` bytes of in-memory prewrites in (`add`) or out of the shared budget.
+    fn budget(&mut self, add: usize, release: usize) {
+        self.prewrite_bytes = self.prewrite_bytes + add - release;
+        if let Some(s) = &self.config.spill {
+            s.budget.add(add);
+            s.budget.sub(release);
+        }
+    }
+
+    fn spill_err(&self, e: SpillError) -> CaptureError {
+        CaptureError::Spill {
+            region: self.region,
+            message: e.0,
+        }
+    }
+
+    /// True if `add` more bytes of prewrites in memory would pass a limit while a spill store
+    /// could take them instead.
+    fn over(&self, add: usize) -> bool {
+        match &self.config.spill {
+            Some(s) => {
+                s.budget.would_exceed(add)
+                    || self.pending_bytes + add > self.config.pending_bytes_limit
+            }
+            None => false,
+        }
+    }
+
     /// Stores a PREWRITE. A known `(start_ts, key)` is replaced only by a prewrite with a value
     /// and a generation at least as high (§8.5, §1.7.3).
     pub fn on_prewrite(&mut self, p: Prewrite) -> Result<()> {
-        let entry = Pending {
-            value: p.value,
-            old_value: p.old_value,
-            generation: p.generation,
-        };
-        let add = entry.charge(&p.key);
+        if self.spilled.contains_key(&p.start_ts) {
+            return self.spilled_prewrite(p);
+        }
+        let add = prewrite_charge(p.key.len(), p.value.len(), p.old_value.len());
         let old = self
             .pending
             .get(&p.start_ts)
-            .and_then(|txn| txn.get(p.key.as_slice()));
+            .and_then(|txn| txn.rows.get(p.key.as_slice()));
         let release = match old {
-            Some(old) if entry.value.is_empty() || entry.generation < old.generation => {
+            Some(old) if p.value.is_empty() || p.generation < old.generation => {
                 return Ok(());
             }
             Some(old) => old.charge(&p.key),
             None => 0,
         };
+        if add > release && self.over(add - release) {
+            self.make_room(p.start_ts, add)?;
+            if self.spilled.contains_key(&p.start_ts) {
+                return self.spilled_prewrite(p);
+            }
+        }
         self.charge(add, release)?;
+        self.budget(add, release);
         if release == 0 {
             self.pending_prewrites += 1;
         }
-        self.pending
-            .entry(p.start_ts)
-            .or_default()
-            .insert(p.key, entry);
+        let txn = self.pending.entry(p.start_ts).or_default();
+        txn.bytes = txn.bytes + add - release;
+        txn.rows.insert(
+            p.key,
+            Pending {
+                value: p.value,
+                old_value: p.old_value,
+                generation: p.generation,
+            },
+        );
+        Ok(())
+    }
+
+    /// Spills this matcher's largest transaction if it is larger than the incoming one
+    /// (`incoming` with `add` more bytes), and the incoming one too if that was not enough.
+    fn make_room(&mut self, incoming: Ts, add: usize) -> Result<()> {
+        let incoming_bytes = self.pending.get(&incoming).map_or(0, |t| t.bytes) + add;
+        let largest = self
+            .pending
+            .iter()
+            .filter(|(ts, _)| **ts != incoming)
+            .max_by_key(|(_, t)| t.bytes)
+            .map(|(ts, t)| (*ts, t.bytes));
+        if let Some((ts, bytes)) = largest {
+            if bytes > incoming_bytes {
+                self.spill_txn(ts)?;
+                if !self.over(add) {
+                    return Ok(());
+                }
+            }
+        }
+        self.spill_txn(incoming)
+    }
+
+    /// Moves the in-memory prewrites of `start_ts` to the spill store; its later prewrites go
+    /// there too.
+    fn spill_txn(&mut self, start_ts: Ts) -> Result<()> {
+        let Some(spill) = self.config.spill.clone() else {
+            return Ok(());
+        };
+        let (rows, bytes) = match self.pending.get(&start_ts) {
+            Some(txn) => {
+                let entries: Vec<(Vec<u8>, Vec<u8>)> = txn
+                    .rows
+                    .iter()
+                    .map(|(key, p)| {
+                        let (mut k, mut v) = (Vec::new(), Vec::new());
+                        spill::encode_key(&mut k, self.owner, start_ts, key);
+                        spill::encode_record(&mut v, p.generation, &p.value, &p.old_value);
+                        (k, v)
+                    })
+                    .collect();
+                spill
+                    .store
+                    .put_all(&entries)
+                    .map_err(|e| self.spill_err(e))?;
+                (entries.len(), txn.bytes)
+            }
+            None => (0, 0),
+        };
+        self.used_store = true;
+        if let Some(txn) = self.pending.remove(&start_ts) {
+            self.pending_bytes -= txn.bytes;
+            self.budget(0, txn.bytes);
+        }
+        spill.budget.count_spilled(rows as u64, bytes as u64);
+        self.spilled.insert(start_ts, rows);
+        tracing::info!(
+            region = self.region.0,
+            start_ts = start_ts.0,
+            rows,
+            bytes,
+            memory = spill.budget.used(),
+            budget = spill.budget.limit(),
+            "prewrites of a large transaction spill to disk"
+        );
+        Ok(())
+    }
+
+    /// Stores a prewrite of a spilled transaction, with the same replacement rule.
+    fn spilled_prewrite(&mut self, p: Prewrite) -> Result<()> {
+        let Some(spill) = self.config.spill.clone() else {
+            return Ok(());
+        };
+        spill::encode_key(&mut self.key_buf, self.owner, p.start_ts, &p.key);
+        let old = spill
+            .store
+            .get(&self.key_buf)
+            .map_err(|e| self.spill_err(e))?;
+        if let Some(old) = &old {
+            let (generation, _) = spill::peek_record(old).map_err(|e| self.spill_err(e))?;
+            if p.value.is_empty() || p.generation < generation {
+                return Ok(());
+            }
+        }
+        spill::encode_record(&mut self.rec_buf, p.generation, &p.value, &p.old_value);
+        spill
+            .store
+            .put(&self.key_buf, &self.rec_buf)
+            .map_err(|e| self.spill_err(e))?;
+        if old.is_none() {
+            self.pending_prewrites += 1;
+            *self.spilled.entry(p.start_ts).or_default() += 1;
+        }
+        let bytes = prewrite_charge(p.key.len(), p.value.len(), p.old_value.len());
+        spill.budget.count_spilled(1, bytes as u64);
         Ok(())
     }
 
     /// Removes and returns the prewrite of `(start_ts, key)` if it may match now.
-    fn take_match(&mut self, start_ts: Ts, key: &[u8]) -> Option<Pending> {
-        let txn = self.pending.get_mut(&start_ts)?;
+    fn take_match(&mut self, start_ts: Ts, key: &[u8]) -> Result<Option<Pending>> {
+        if self.spilled.contains_key(&start_ts) {
+            return self.take_spilled(start_ts, key, true);
+        }
+        let Some(txn) = self.pending.get_mut(&start_ts) else {
+            return Ok(None);
+        };
         let usable = txn
+            .rows
             .get(key)
             .is_some_and(|p| self.initialized || (!p.value.is_empty() && p.generation == 0));
         if !usable {
-            return None;
+            return Ok(None);
         }
-        let p = txn.remove(key)?;
-        if txn.is_empty() {
+        let Some(p) = txn.rows.remove(key) else {
+            return Ok(None);
+        };
+        let charge = p.charge(key);
+        txn.bytes -= charge;
+        if txn.rows.is_empty() {
             self.pending.remove(&start_ts);
         }
         self.pending_prewrites -= 1;
-        self.pending_bytes -= p.charge(key);
-        Some(p)
+        self.pending_bytes -= charge;
+        self.budget(0, charge);
+        Ok(Some(p))
+    }
+
+    /// Removes and returns a spilled prewrite; with `for_commit`, only one that may match now.
+    fn take_spilled(
+        &mut self,
+        start_ts: Ts,
+        key: &[u8],
+        for_commit: bool,
+    ) -> Result<Option<Pending>> {
+        let Some(spill) = self.config.spill.clone() else {
+            return Ok(None);
+        };
+        spill::encode_key(&mut self.key_buf, self.owner, start_ts, key);
+        let Some(rec) = spill
+            .store
+            .get(&self.key_buf)
+            .map_err(|e| self.spill_err(e))?
+        else {
+            return Ok(None);
+        };
+        let (generation, value, old_value) =
+            spill::decode_record(&rec).map_err(|e| self.spill_err(e))?;
+        let usable = self.initialized || (!value.is_empty() && generation == 0);
+        if for_commit && !usable {
+            return Ok(None);
+        }
+        spill
+            .store
+            .delete(&self.key_buf)
+            .map_err(|e| self.spill_err(e))?;
+        self.pending_prewrites -= 1;
+        if let Some(n) = self.spilled.get_mut(&start_ts) {
+            *n -= 1;
+            if *n == 0 {
+                self.spilled.remove(&start_ts);
+            }
+        }
+        Ok(Some(Pending {
+            value,
+            old_value,
+            generation,
+        }))
     }
 
     fn complete(&self, c: Commit, p: Pending) -> RawRow {
@@ -314,7 +560,7 @@ impl Matcher {
     /// Matches a COMMIT. Before INITIALIZED an unmatched commit is cached and `None` returned;
     /// after it, a commit without prewrite is [`CaptureError::PrewriteNotMatch`].
     pub fn on_commit(&mut self, c: Commit) -> Result<Option<RawRow>> {
-        if let Some(p) = self.take_match(c.start_ts, &c.key) {
+        if let Some(p) = self.take_match(c.start_ts, &c.key)? {
             return Ok(Some(self.complete(c, p)));
         }
         if self.initialized {
@@ -338,49 +584,59 @@ impl Matcher {
             self.cached_rollbacks.push(r);
             return Ok(());
         }
-        self.rollback(&r);
-        Ok(())
+        self.rollback(&r)
     }
 
-    fn rollback(&mut self, r: &Rollback) {
-        let Some(txn) = self.pending.get_mut(&r.start_ts) else {
-            return;
-        };
-        if let Some(p) = txn.remove(r.key.as_slice()) {
-            self.pending_prewrites -= 1;
-            self.pending_bytes -= p.charge(&r.key);
+    fn rollback(&mut self, r: &Rollback) -> Result<()> {
+        if self.spilled.contains_key(&r.start_ts) {
+            self.take_spilled(r.start_ts, &r.key, false)?;
+            return Ok(());
         }
-        if txn.is_empty() {
+        let Some(txn) = self.pending.get_mut(&r.start_ts) else {
+            return Ok(());
+        };
+        let mut released = 0;
+        if let Some(p) = txn.rows.remove(r.key.as_slice()) {
+            released = p.charge(&r.key);
+            txn.bytes -= released;
+            self.pending_prewrites -= 1;
+            self.pending_bytes -= released;
+        }
+        if txn.rows.is_empty() {
             self.pending.remove(&r.start_ts);
         }
+        self.budget(0, released);
+        Ok(())
     }
 
     /// The scan finished: replays cached commits (matched rows are appended to `out`, in arrival
     /// order), drops those still unmatched, then applies cached rollbacks. Returns how many
     /// cached commits were dropped.
-    pub fn on_initialized(&mut self, out: &mut Vec<RawRow>) -> usize {
+    pub fn on_initialized(&mut self, out: &mut Vec<RawRow>) -> Result<usize> {
         self.initialized = true;
         let mut dropped = 0;
         for c in std::mem::take(&mut self.cached_commits) {
             self.pending_bytes -= commit_charge(&c);
-            match self.take_match(c.start_ts, &c.key) {
+            match self.take_match(c.start_ts, &c.key)? {
                 Some(p) => out.push(self.complete(c, p)),
                 None => dropped += 1,
             }
         }
         for r in std::mem::take(&mut self.cached_rollbacks) {
             self.pending_bytes -= rollback_charge(&r);
-            self.rollback(&r);
+            self.rollback(&r)?;
         }
-        dropped
+        Ok(dropped)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::spill::tests::MapStore;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
 
     /// One step of a matcher script; the expectation is what the step emits.
     #[derive(Debug, Clone)]
@@ -422,8 +678,36 @@ mod tests {
         }
     }
 
+    /// A config that spills past `budget` bytes of prewrites, and its store.
+    fn spilling(budget: usize) -> (MatcherConfig, Arc<MapStore>) {
+        let store = Arc::new(MapStore::default());
+        let config = MatcherConfig {
+            pending_bytes_limit: DEFAULT_PENDING_BYTES_LIMIT,
+            spill: Some(Spill::new(store.clone(), budget)),
+        };
+        (config, store)
+    }
+
+    /// Drops the matcher and checks that it left nothing behind in the store or the budget.
+    fn dropped_clean(m: Matcher, store: &MapStore) {
+        let budget = m.config.spill.as_ref().map(|s| s.budget.clone());
+        drop(m);
+        assert_eq!(store.len(), 0, "spilled entries left after drop");
+        if let Some(b) = budget {
+            assert_eq!(b.used(), 0, "budget not released");
+        }
+    }
+
     fn run(name: &str, script: Vec<Step>) {
-        let mut m = Matcher::new(RegionId(1), MatcherConfig::default());
+        // Once in memory, once with every prewrite on disk: the same behaviour.
+        run_with(name, script.clone(), MatcherConfig::default());
+        let (config, store) = spilling(0);
+        run_with(&format!("{name} (spilled)"), script, config);
+        assert_eq!(store.len(), 0, "{name}: spilled entries left after drop");
+    }
+
+    fn run_with(name: &str, script: Vec<Step>, config: MatcherConfig) {
+        let mut m = Matcher::new(RegionId(1), config);
         for (i, step) in script.into_iter().enumerate() {
             let ctx = format!("{name} step {i}: {step:?}");
             match step {
@@ -456,7 +740,7 @@ mod tests {
                     .expect(&ctx),
                 Initialized(want, want_dropped) => {
                     let mut out = Vec::new();
-                    let dropped = m.on_initialized(&mut out);
+                    let dropped = m.on_initialized(&mut out).expect(&ctx);
                     let got: Vec<_> = out
                         .iter()
                         .map(|r| (r.start_ts.0, r.commit_ts.0, r.key.clone(), r.value.clone()))
@@ -531,7 +815,7 @@ mod tests {
     #[test]
     fn commit_short_value_used_when_prewrite_has_none() {
         let mut m = Matcher::new(RegionId(1), MatcherConfig::default());
-        m.on_initialized(&mut Vec::new());
+        m.on_initialized(&mut Vec::new()).expect("initialized");
         m.on_prewrite(put(10, "a", "", 0)).expect("prewrite");
         let mut c = commit(10, 15, "a");
         c.value = b"short".to_vec();
@@ -553,6 +837,7 @@ mod tests {
             RegionId(3),
             MatcherConfig {
                 pending_bytes_limit: limit,
+                spill: None,
             },
         );
         m.on_prewrite(put(10, "a", "v", 0)).expect("first");
@@ -570,7 +855,7 @@ mod tests {
         assert_eq!(m.pending_prewrites(), 2, "nothing stored on failure");
         // Replacing an entry with one of equal size is always allowed.
         m.on_prewrite(put(11, "a", "w", 0)).expect("replace");
-        m.on_initialized(&mut Vec::new());
+        m.on_initialized(&mut Vec::new()).expect("initialized");
         m.on_commit(commit(10, 20, "a")).expect("commit");
         m.on_rollback(super::Rollback {
             start_ts: Ts(11),
@@ -578,6 +863,167 @@ mod tests {
         })
         .expect("rollback");
         assert_eq!(m.pending_bytes(), 0);
+    }
+
+    fn put_n(start_ts: u64, i: usize) -> super::Prewrite {
+        super::Prewrite {
+            start_ts: Ts(start_ts),
+            key: format!("k{i:06}").into_bytes(),
+            op: Op::Put,
+            value: format!("value-{start_ts}-{i:06}").into_bytes(),
+            old_value: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    fn commit_n(start_ts: u64, i: usize) -> super::Commit {
+        super::Commit {
+            start_ts: Ts(start_ts),
+            commit_ts: Ts(start_ts + 100),
+            key: format!("k{i:06}").into_bytes(),
+            op: Op::Put,
+            value: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_transaction_larger_than_the_shared_budget_spills_and_memory_stays_bounded() {
+        let p = put_n(10, 0);
+        let one = prewrite_charge(p.key.len(), p.value.len(), p.old_value.len());
+        let budget = 10 * one;
+        let (config, store) = spilling(budget);
+        let shared = config.spill.as_ref().unwrap().budget.clone();
+        let mut a = Matcher::new(RegionId(1), config.clone());
+        let mut b = Matcher::new(RegionId(2), config);
+        for m in [&mut a, &mut b] {
+            m.on_initialized(&mut Vec::new()).expect("initialized");
+        }
+        // Region 2 holds a small transaction; region 1 one of 1,000 rows.
+        for i in 0..3 {
+            b.on_prewrite(put_n(20, i)).expect("small");
+        }
+        for i in 0..1000 {
+            a.on_prewrite(put_n(10, i)).expect("huge");
+            assert!(
+                shared.used() <= budget,
+                "row {i}: {} > {budget}",
+                shared.used()
+            );
+        }
+        assert_eq!(a.pending_prewrites(), 1000);
+        assert_eq!(a.spilled_prewrites(), 1000, "the huge one went to disk");
+        assert_eq!(b.spilled_prewrites(), 0, "the small one stayed in memory");
+        assert_eq!(a.pending_bytes(), 0);
+        assert_eq!(shared.used(), 3 * one);
+        assert_eq!(store.len(), 1000);
+        assert_eq!(shared.spilled_rows(), 1000);
+        for i in (0..1000).rev() {
+            let row = a.on_commit(commit_n(10, i)).expect("commit").expect("row");
+            assert_eq!(row.value, format!("value-10-{i:06}").into_bytes());
+            assert_eq!(row.commit_ts, Ts(110));
+        }
+        assert_eq!((a.pending_prewrites(), store.len()), (0, 0));
+        for i in 0..3 {
+            b.on_commit(commit_n(20, i)).expect("commit").expect("row");
+        }
+        dropped_clean(a, &store);
+        dropped_clean(b, &store);
+        assert_eq!(shared.used(), 0);
+    }
+
+    #[test]
+    fn the_largest_transaction_spills_first_and_later_prewrites_follow_it() {
+        let p = put_n(10, 0);
+        let one = prewrite_charge(p.key.len(), p.value.len(), p.old_value.len());
+        let (config, store) = spilling(6 * one);
+        let mut m = Matcher::new(RegionId(1), config);
+        for i in 0..5 {
+            m.on_prewrite(put_n(10, i)).expect("medium");
+        }
+        m.on_prewrite(put_n(11, 0)).expect("small");
+        assert_eq!(m.spilled_prewrites(), 0);
+        // The next prewrite of the small transaction passes the budget: the medium one moves.
+        m.on_prewrite(put_n(11, 1)).expect("small again");
+        assert_eq!(m.spilled_prewrites(), 5);
+        assert_eq!(m.pending_bytes(), 2 * one);
+        // A later prewrite of the spilled transaction goes to disk as well.
+        m.on_prewrite(put_n(10, 5)).expect("follows");
+        assert_eq!((m.spilled_prewrites(), store.len()), (6, 6));
+        // A fake (empty) prewrite does not overwrite a spilled one; a higher generation does.
+        let mut fake = put_n(10, 5);
+        fake.value.clear();
+        m.on_prewrite(fake).expect("fake");
+        let mut newer = put_n(10, 4);
+        newer.generation = 2;
+        newer.value = b"gen-2".to_vec();
+        m.on_prewrite(newer).expect("generation 2");
+        assert_eq!(m.pending_prewrites(), 8);
+        // Before INITIALIZED a generation > 0 does not match: the commit is cached.
+        assert!(m.on_commit(commit_n(10, 4)).expect("cached").is_none());
+        let mut out = Vec::new();
+        assert_eq!(m.on_initialized(&mut out).expect("initialized"), 0);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].value, b"gen-2");
+        let row = m.on_commit(commit_n(10, 5)).expect("commit").expect("row");
+        assert_eq!(
+            row.value, b"value-10-000005",
+            "the fake prewrite did not win"
+        );
+        m.on_rollback(super::Rollback {
+            start_ts: Ts(10),
+            key: b"k000000".to_vec(),
+        })
+        .expect("rollback");
+        assert!(m.on_commit(commit_n(10, 0)).is_err(), "rolled back");
+        assert_eq!(m.spilled_prewrites(), 3);
+        dropped_clean(m, &store);
+    }
+
+    #[test]
+    fn a_dropped_matcher_deletes_only_its_own_spilled_prewrites() {
+        let (config, store) = spilling(0);
+        let mut old = Matcher::new(RegionId(7), config.clone());
+        let mut new = Matcher::new(RegionId(7), config);
+        for i in 0..4 {
+            old.on_prewrite(put_n(10, i)).expect("old");
+            new.on_prewrite(put_n(10, i))
+                .expect("new (the same locks again)");
+        }
+        assert_eq!(store.len(), 8);
+        drop(old);
+        assert_eq!(store.len(), 4);
+        new.on_initialized(&mut Vec::new()).expect("initialized");
+        for i in 0..4 {
+            new.on_commit(commit_n(10, i))
+                .expect("commit")
+                .expect("row");
+        }
+        dropped_clean(new, &store);
+    }
+
+    #[test]
+    fn a_failing_spill_store_is_a_definite_error_naming_the_region() {
+        let (config, store) = spilling(0);
+        let mut m = Matcher::new(RegionId(9), config);
+        m.on_prewrite(put_n(10, 0)).expect("first");
+        store
+            .broken
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let err = m.on_prewrite(put_n(10, 1)).expect_err("disk gone");
+        assert!(matches!(
+            err,
+            CaptureError::Spill {
+                region: RegionId(9),
+                ..
+            }
+        ));
+        assert!(!err.is_retryable());
+        assert!(err.to_string().contains("region 9") && err.to_string().contains("disk gone"));
+        m.on_initialized(&mut Vec::new()).expect("nothing cached");
+        let err = m
+            .on_commit(commit_n(10, 0))
+            .expect_err("the commit reads the store");
+        assert!(matches!(err, CaptureError::Spill { .. }));
     }
 
     #[test]
@@ -713,9 +1159,14 @@ mod tests {
         fn agrees_with_model(
             txns in txns(),
             picks in prop::collection::vec(0usize..8, 0..64),
+            budget in prop::option::of(0usize..600),
         ) {
-            let mut m = Matcher::new(RegionId(1), MatcherConfig::default());
-            m.on_initialized(&mut Vec::new());
+            let (config, store) = match budget {
+                Some(b) => spilling(b),
+                None => (MatcherConfig::default(), Arc::new(MapStore::default())),
+            };
+            let mut m = Matcher::new(RegionId(1), config);
+            m.on_initialized(&mut Vec::new()).expect("initialized");
             let mut got: BTreeMap<(u64, Vec<u8>), Vec<u8>> = BTreeMap::new();
             for e in interleave(&txns, &picks) {
                 match e {
@@ -739,6 +1190,8 @@ mod tests {
             prop_assert_eq!(got, want);
             prop_assert_eq!(m.pending_prewrites(), 0);
             prop_assert_eq!(m.pending_bytes(), 0);
+            prop_assert_eq!(store.len(), 0);
+            dropped_clean(m, &store);
         }
 
         /// During the scan, the scan's prewrites may come after realtime commits and rollbacks;
@@ -748,8 +1201,13 @@ mod tests {
             txns in txns(),
             picks in prop::collection::vec(0usize..8, 0..64),
             late_prewrites in prop::collection::vec(any::<bool>(), 0..32),
+            budget in prop::option::of(0usize..600),
         ) {
-            let mut m = Matcher::new(RegionId(1), MatcherConfig::default());
+            let (config, store) = match budget {
+                Some(b) => spilling(b),
+                None => (MatcherConfig::default(), Arc::new(MapStore::default())),
+            };
+            let mut m = Matcher::new(RegionId(1), config);
             let mut rows = Vec::new();
             let mut late = Vec::new();
             // Some prewrites are delayed until just before INITIALIZED, as a slow scan would.
@@ -767,7 +1225,7 @@ mod tests {
             for p in late {
                 m.on_prewrite(p).expect("late prewrite");
             }
-            prop_assert_eq!(m.on_initialized(&mut rows), 0);
+            prop_assert_eq!(m.on_initialized(&mut rows).expect("initialized"), 0);
             let got: BTreeSet<(u64, Vec<u8>, Vec<u8>)> =
                 rows.iter().map(|r| (r.start_ts.0, r.key.clone(), r.value.clone())).collect();
             prop_assert_eq!(got.len(), rows.len(), "emitted twice");
@@ -781,6 +1239,8 @@ mod tests {
             prop_assert_eq!(got, want);
             prop_assert_eq!(m.pending_prewrites(), 0);
             prop_assert_eq!(m.pending_bytes(), 0);
+            prop_assert_eq!(store.len(), 0);
+            dropped_clean(m, &store);
         }
     }
 }

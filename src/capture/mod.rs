@@ -16,6 +16,7 @@
 //!
 //! * [`matcher`]: PREWRITE/COMMIT/ROLLBACK matching by `(start_ts, key)`, with caches for the
 //!   scan phase and a memory bound.
+//! * [`spill`]: where prewrites of transactions larger than memory go (the sorter's RocksDB).
 //! * [`region`]: the per-region subscription state machine (Initializing → Normal → Stopped).
 //! * [`frontier`]: the resolved-ts frontier over encoded spans.
 //! * [`span`]: encoded-domain span helpers (intersect, split, membership of raw row keys).
@@ -34,9 +35,11 @@ pub mod region;
 pub mod region_cache;
 pub mod snapshot;
 pub mod span;
+pub mod spill;
 pub mod store_stream;
 
 pub use error::{CaptureError, RegionErrorKind, Result, Retry};
 pub use frontier::SpanFrontier;
 pub use matcher::{Matcher, MatcherConfig, RowEntry};
 pub use region::{RegionEvent, RegionFeed, StopCause};
+pub use spill::{MemoryBudget, Spill, SpillError, SpillStore};

@@ -260,7 +260,7 @@ impl Puller {
                 ticdc_version: cfg.ticdc_version.clone(),
                 multiplexing: cfg.multiplexing,
                 scan_limit: cfg.scan_limit_per_store,
-                matcher: cfg.matcher,
+                matcher: cfg.matcher.clone(),
                 connect_timeout: cfg.pd.connect_timeout,
                 tls: pd.tls().cloned(),
             },

@@ -289,7 +289,7 @@ impl RegionFeed {
             });
         };
         let mut replayed = Vec::new();
-        self.commits_dropped += matcher.on_initialized(&mut replayed) as u64;
+        self.commits_dropped += matcher.on_initialized(&mut replayed)? as u64;
         self.state = RegionState::Normal { matcher };
         for row in replayed {
             self.emit_commit(row, out)?;

@@ -440,7 +440,7 @@ impl StoreActor {
                 req.span.clone(),
                 req.start_ts,
                 req.checkpoint_ts,
-                self.cfg.matcher,
+                self.cfg.matcher.clone(),
             );
             tracing::trace!(
                 store_id = self.store_id,
