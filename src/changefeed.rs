@@ -120,6 +120,9 @@ pub struct ChangefeedConfig {
     pub puller: Option<PullerConfig>,
     /// Mutual TLS to PD and TiKV.
     pub tls: Option<crate::security::ClusterTls>,
+    /// Memory for prewrites waiting for their commit, all regions together; beyond it they
+    /// spill to the sorter's RocksDB.
+    pub prewrite_memory_bytes: usize,
 }
 
 impl ChangefeedConfig {
@@ -139,6 +142,7 @@ impl ChangefeedConfig {
             gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
             puller: None,
             tls: None,
+            prewrite_memory_bytes: crate::capture::matcher::DEFAULT_PREWRITE_MEMORY_BYTES,
         }
     }
 }
@@ -250,6 +254,10 @@ impl Changefeed {
             .clone()
             .unwrap_or_else(|| PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), cfg.start_ts));
         pcfg.spans = vec![table_key_space()];
+        pcfg.matcher.spill = Some(crate::capture::Spill::new(
+            Arc::new(writer.prewrite_spill()),
+            cfg.prewrite_memory_bytes,
+        ));
         pcfg.start_ts = cfg.start_ts;
         let (puller, events) =
             Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;

@@ -130,7 +130,9 @@ pub const KNOBS: &[Knob] = &[
     knob("capture", "incremental_scan_limit", "incremental-scan-limit", Integer, "N",
         "regions scanned at once per TiKV store while their initial scan runs [default: 40]"),
     knob("capture", "pending_txn_bytes", "pending-txn-bytes", Integer, "BYTES",
-        "memory for prewrites waiting for their commit, per TiKV store stream [default: 536870912]"),
+        "memory one region may hold for prewrites waiting for their commit and commits cached during its scan; its prewrites beyond it spill to disk [default: 536870912]"),
+    knob("capture", "prewrite_memory_bytes", "prewrite-memory-bytes", Integer, "BYTES",
+        "memory for prewrites waiting for their commit, all regions together; beyond it whole transactions, the largest first, spill to the sorter's RocksDB [default: 134217728]"),
     knob("capture", "exit_on_capture_stop", "exit-on-capture-stop", Bool, "BOOL",
         "when capture stops for good (an error retrying cannot fix), exit non-zero instead of going on serving the binlog written so far [default: false]"),
     knob("sorter", "memory_quota_bytes", "sorter-memory-quota-bytes", Integer, "BYTES",
@@ -218,6 +220,7 @@ pub struct CaptureSection {
     pub gc_ttl_seconds: u64,
     pub incremental_scan_limit: usize,
     pub pending_txn_bytes: usize,
+    pub prewrite_memory_bytes: usize,
     pub exit_on_capture_stop: bool,
 }
 
@@ -229,6 +232,7 @@ impl Default for CaptureSection {
             gc_ttl_seconds: crate::capture::gc_keeper::DEFAULT_GC_TTL.as_secs(),
             incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
             pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
+            prewrite_memory_bytes: crate::capture::matcher::DEFAULT_PREWRITE_MEMORY_BYTES,
             exit_on_capture_stop: false,
         }
     }
@@ -678,6 +682,7 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
     }
     cfg.incremental_scan_limit = s.capture.incremental_scan_limit;
     cfg.pending_txn_bytes = s.capture.pending_txn_bytes;
+    cfg.prewrite_memory_bytes = s.capture.prewrite_memory_bytes;
     cfg.exit_on_capture_stop = s.capture.exit_on_capture_stop;
     cfg.sorter_memory_quota_bytes = s.sorter.memory_quota_bytes;
     cfg.sorter_block_cache_bytes = s.sorter.block_cache_bytes;

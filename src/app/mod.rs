@@ -131,8 +131,10 @@ pub struct AppConfig {
     pub gc_ttl: Duration,
     /// Regions per store whose initial scan runs at once.
     pub incremental_scan_limit: usize,
-    /// Memory for prewrites waiting for their commit, per store stream.
+    /// Memory one region may hold for prewrites and cached commits; prewrites past it spill.
     pub pending_txn_bytes: usize,
+    /// Memory for prewrites of all regions together; past it transactions spill to disk.
+    pub prewrite_memory_bytes: usize,
     /// Rows the sorter accepts before capture waits.
     pub sorter_memory_quota_bytes: usize,
     /// The sorter's RocksDB block cache.
@@ -168,6 +170,7 @@ impl AppConfig {
             gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
             incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
             pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
+            prewrite_memory_bytes: crate::capture::matcher::DEFAULT_PREWRITE_MEMORY_BYTES,
             sorter_memory_quota_bytes: crate::sorter::DEFAULT_MEMORY_QUOTA_BYTES,
             sorter_block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
             exit_on_capture_stop: false,
@@ -378,6 +381,7 @@ impl App {
             c.gc_service_id = format!("tibinlog-{server_uuid}");
             c.tls = cluster_tls.clone();
             c.gc_ttl = cfg.gc_ttl;
+            c.prewrite_memory_bytes = cfg.prewrite_memory_bytes;
             let mut p = PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), start_ts);
             p.pd = pd_config.clone();
             p.scan_limit_per_store = cfg.incremental_scan_limit;

@@ -104,6 +104,9 @@ pub enum WorkloadKind {
     None,
     /// The seeded OLTP mix (inserts, updates, deletes, PK changes, DDL now and then).
     Oltp,
+    /// One transaction of `--huge-bytes` into `huge.big`, prewritten batch by batch, then
+    /// committed; the cluster then stays idle.
+    Huge,
 }
 
 /// Start of the virtual clock.
@@ -202,6 +205,28 @@ pub struct SimArgs {
     /// TiKV's `cert-allowed-cn`, checked on every call (UNAUTHENTICATED otherwise).
     #[arg(long, value_delimiter = ',', requires = "ca")]
     pub tikv_cert_allowed_cn: Vec<String>,
+    /// `--workload huge`: bytes of row values in the one transaction (suffixes K, M, G).
+    #[arg(long, value_parser = parse_size, default_value = "1G")]
+    pub huge_bytes: u64,
+    /// `--workload huge`: bytes of each row's value.
+    #[arg(long, default_value_t = 8192, value_parser = clap::value_parser!(u32).range(1..=(64 << 20)).map(|v| v as usize))]
+    pub huge_row_bytes: usize,
+}
+
+/// Parses a byte count such as `512`, `64K`, `100M`, `5G` (binary units).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("expected a byte count such as 512, 64K, 100M or 5G, got {s:?}"))
 }
 
 impl Default for SimArgs {
@@ -229,6 +254,8 @@ impl Default for SimArgs {
             key: None,
             pd_cert_allowed_cn: Vec::new(),
             tikv_cert_allowed_cn: Vec::new(),
+            huge_bytes: 1 << 30,
+            huge_row_bytes: 8192,
         }
     }
 }
@@ -573,6 +600,39 @@ impl SimBuilder {
                     .run(),
                 );
             }
+            None if args.workload == WorkloadKind::Huge => {
+                let cfg = crate::sim::workload::huge::HugeConfig {
+                    bytes: args.huge_bytes,
+                    row_bytes: args.huge_row_bytes,
+                    seed,
+                };
+                let (cluster, tidb, done, failed, failure) = (
+                    cluster.clone(),
+                    tidb.clone(),
+                    done.clone(),
+                    failed.clone(),
+                    failure.clone(),
+                );
+                tracker.spawn(async move {
+                    tracing::info!(rows = cfg.rows(), bytes = cfg.bytes, "huge transaction starts");
+                    match crate::sim::workload::huge::run(&cluster, &tidb, cfg).await {
+                        Ok(s) => {
+                            tracing::info!(
+                                start_ts = s.start_ts.0,
+                                commit_ts = s.commit_ts.0,
+                                rows = s.rows,
+                                value_bytes = s.value_bytes,
+                                "huge transaction committed"
+                            );
+                            done.cancel();
+                        }
+                        Err(e) => {
+                            *lock(&failure) = Some(format!("huge transaction: {e:#}"));
+                            failed.cancel();
+                        }
+                    }
+                });
+            }
             None => done.cancel(),
         }
         if let Some(interval) = args.gc_interval {
@@ -670,6 +730,17 @@ async fn prepare(
     let mut wl = Workload::new(cfg, Some(clock.clone()));
     apply_tidb(cluster, |core| Ok(((), wl.setup(&mut tidb, core)?)))
         .context("create the workload tables")?;
+
+    if args.workload == WorkloadKind::Huge {
+        for ddl in crate::sim::workload::huge::ddls() {
+            apply_tidb(cluster, |core| {
+                clock.advance(1);
+                let out = tidb.execute_ddl(core, &ddl)?;
+                Ok(((), out.outputs))
+            })
+            .context("create the huge table")?;
+        }
+    }
 
     let tables: Vec<Arc<TableMeta>> = tidb
         .catalog()

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
 
 use super::error::{Result, SorterError};
 use super::metrics::SorterMetrics;
@@ -36,6 +36,25 @@ const MAX_WRITE_BUFFERS: i32 = 3;
 const BLOCK_SIZE: usize = 16 << 10;
 /// Read-ahead for the ordered scans once data has been flushed to SST files.
 const READAHEAD: usize = 2 << 20;
+
+/// Column family of prewrites spilled by capture (`crate::sorter::PrewriteSpill`).
+pub(crate) const PREWRITE_CF: &str = "prewrite";
+
+/// The prewrite column family is point-read (a COMMIT looks its prewrite up, a PREWRITE checks
+/// for an earlier one), so it gets bloom filters and the default small blocks; it shares the
+/// block cache and never compresses (its data lives minutes at most).
+fn prewrite_options(cfg: &Config, cache: &Cache) -> Options {
+    let mut opts = Options::default();
+    opts.set_write_buffer_size(cfg.write_buffer_bytes);
+    opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS);
+    opts.set_compression_type(DBCompressionType::None);
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_bloom_filter(10.0, false);
+    table.set_cache_index_and_filter_blocks(true);
+    opts.set_block_based_table_factory(&table);
+    opts
+}
 
 impl SortDb {
     /// Wipes `cfg.data_dir` and opens a fresh DB there. Blocking (tens of milliseconds).
@@ -69,7 +88,12 @@ impl SortDb {
         // Index blocks count against the cache, so the cache size bounds them too.
         table.set_cache_index_and_filter_blocks(true);
         opts.set_block_based_table_factory(&table);
-        let db = DB::open(&opts, &cfg.data_dir)?;
+        opts.create_missing_column_families(true);
+        let cfs = vec![
+            ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone()),
+            ColumnFamilyDescriptor::new(PREWRITE_CF, prewrite_options(cfg, &cache)),
+        ];
+        let db = DB::open_cf_descriptors(&opts, &cfg.data_dir, cfs)?;
         // Nothing survives a restart, so memtables need not be flushed at shutdown. The C API
         // sets this mutable DB option only after open; failing to set it costs only time.
         if let Err(e) = db.set_options(&[("avoid_flush_during_shutdown", "true")]) {

@@ -46,6 +46,8 @@
 //!   [`SorterReader`], the reader thread.
 //! * `mem.rs`: the memory tier's buffer and runs.
 //! * `gc.rs`: `DeleteRange` up to the acknowledged position.
+//! * `prewrite.rs`: [`PrewriteSpill`], the column family where capture spills the prewrites of
+//!   transactions larger than its memory budget.
 //! * `quota.rs`: the byte-bounded channel. `metrics.rs`: counters. `error.rs`: [`SorterError`].
 
 mod db;
@@ -54,6 +56,7 @@ mod gc;
 pub mod key;
 mod mem;
 pub mod metrics;
+mod prewrite;
 pub mod quota;
 mod read;
 mod write;
@@ -66,6 +69,7 @@ use tokio::sync::mpsc;
 pub use db::SortDb;
 pub use error::{Result, SorterError};
 pub use metrics::{MetricsSnapshot, SorterMetrics};
+pub use prewrite::PrewriteSpill;
 pub use read::{ChunkIter, ReadPosition, SortedTxn, SorterOutput, SorterReader, TxnChunk, TxnIter};
 pub use write::{batch_cost, SorterWriter};
 

@@ -93,6 +93,13 @@ pub struct SorterWriter {
     pub(crate) db: SortDb,
 }
 
+impl SorterWriter {
+    /// The column family where capture spills prewrites of transactions larger than memory.
+    pub fn prewrite_spill(&self) -> super::PrewriteSpill {
+        super::PrewriteSpill::new(self.db.clone())
+    }
+}
+
 fn closed<T>(_: TrySendError<T>) -> SorterError {
     SorterError::Closed("writer")
 }

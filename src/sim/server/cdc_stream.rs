@@ -84,6 +84,10 @@ impl MemoryQuota {
     }
 
     /// Bytes in use.
+    /// The quota's size.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }

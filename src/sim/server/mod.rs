@@ -556,6 +556,16 @@ impl SimCluster {
         self.servers().get(&store_id).map(|s| s.addr)
     }
 
+    /// The fullest store's CDC queue, as a fraction of its memory quota.
+    pub fn sink_fill(&self) -> f64 {
+        self.inner
+            .shared
+            .quotas
+            .values()
+            .map(|q| q.used() as f64 / q.capacity().max(1) as f64)
+            .fold(0.0, f64::max)
+    }
+
     /// Runs `f` on the core under the lock. Outputs of core calls made inside are **not**
     /// delivered: use [`SimCluster::apply`] for anything that writes or changes regions.
     pub fn with_core<R>(&self, f: impl FnOnce(&mut SimCore) -> R) -> R {

@@ -11,6 +11,7 @@
 //! [`WorkloadConfig::rate`] is set and no manual clock is used, sleeps to hold that rate.
 
 pub mod gen;
+pub mod huge;
 
 use std::time::{Duration, Instant};
 
