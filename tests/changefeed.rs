@@ -131,6 +131,8 @@ struct Run {
     sorter_dir: tempfile::TempDir,
     /// Set when PD and TiKV serve mutual TLS.
     tls: Option<TestPki>,
+    /// The changefeed's `prewrite_memory_bytes` (0: every prewrite goes to the sorter's disk).
+    prewrite_memory_bytes: usize,
 }
 
 /// A cluster ready to run `txns` transactions at `rate` per second (0 = as fast as it can) once
@@ -184,6 +186,7 @@ async fn start_sim_with(
         start_ts: Ts(start_ts.0),
         sorter_dir: tempfile::tempdir().expect("tempdir"),
         tls: pki,
+        prewrite_memory_bytes: tibinlog::capture::matcher::DEFAULT_PREWRITE_MEMORY_BYTES,
     }
 }
 
@@ -198,6 +201,7 @@ async fn start_feed(run: &Run, start_ts: Ts) -> Changefeed {
     // Small chunks so that large transactions come out in several pieces.
     cfg.sorter.max_chunk_bytes = 64 << 10;
     cfg.tls = run.tls.as_ref().map(TestPki::cluster_tls);
+    cfg.prewrite_memory_bytes = run.prewrite_memory_bytes;
     tokio::time::timeout(
         Duration::from_secs(30),
         Changefeed::start(cfg, CancellationToken::new()),
@@ -270,7 +274,21 @@ async fn run_seed(seed: u64, txns: u64, chaos: bool) {
 
 /// [`run_seed`], over mutual TLS when `tls`.
 async fn run_seed_over(seed: u64, txns: u64, chaos: bool, tls: bool) {
-    let run = start_sim_with(seed, txns, 0.0, chaos, 1, tls).await;
+    run_seed_with(seed, txns, chaos, tls, None).await;
+}
+
+/// [`run_seed_over`] with the changefeed's prewrite memory budget set.
+async fn run_seed_with(
+    seed: u64,
+    txns: u64,
+    chaos: bool,
+    tls: bool,
+    prewrite_memory_bytes: Option<usize>,
+) {
+    let mut run = start_sim_with(seed, txns, 0.0, chaos, 1, tls).await;
+    if let Some(b) = prewrite_memory_bytes {
+        run.prewrite_memory_bytes = b;
+    }
     let mut feed = start_feed(&run, run.start_ts).await;
     run.sim.start_workload();
     let mut c = Consumer::default();
@@ -315,9 +333,11 @@ async fn workload_with_faults_equals_truth_seed_2() {
     run_seed(2, 10_000, true).await;
 }
 
+/// The same with no memory for prewrites: every one goes to the sorter's RocksDB and every
+/// commit, rollback and scan replay reads it back (the huge-transaction path, under faults).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn workload_with_faults_equals_truth_seed_3() {
-    run_seed(3, 10_000, true).await;
+async fn workload_with_faults_and_every_prewrite_spilled_equals_truth() {
+    run_seed_with(3, 10_000, true, false, Some(0)).await;
 }
 
 /// The same workload and faults with PD and TiKV serving mutual TLS (client certificates,

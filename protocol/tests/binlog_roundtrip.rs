@@ -580,3 +580,45 @@ fn bad_value_leaves_no_bytes() {
     tx.abort();
     assert!(buf.is_empty());
 }
+
+/// A file a huge transaction took past 4 GiB: `log_pos` wraps modulo 2^32 as MySQL writes it
+/// (`int4store` of the 64-bit end), the event stays valid for mysql_common (header and CRC),
+/// and shifting a run of events across the boundary wraps the same way.
+#[test]
+fn log_pos_past_four_gib_wraps_like_mysql() {
+    use mysql_common::binlog::events::BinlogEventHeader;
+    use mysql_common::io::ParseBuf;
+    use mysql_common::proto::MyDeserialize;
+
+    let mut w = EventWriter::new(SERVER_ID, true);
+    let start = u64::from(u32::MAX) - 10;
+    let mut buf = Vec::new();
+    let end = w.write(&mut buf, start, TS, &Xid(4242)).unwrap();
+    assert_eq!(end, start + buf.len() as u64, "offsets stay 64-bit");
+    let header = BinlogEventHeader::deserialize((), &mut ParseBuf(&buf[..19])).unwrap();
+    assert_eq!(u64::from(header.log_pos()), end - (1 << 32));
+    assert_eq!(header.log_pos(), (end & 0xFFFF_FFFF) as u32);
+    let fde = FormatDescription::mysql80(SERVER_VERSION, TS, ChecksumAlg::Crc32);
+    let mut fde_buf = Vec::new();
+    w.write(&mut fde_buf, 4, TS, &fde).unwrap();
+    let mut reader = EventStreamReader::new(BinlogVersion::Version4);
+    reader.read(&fde_buf[..]).unwrap();
+    let ev = reader.read(&buf[..]).unwrap().unwrap();
+    assert!(ev.header().log_pos() < 100, "wrapped");
+    match ev.read_data().unwrap().unwrap() {
+        EventData::XidEvent(x) => assert_eq!(x.xid, 4242),
+        other => panic!("unexpected {other:?}"),
+    }
+    // Two events written below the boundary, moved past it (bytes inserted before them).
+    let mut run = Vec::new();
+    let mid = w.write(&mut run, start - 100, TS, &Xid(1)).unwrap();
+    w.write(&mut run, mid, TS, &Xid(2)).unwrap();
+    shift_log_pos(&mut run, 100, true).unwrap();
+    let mut again = Vec::new();
+    let mid2 = w.write(&mut again, start, TS, &Xid(1)).unwrap();
+    w.write(&mut again, mid2, TS, &Xid(2)).unwrap();
+    assert_eq!(
+        run, again,
+        "shifted bytes equal bytes written there, CRCs included"
+    );
+}

@@ -29,8 +29,8 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
-    /// A row or event could not be encoded (value does not fit its column, name too long, file
-    /// past 4 GiB). The statement was not written; abort the transaction.
+    /// A row or event could not be encoded (value does not fit its column, name too long, one
+    /// event of 4 GiB). The statement was not written; abort the transaction.
     #[error("binlog encoding failed: {0}")]
     Codec(#[from] BinlogError),
     /// Bytes on disk that recovery cannot explain: fsynced data missing or damaged.

@@ -755,7 +755,8 @@ impl BinlogReader {
                         self.buf[15],
                         self.buf[16],
                     ]);
-                    if u64::from(log_pos) != self.pos.offset + len {
+                    // Modulo 2^32: a file that a huge transaction took past 4 GiB wraps it.
+                    if log_pos != (self.pos.offset + len) as u32 {
                         return Err(corrupt("log_pos does not match the event's end"));
                     }
                     self.current = Some(self.pos);

@@ -38,6 +38,13 @@
 //! never see these bytes before the commit is flushed; recovery cuts them if the commit never
 //! came.
 //!
+//! A transaction never spans two files, so one of several GiB takes its file past 4 GiB. The
+//! header's 32-bit `log_pos` then wraps modulo 2^32, as MySQL writes it; offsets everywhere
+//! else (readers, recovery, the mapping, `SHOW MASTER STATUS`, COM_BINLOG_DUMP_GTID's 8-byte
+//! position) are 64-bit and counted from the bytes, never taken from `log_pos`. As with
+//! MySQL, COM_BINLOG_DUMP's 4-byte position cannot name an offset past 4 GiB: such clients
+//! resume by GTID, or from the next file.
+//!
 //! # Durability (group commit)
 //! [`BinlogStore::flush`] appends the mapping records of the new transactions and the checkpoint
 //! to `<basename>.map` and fsyncs it, then writes the binlog bytes and fsyncs the binlog file,
@@ -112,7 +119,8 @@ pub struct StoreConfig {
     pub server_uuid: Sid,
     /// `binlog_checksum=CRC32`. A change takes effect with a new file at open.
     pub checksum: bool,
-    /// Rotate once a file passes this many bytes (at most 4 GiB - 1 can be addressed).
+    /// Rotate once a file passes this many bytes (1 B ..= 4 GiB; a big transaction can take a
+    /// file past it, see "Big transactions").
     pub max_binlog_size: u64,
     /// `binlog_expire_logs_seconds`; 0 disables [`BinlogStore::purge_expired`].
     pub expire_logs_seconds: u64,

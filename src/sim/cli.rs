@@ -614,7 +614,11 @@ impl SimBuilder {
                     failure.clone(),
                 );
                 tracker.spawn(async move {
-                    tracing::info!(rows = cfg.rows(), bytes = cfg.bytes, "huge transaction starts");
+                    tracing::info!(
+                        rows = cfg.rows(),
+                        bytes = cfg.bytes,
+                        "huge transaction starts"
+                    );
                     match crate::sim::workload::huge::run(&cluster, &tidb, cfg).await {
                         Ok(s) => {
                             tracing::info!(

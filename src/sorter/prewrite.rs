@@ -40,7 +40,10 @@ impl PrewriteSpill {
 
 impl SpillStore for PrewriteSpill {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, SpillError> {
-        self.db.db.get_cf(self.cf()?, key).map_err(|e| err("get", e))
+        self.db
+            .db
+            .get_cf(self.cf()?, key)
+            .map_err(|e| err("get", e))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), SpillError> {
@@ -132,7 +135,10 @@ mod tests {
                 })
                 .unwrap()
                 .expect("matched");
-            assert_eq!((row.value.len(), row.old_value.as_slice()), (10_000, &b"old"[..]));
+            assert_eq!(
+                (row.value.len(), row.old_value.as_slice()),
+                (10_000, &b"old"[..])
+            );
         }
         assert_eq!(count(&db), 100);
         drop(m);

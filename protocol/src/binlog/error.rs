@@ -6,8 +6,8 @@
 //!   retrying will not help.
 //! * [`BinlogError::is_malformed_input`]: bytes read from disk or the network are not a valid
 //!   binlog structure. Reject the input; never retry on the same bytes.
-//! * [`BinlogError::PositionOverflow`]: the file is full (32-bit `log_pos`); rotate and retry in
-//!   the next file.
+//! * [`BinlogError::PositionOverflow`]: one event of 4 GiB or more (32-bit `event_size`); it
+//!   cannot be written anywhere. (`log_pos` past 4 GiB wraps, as MySQL's does.)
 
 /// Result of the binlog codec.
 pub type Result<T> = std::result::Result<T, BinlogError>;
@@ -45,8 +45,8 @@ pub enum BinlogError {
     /// A JSON document that MySQL's binary JSON cannot hold (e.g. a key over 65535 bytes).
     #[error("json document cannot be encoded: {reason}")]
     Json { reason: &'static str },
-    /// The event would end past the 4 GiB a v4 header `log_pos` can address: rotate first.
-    #[error("event ending at offset {end} does not fit the 32-bit log_pos")]
+    /// The event is 4 GiB or larger: a v4 header's `event_size` cannot hold it.
+    #[error("an event of {end} bytes does not fit the 32-bit event_size")]
     PositionOverflow { end: u64 },
     /// Input bytes are not a valid structure.
     #[error("malformed {what} at byte {offset}")]

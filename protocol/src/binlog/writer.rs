@@ -137,10 +137,10 @@ impl EventWriter {
         let len = buf.len() - start + if crc { CHECKSUM_LEN } else { 0 };
         let log_pos = match meta.log_pos {
             LogPos::Fixed(p) => p,
-            LogPos::StartsAt(p) => {
-                let end = p + len as u64;
-                u32::try_from(end).map_err(|_| BinlogError::PositionOverflow { end })?
-            }
+            // Past 4 GiB the 32-bit field wraps, as MySQL writes it (`int4store` of the
+            // 64-bit end): a transaction larger than that still goes into one file, whose
+            // readers count offsets themselves.
+            LogPos::StartsAt(p) => (p + len as u64) as u32,
         };
         let event_size =
             u32::try_from(len).map_err(|_| BinlogError::PositionOverflow { end: len as u64 })?;
@@ -203,10 +203,8 @@ pub fn shift_log_pos(events: &mut [u8], delta: i64, crc: bool) -> Result<()> {
             });
         }
         if h.log_pos != 0 {
-            let p = i64::from(h.log_pos) + delta;
-            let p = u32::try_from(p).map_err(|_| BinlogError::PositionOverflow {
-                end: p.max(0) as u64,
-            })?;
+            // Modulo 2^32, like the field itself (see `finish_event`).
+            let p = (i64::from(h.log_pos) + delta).rem_euclid(1 << 32) as u32;
             events[at + 13..at + 17].copy_from_slice(&p.to_le_bytes());
         }
         if crc {

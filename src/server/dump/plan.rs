@@ -559,7 +559,8 @@ impl DumpPlan {
     pub fn on_heartbeat(&mut self, emit: Emit<'_>) -> Result<(), PlanError> {
         let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
         let mut ev = Vec::with_capacity(64);
-        let pos = u32::try_from(self.pos).unwrap_or(u32::MAX);
+        // The header's 32 bits wrap past 4 GiB, as the file's own events do.
+        let pos = self.pos as u32;
         w.write_with(
             &mut ev,
             EventMeta {
@@ -665,7 +666,8 @@ impl DumpPlan {
         let head = EventHead {
             timestamp: 0,
             server_id: self.server_id,
-            log_pos: u32::try_from(self.pos).unwrap_or(u32::MAX),
+            // The 32-bit field wraps past 4 GiB, as in the events themselves.
+            log_pos: self.pos as u32,
             flags: flags::ARTIFICIAL,
         };
         let list = [MariaGtid {
@@ -738,7 +740,7 @@ impl DumpPlan {
         let head = EventHead {
             timestamp: 0,
             server_id: self.server_id,
-            log_pos: u32::try_from(log_pos).unwrap_or(u32::MAX),
+            log_pos: log_pos as u32,
             flags: flags::ARTIFICIAL,
         };
         let list = [MariaGtid {
