@@ -45,6 +45,8 @@ use crate::tidb::key;
 
 /// Rows taken from the puller before they are handed to the sorter as one batch.
 const INGRESS_BATCH_ROWS: usize = 4096;
+/// ... or payload bytes (wide rows make few rows a lot of memory).
+const INGRESS_BATCH_BYTES: usize = 4 << 20;
 /// Pieces queued between the egress task and the consumer.
 const OUTPUT_CHANNEL: usize = 8;
 
@@ -354,6 +356,7 @@ async fn ingress(
     cancel: CancellationToken,
 ) {
     let mut rows: Vec<RawRow> = Vec::with_capacity(INGRESS_BATCH_ROWS);
+    let mut batch_bytes = 0usize;
     let send = |r: std::result::Result<(), SorterError>| r.map_err(ChangefeedError::from);
     loop {
         let first = tokio::select! {
@@ -370,13 +373,16 @@ async fn ingress(
             match ev {
                 RawKvEvent::Row(r) => {
                     if is_record_key(&r.key) {
+                        batch_bytes += r.payload_len();
                         rows.push(r);
                     }
-                    if rows.len() >= INGRESS_BATCH_ROWS {
+                    if rows.len() >= INGRESS_BATCH_ROWS || batch_bytes >= INGRESS_BATCH_BYTES {
+                        batch_bytes = 0;
                         result = send(writer.send_rows(std::mem::take(&mut rows)).await);
                     }
                 }
                 RawKvEvent::Resolved(ts) => {
+                    batch_bytes = 0;
                     result = send(writer.send_rows(std::mem::take(&mut rows)).await);
                     if result.is_ok() {
                         result = send(writer.send_resolved(ts).await);
@@ -389,6 +395,7 @@ async fn ingress(
             next = events.try_recv();
         }
         if result.is_ok() && !rows.is_empty() {
+            batch_bytes = 0;
             result = send(writer.send_rows(std::mem::take(&mut rows)).await);
         }
         if let Err(e) = result {

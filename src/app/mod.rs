@@ -61,6 +61,70 @@ use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
 
 /// Messages queued between the relay task and the writer thread.
 const WRITER_CHANNEL: usize = 64;
+/// Bytes of row images queued between the relay task and the writer thread: a transaction of
+/// gigabytes arrives as pieces of up to `max_chunk_bytes` each, and a count bound alone would
+/// let [`WRITER_CHANNEL`] of them pile up.
+const WRITER_QUEUE_BYTES: usize = 32 << 20;
+
+/// The byte bound of the writer's queue: the relay takes a piece's bytes before queueing it,
+/// the writer gives them back once the piece is written.
+#[derive(Debug, Clone)]
+struct QueueBytes(Arc<tokio::sync::Semaphore>);
+
+impl QueueBytes {
+    fn new() -> QueueBytes {
+        QueueBytes(Arc::new(tokio::sync::Semaphore::new(WRITER_QUEUE_BYTES)))
+    }
+
+    /// Bytes an event holds in the queue (a piece larger than the bound takes all of it).
+    fn cost(ev: &ChangeEvent) -> u32 {
+        let ChangeEvent::Rows(t) = ev else {
+            return 0;
+        };
+        let value = |v: &tibinlog_protocol::value::Value| {
+            use tibinlog_protocol::value::Value;
+            std::mem::size_of::<Value>()
+                + match v {
+                    Value::Bytes(b) => b.len(),
+                    Value::Decimal(s) => s.len(),
+                    _ => 0,
+                }
+        };
+        t.rows
+            .iter()
+            .map(|r| {
+                64 + r
+                    .before
+                    .iter()
+                    .chain(r.after.iter())
+                    .flatten()
+                    .map(value)
+                    .sum::<usize>()
+            })
+            .sum::<usize>()
+            .min(WRITER_QUEUE_BYTES) as u32
+    }
+
+    /// Waits for `cost` bytes; false if the queue is gone.
+    async fn take(&self, cost: u32) -> bool {
+        if cost == 0 {
+            return true;
+        }
+        match self.0.acquire_many(cost).await {
+            Ok(p) => {
+                p.forget();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn give(&self, cost: u32) {
+        if cost > 0 {
+            self.0.add_permits(cost as usize);
+        }
+    }
+}
 /// Longest stretch of writing without a checkpoint (see the module docs).
 pub const INTERMEDIATE_CHECKPOINT: Duration = Duration::from_millis(200);
 /// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
@@ -422,6 +486,7 @@ impl App {
         let failure = Arc::new(Failure::default());
         let abrupt = Arc::new(AtomicBool::new(false));
         let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
+        let queue = QueueBytes::new();
         let (flushed_tx, flushed_rx) = watch::channel(start_ts);
         // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
         // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
@@ -434,9 +499,10 @@ impl App {
         let writer = {
             let (stats, failure, stop, abrupt) =
                 (stats.clone(), failure.clone(), stop.clone(), abrupt.clone());
-            let (history, files) = (history.clone(), files.clone());
+            let (history, files, queue) = (history.clone(), files.clone(), queue.clone());
             tokio::task::spawn_blocking(move || {
                 let mut w = Writer {
+                    queue,
                     store: Some(store),
                     skipping: None,
                     in_txn: false,
@@ -538,6 +604,7 @@ impl App {
             feed,
             feed_cfg,
             msg_tx,
+            queue,
             flushed_rx,
             stop.clone(),
             Verdicts {
@@ -732,6 +799,7 @@ async fn relay(
     first: anyhow::Result<Changefeed>,
     mut cfg: ChangefeedConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
+    queue: QueueBytes,
     mut flushed: watch::Receiver<Ts>,
     stop: CancellationToken,
     verdicts: Verdicts,
@@ -742,7 +810,7 @@ async fn relay(
         let error = match next {
             Ok(mut f) => {
                 verdicts.status.running();
-                let error = pump(&mut f, &out, &mut flushed, &stop, &mut retry).await;
+                let error = pump(&mut f, &out, &queue, &mut flushed, &stop, &mut retry).await;
                 f.close().await;
                 let Some(error) = error else { break };
                 // The writer drops the transaction it had open.
@@ -797,6 +865,7 @@ async fn relay(
 async fn pump(
     feed: &mut Changefeed,
     out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
+    queue: &QueueBytes,
     flushed: &mut watch::Receiver<Ts>,
     stop: &CancellationToken,
     retry: &mut Duration,
@@ -815,6 +884,11 @@ async fn pump(
                 Some(Ok(ev)) => {
                     if matches!(ev, ChangeEvent::Resolved(_)) {
                         *retry = FIRST_RETRY;
+                    }
+                    let cost = QueueBytes::cost(&ev);
+                    tokio::select! {
+                        _ = stop.cancelled() => return None,
+                        ok = queue.take(cost) => if !ok { return None },
                     }
                     tokio::select! {
                         _ = stop.cancelled() => return None,
@@ -835,6 +909,8 @@ async fn pump(
 /// The writer thread's state.
 struct Writer {
     store: Option<BinlogStore>,
+    /// The byte bound of the queue this writer drains.
+    queue: QueueBytes,
     /// `(commit_ts, start_ts)` of a transaction being skipped (already in the binlog).
     skipping: Option<(Ts, Ts)>,
     /// A transaction is open in the store.
@@ -868,7 +944,10 @@ impl Writer {
         while let Some(msg) = rx.blocking_recv() {
             match msg {
                 WriterMsg::Event(ev) => {
-                    self.on_event(ev)?;
+                    let cost = QueueBytes::cost(&ev);
+                    let written = self.on_event(ev);
+                    self.queue.give(cost);
+                    written?;
                     let open = self.files.end_pos().file_seq;
                     if open != self.expiry_seen && !self.in_txn {
                         self.expiry_seen = open;
@@ -1183,6 +1262,7 @@ mod tests {
         let files = store.files();
         let (flushed, rx) = watch::channel(Ts(0));
         let w = Writer {
+            queue: QueueBytes::new(),
             store: Some(store),
             skipping: None,
             in_txn: false,

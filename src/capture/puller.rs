@@ -278,7 +278,7 @@ impl Puller {
             live: HashMap::new(),
             stores: HashMap::new(),
             next_generation: 1,
-            store_tx,
+            store_out: store_stream::OutputTx::new(store_tx),
             store_rx,
             retries: BinaryHeap::new(),
             next_seq: 0,
@@ -371,7 +371,8 @@ struct Actor {
     live: HashMap<u64, Live>,
     stores: HashMap<u64, StoreHandle>,
     next_generation: u64,
-    store_tx: mpsc::Sender<StoreOutput>,
+    /// The store actors' sender (bounded in row bytes; see [`store_stream::OutputTx`]).
+    store_out: store_stream::OutputTx,
     store_rx: mpsc::Receiver<StoreOutput>,
     retries: BinaryHeap<Reverse<Scheduled>>,
     next_seq: u64,
@@ -635,7 +636,7 @@ impl Actor {
             generation,
             addr,
             self.stream_cfg.clone(),
-            self.store_tx.clone(),
+            self.store_out.clone(),
             self.cancel.child_token(),
         );
         self.stores.insert(store_id, h.clone());
@@ -727,6 +728,15 @@ impl Actor {
 
     /// Returns false if the output receiver is gone.
     async fn on_store_output(&mut self, o: StoreOutput) -> Result<bool, PullerError> {
+        // The output's bytes count against the store actors' quota until its rows are passed
+        // on (a row sent on holds the output channel's own quota).
+        let cost = store_stream::OutputTx::cost(&o);
+        let r = self.pass_on(o).await;
+        self.store_out.release(cost);
+        r
+    }
+
+    async fn pass_on(&mut self, o: StoreOutput) -> Result<bool, PullerError> {
         match o {
             StoreOutput::Rows(rows) => {
                 for row in rows {

@@ -23,11 +23,12 @@
 //!   (each holds a token released at INITIALIZED or on failure); others wait in a queue.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tibinlog_proto::cdcpb::{self, change_data_client::ChangeDataClient};
 use tibinlog_proto::kvrpcpb;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
@@ -143,13 +144,85 @@ pub fn should_fall_back(status: &Status) -> bool {
     status.code() == Code::Unimplemented
 }
 
+/// Bytes of rows every store actor together may have handed to the puller and the puller not
+/// yet passed on: with many stores and messages of megabytes, a count bound alone would let a
+/// huge transaction's rows pile up here.
+pub const OUTPUT_QUOTA_BYTES: usize = 32 << 20;
+/// Fixed cost counted per row besides its payload.
+const ROW_OVERHEAD_BYTES: usize = 64;
+/// Rows of one message handed on as soon as they reach this many payload bytes: a message of
+/// small COMMITs can match prewrites of megabytes each.
+const ROWS_FLUSH_BYTES: usize = 4 << 20;
+
+/// The store actors' side of the channel to the puller: bounded in items and in row bytes. A
+/// sent output holds its bytes until the puller calls [`OutputTx::release`] for it.
+#[derive(Debug, Clone)]
+pub struct OutputTx {
+    pub tx: mpsc::Sender<StoreOutput>,
+    bytes: Arc<Semaphore>,
+}
+
+impl OutputTx {
+    pub fn new(tx: mpsc::Sender<StoreOutput>) -> OutputTx {
+        OutputTx {
+            tx,
+            bytes: Arc::new(Semaphore::new(OUTPUT_QUOTA_BYTES)),
+        }
+    }
+
+    /// Bytes `o` holds against the quota (an output larger than all of it takes all of it).
+    pub fn cost(o: &StoreOutput) -> u32 {
+        match o {
+            StoreOutput::Rows(rows) => rows
+                .iter()
+                .map(|r| r.payload_len() + ROW_OVERHEAD_BYTES)
+                .sum::<usize>()
+                .min(OUTPUT_QUOTA_BYTES) as u32,
+            _ => 0,
+        }
+    }
+
+    /// Waits for `cost` bytes and a slot; `None` once the puller is gone. Cancel-safe.
+    async fn reserve(
+        &self,
+        cost: u32,
+    ) -> Option<(mpsc::Permit<'_, StoreOutput>, Option<OwnedSemaphorePermit>)> {
+        let bytes = if cost > 0 {
+            Some(self.bytes.clone().acquire_many_owned(cost).await.ok()?)
+        } else {
+            None
+        };
+        let slot = self.tx.reserve().await.ok()?;
+        Some((slot, bytes))
+    }
+
+    /// Sends `o`, waiting for room; false once the puller is gone.
+    async fn send(&self, o: StoreOutput) -> bool {
+        match self.reserve(Self::cost(&o)).await {
+            Some((slot, bytes)) => {
+                bytes.map(OwnedSemaphorePermit::forget);
+                slot.send(o);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The puller is done with an output of `cost` bytes.
+    pub fn release(&self, cost: u32) {
+        if cost > 0 {
+            self.bytes.add_permits(cost as usize);
+        }
+    }
+}
+
 /// Starts the actor of `store_id` at `addr`.
 pub fn spawn(
     store_id: u64,
     generation: u64,
     addr: String,
     cfg: StoreStreamConfig,
-    out: mpsc::Sender<StoreOutput>,
+    out: OutputTx,
     cancel: CancellationToken,
 ) -> StoreHandle {
     let (tx, rx) = mpsc::channel(COMMAND_CHANNEL);
@@ -166,6 +239,7 @@ pub fn spawn(
         multiplexed: true,
         outq: VecDeque::new(),
         rows: Vec::new(),
+        rows_bytes: 0,
     };
     tokio::spawn(actor.run(addr, cancel));
     StoreHandle {
@@ -185,7 +259,7 @@ struct StoreActor {
     generation: u64,
     cfg: StoreStreamConfig,
     commands: mpsc::Receiver<StoreCommand>,
-    out: mpsc::Sender<StoreOutput>,
+    out: OutputTx,
     feeds: HashMap<(u64, RegionId), Sub>,
     /// Region → request ids subscribed on this stream (for `request_id = 0` resolved ts).
     by_region: HashMap<RegionId, Vec<u64>>,
@@ -198,6 +272,8 @@ struct StoreActor {
     outq: VecDeque<StoreOutput>,
     /// Scratch for rows of one message.
     rows: Vec<RawRow>,
+    /// Payload bytes in `rows`.
+    rows_bytes: usize,
 }
 
 type Feed = (
@@ -311,7 +387,7 @@ impl StoreActor {
         {
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                r = self.out.send(o) => if r.is_err() { return },
+                sent = self.out.send(o) => if !sent { return },
             }
         }
     }
@@ -330,17 +406,19 @@ impl StoreActor {
         }
         let store = self.store_id;
         loop {
+            let cost = self.outq.front().map_or(0, OutputTx::cost);
             let woke = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Woke::Cancelled,
-                permit = self.out.reserve(), if !self.outq.is_empty() => match permit {
-                    Ok(permit) => {
+                permit = self.out.reserve(cost), if !self.outq.is_empty() => match permit {
+                    Some((slot, bytes)) => {
                         if let Some(o) = self.outq.pop_front() {
-                            permit.send(o);
+                            bytes.map(OwnedSemaphorePermit::forget);
+                            slot.send(o);
                         }
                         Woke::Sent
                     }
-                    Err(_) => Woke::Cancelled,
+                    None => Woke::Cancelled,
                 },
                 cmd = self.commands.recv() => Woke::Command(cmd),
                 msg = stream.message(), if self.outq.is_empty() => Woke::Message(msg),
@@ -493,6 +571,15 @@ impl StoreActor {
         let mut failed: Vec<StoreOutput> = Vec::new();
         let mut tokens_freed = false;
         for ev in msg.events {
+            if self.rows_bytes >= ROWS_FLUSH_BYTES {
+                // Nothing else of this message is queued yet (a message is read only once the
+                // queue is empty), so these rows go out in order.
+                self.rows_bytes = 0;
+                let rows = std::mem::take(&mut self.rows);
+                if !self.out.send(StoreOutput::Rows(rows)).await {
+                    return Ok(()); // the puller is gone
+                }
+            }
             let Some(key) = self.route(ev.request_id, RegionId(ev.region_id)) else {
                 continue; // a subscription we no longer track (§1.4 Deregister)
             };
@@ -500,7 +587,13 @@ impl StoreActor {
                 continue;
             };
             let was_init = sub.feed.is_initialized();
-            match sub.feed.on_cdcpb_event(ev, &mut self.rows) {
+            let had = self.rows.len();
+            let stepped = sub.feed.on_cdcpb_event(ev, &mut self.rows);
+            self.rows_bytes += self.rows[had..]
+                .iter()
+                .map(RawRow::payload_len)
+                .sum::<usize>();
+            match stepped {
                 Ok(Some(ts)) => resolved.push((sub.req.span.clone(), ts)),
                 Ok(None) => {}
                 Err(error) => {
@@ -554,6 +647,7 @@ impl StoreActor {
             }
         }
         if !self.rows.is_empty() {
+            self.rows_bytes = 0;
             self.outq
                 .push_back(StoreOutput::Rows(std::mem::take(&mut self.rows)));
         }
