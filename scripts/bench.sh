@@ -21,3 +21,6 @@ cargo bench --locked -p tibinlog --bench serve
 echo "== SQL reads: SELECT * of 1,000,000 rows streamed, against MariaDB (ratio, RSS growth), and"
 echo "   information_schema.COLUMNS over 10,000 tables"
 cargo bench --locked -p tibinlog --bench select
+echo "== one 5 GiB transaction from the simulated TiKV to a dump client: every value checked,"
+echo "   throughput, the server's peak RSS (its prewrites spill to the sorter's RocksDB)"
+HUGE_BYTES="${HUGE_BYTES:-5G}" cargo bench --locked -p tibinlog --bench huge_txn

@@ -42,6 +42,9 @@ use crate::model::{Op, RawRow, RegionId, Ts};
 /// anything the downstream can buffer either, unless it spills.
 pub const DEFAULT_PENDING_BYTES_LIMIT: usize = 512 << 20;
 
+/// Bytes written to the spill store per batch when a transaction moves there.
+const SPILL_BATCH_BYTES: usize = 4 << 20;
+
 /// Default shared memory budget of prewrites before they spill: 128 MiB for all regions.
 pub const DEFAULT_PREWRITE_MEMORY_BYTES: usize = 128 << 20;
 
@@ -404,30 +407,33 @@ impl Matcher {
         let Some(spill) = self.config.spill.clone() else {
             return Ok(());
         };
-        let (rows, bytes) = match self.pending.get(&start_ts) {
-            Some(txn) => {
-                let entries: Vec<(Vec<u8>, Vec<u8>)> = txn
-                    .rows
-                    .iter()
-                    .map(|(key, p)| {
-                        let (mut k, mut v) = (Vec::new(), Vec::new());
-                        spill::encode_key(&mut k, self.owner, start_ts, key);
-                        spill::encode_record(&mut v, p.generation, &p.value, &p.old_value);
-                        (k, v)
-                    })
-                    .collect();
-                spill
-                    .store
-                    .put_all(&entries)
-                    .map_err(|e| self.spill_err(e))?;
-                (entries.len(), txn.bytes)
-            }
-            None => (0, 0),
-        };
         self.used_store = true;
+        let (mut rows, mut bytes) = (0, 0);
         if let Some(txn) = self.pending.remove(&start_ts) {
-            self.pending_bytes -= txn.bytes;
-            self.budget(0, txn.bytes);
+            // Written in batches, each prewrite freed once encoded, so moving a transaction
+            // to disk never holds it twice.
+            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut batch_bytes = 0;
+            let mut left = txn.rows.len();
+            for (key, p) in txn.rows {
+                let charge = p.charge(&key);
+                let (mut k, mut v) = (Vec::new(), Vec::new());
+                spill::encode_key(&mut k, self.owner, start_ts, &key);
+                spill::encode_record(&mut v, p.generation, &p.value, &p.old_value);
+                drop((key, p));
+                batch_bytes += k.len() + v.len();
+                batch.push((k, v));
+                left -= 1;
+                if batch_bytes >= SPILL_BATCH_BYTES || left == 0 {
+                    spill.store.put_all(&batch).map_err(|e| self.spill_err(e))?;
+                    batch.clear();
+                    batch_bytes = 0;
+                }
+                rows += 1;
+                bytes += charge;
+                self.pending_bytes -= charge;
+                self.budget(0, charge);
+            }
         }
         spill.budget.count_spilled(rows as u64, bytes as u64);
         self.spilled.insert(start_ts, rows);
@@ -892,7 +898,7 @@ mod tests {
         let one = prewrite_charge(p.key.len(), p.value.len(), p.old_value.len());
         let budget = 10 * one;
         let (config, store) = spilling(budget);
-        let shared = config.spill.as_ref().unwrap().budget.clone();
+        let shared = config.spill.as_ref().expect("spill").budget.clone();
         let mut a = Matcher::new(RegionId(1), config.clone());
         let mut b = Matcher::new(RegionId(2), config);
         for m in [&mut a, &mut b] {

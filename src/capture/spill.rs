@@ -200,26 +200,26 @@ pub(crate) mod tests {
             Ok(())
         }
         pub(crate) fn len(&self) -> usize {
-            self.map.lock().unwrap().len()
+            self.map.lock().expect("lock").len()
         }
     }
 
     impl SpillStore for MapStore {
         fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, SpillError> {
             self.check()?;
-            Ok(self.map.lock().unwrap().get(key).cloned())
+            Ok(self.map.lock().expect("lock").get(key).cloned())
         }
         fn put(&self, key: &[u8], value: &[u8]) -> Result<(), SpillError> {
             self.check()?;
             self.map
                 .lock()
-                .unwrap()
+                .expect("ok")
                 .insert(key.to_vec(), value.to_vec());
             Ok(())
         }
         fn put_all(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), SpillError> {
             self.check()?;
-            let mut map = self.map.lock().unwrap();
+            let mut map = self.map.lock().expect("lock");
             for (k, v) in entries {
                 map.insert(k.clone(), v.clone());
             }
@@ -227,14 +227,14 @@ pub(crate) mod tests {
         }
         fn delete(&self, key: &[u8]) -> Result<(), SpillError> {
             self.check()?;
-            self.map.lock().unwrap().remove(key);
+            self.map.lock().expect("lock").remove(key);
             Ok(())
         }
         fn delete_range(&self, from: &[u8], to: &[u8]) -> Result<(), SpillError> {
             self.check()?;
             self.map
                 .lock()
-                .unwrap()
+                .expect("ok")
                 .retain(|k, _| k.as_slice() < from || k.as_slice() >= to);
             Ok(())
         }

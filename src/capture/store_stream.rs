@@ -200,7 +200,9 @@ impl OutputTx {
     async fn send(&self, o: StoreOutput) -> bool {
         match self.reserve(Self::cost(&o)).await {
             Some((slot, bytes)) => {
-                bytes.map(OwnedSemaphorePermit::forget);
+                if let Some(b) = bytes {
+                    b.forget();
+                }
                 slot.send(o);
                 true
             }
@@ -413,7 +415,9 @@ impl StoreActor {
                 permit = self.out.reserve(cost), if !self.outq.is_empty() => match permit {
                     Some((slot, bytes)) => {
                         if let Some(o) = self.outq.pop_front() {
-                            bytes.map(OwnedSemaphorePermit::forget);
+                            if let Some(b) = bytes {
+                    b.forget();
+                }
                             slot.send(o);
                         }
                         Woke::Sent

@@ -42,10 +42,12 @@ pub(crate) const PREWRITE_CF: &str = "prewrite";
 
 /// The prewrite column family is point-read (a COMMIT looks its prewrite up, a PREWRITE checks
 /// for an earlier one), so it gets bloom filters and the default small blocks; it shares the
-/// block cache and never compresses (its data lives minutes at most).
+/// block cache and never compresses (its data lives minutes at most). Its memtables are half
+/// the size of the main ones: it only fills while a transaction larger than capture's memory
+/// budget is open.
 fn prewrite_options(cfg: &Config, cache: &Cache) -> Options {
     let mut opts = Options::default();
-    opts.set_write_buffer_size(cfg.write_buffer_bytes);
+    opts.set_write_buffer_size((cfg.write_buffer_bytes / 2).max(1 << 20));
     opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS);
     opts.set_compression_type(DBCompressionType::None);
     let mut table = BlockBasedOptions::default();

@@ -93,8 +93,8 @@ mod tests {
 
     #[test]
     fn a_matcher_spills_into_the_sorter_db_and_cleans_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = SortDb::open(&super::super::Config::new(dir.path().join("s"))).unwrap();
+        let dir = tempfile::tempdir().expect("ok");
+        let db = SortDb::open(&super::super::Config::new(dir.path().join("s"))).expect("ok");
         let store = PrewriteSpill::new(db.clone());
         let spill = Spill::new(Arc::new(store.clone()), 0);
         let config = MatcherConfig {
@@ -112,18 +112,18 @@ mod tests {
                 old_value: b"old".to_vec(),
                 generation: 0,
             })
-            .unwrap();
+            .expect("ok");
         }
         assert_eq!(m.spilled_prewrites(), 200);
         assert_eq!(spill.budget.used(), 0);
         let count = |db: &SortDb| {
-            let cf = db.db.cf_handle(PREWRITE_CF).unwrap();
+            let cf = db.db.cf_handle(PREWRITE_CF).expect("ok");
             db.db.iterator_cf(cf, rocksdb::IteratorMode::Start).count()
         };
         assert_eq!(count(&db), 200);
         // The sorter's own key space is untouched.
         assert_eq!(db.db.iterator(rocksdb::IteratorMode::Start).count(), 0);
-        m.on_initialized(&mut Vec::new()).unwrap();
+        m.on_initialized(&mut Vec::new()).expect("ok");
         for i in 0..100u32 {
             let row = m
                 .on_commit(Commit {
@@ -133,7 +133,7 @@ mod tests {
                     op: Op::Put,
                     value: Vec::new(),
                 })
-                .unwrap()
+                .expect("ok")
                 .expect("matched");
             assert_eq!(
                 (row.value.len(), row.old_value.as_slice()),
