@@ -560,3 +560,71 @@ async fn pd_faults_under_load(seed: u64, tls: bool) {
     feed.close().await;
     run.sim.shutdown().await.expect("sim shutdown");
 }
+
+/// One transaction of 1,024 rows of 4 KiB into `huge.big`, prewritten batch by batch
+/// (`--workload huge`), under a prewrite memory budget of 64 KiB: its prewrites move to the
+/// sorter's RocksDB, and the transaction comes out whole, in pieces, every value as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_transaction_larger_than_the_prewrite_budget_comes_out_whole() {
+    use tibinlog::sim::workload::huge::row_value;
+    use tibinlog_protocol::value::Value;
+
+    const ROWS: usize = 1024;
+    const ROW_BYTES: usize = 4096;
+    let args = SimArgs {
+        workload: tibinlog::sim::cli::WorkloadKind::Huge,
+        huge_bytes: (ROWS * ROW_BYTES) as u64,
+        huge_row_bytes: ROW_BYTES,
+        seed: Some(9),
+        resolved_ts_interval: Duration::from_millis(50),
+        progress_interval: Duration::from_secs(3600),
+        ..SimArgs::default()
+    };
+    let sim = SimBuilder::new(args)
+        .start(CancellationToken::new())
+        .await
+        .expect("sim start");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = ChangefeedConfig::new(
+        vec![sim.cluster().pd_url()],
+        Ts(sim.cluster().tso().0),
+        TableFilter::all(),
+        dir.path().join("sorter"),
+    );
+    cfg.prewrite_memory_bytes = 64 << 10;
+    cfg.sorter.max_chunk_bytes = 256 << 10;
+    let mut feed = Changefeed::start(cfg, CancellationToken::new())
+        .await
+        .expect("changefeed start");
+    let (mut ids, mut pieces, mut expected) = (Vec::new(), 0, Vec::new());
+    loop {
+        let ev = tokio::time::timeout(CATCH_UP, feed.next())
+            .await
+            .expect("no event in time")
+            .expect("changefeed ended")
+            .expect("changefeed error");
+        let ChangeEvent::Rows(t) = ev else { continue };
+        pieces += 1;
+        for r in &t.rows {
+            assert_eq!(r.table.def.table, "big");
+            let after = r.after.as_ref().expect("an insert");
+            let Value::Int(id) = after[0] else {
+                panic!("id {:?}", after[0])
+            };
+            row_value(9, id, ROW_BYTES, &mut expected);
+            assert!(
+                matches!(&after[1], Value::Bytes(b) if *b == expected),
+                "row {id}: value differs"
+            );
+            ids.push(id);
+        }
+        if t.last {
+            break;
+        }
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (1..=ROWS as i64).collect::<Vec<_>>(), "every row once");
+    assert!(pieces > 1, "a 4 MiB transaction comes in several pieces");
+    feed.close().await;
+    sim.shutdown().await.expect("sim shutdown");
+}
