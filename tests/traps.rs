@@ -1704,9 +1704,10 @@ async fn trap_24_maxwell_host_split() {
 }
 
 /// Trap 25: large values: rows events are cut at `max_rows_event_size` (8 KiB, far below the
-/// 16 MiB packet limit) with STMT_END_F on the last; an event that would end past 4 GiB is
-/// refused (rotate first); a `max_binlog_size` over 4 GiB is rejected; and the pipeline's files
-/// rotate once they pass their configured size.
+/// 16 MiB packet limit) with STMT_END_F on the last; an event that ends past 4 GiB (a huge
+/// transaction takes its file there) gets its `log_pos` modulo 2^32, as MySQL writes it; a
+/// `max_binlog_size` over 4 GiB is rejected; and the pipeline's files rotate once they pass
+/// their configured size.
 #[tokio::test]
 async fn trap_25_large_values() {
     use tibinlog_protocol::binlog::{
@@ -1745,13 +1746,16 @@ async fn trap_25_large_values() {
         let stmt_end = rows_table_and_flags(e).1 & STMT_END_F != 0;
         assert_eq!(stmt_end, i + 1 == rows.len(), "STMT_END_F on the last only");
     }
-    // An event ending past 4 GiB - 1 is refused.
+    // An event ending past 4 GiB: the 32-bit log_pos wraps, the returned offset does not.
     let mut w = EventWriter::new(1, true);
     let mut out = Vec::new();
-    let e = w
-        .write(&mut out, u64::from(u32::MAX) - 10, 1, &QueryEvent::begin(1))
-        .expect_err("past 4 GiB");
-    assert!(e.to_string().contains("32-bit log_pos"), "{e}");
+    let start = u64::from(u32::MAX) - 10;
+    let end = w
+        .write(&mut out, start, 1, &QueryEvent::begin(1))
+        .expect("past 4 GiB");
+    assert_eq!(end, start + out.len() as u64);
+    let log_pos = u32::from_le_bytes(out[13..17].try_into().expect("log_pos"));
+    assert_eq!(u64::from(log_pos), end - (1u64 << 32));
     // The configured cap is checked: 4 GiB - 1 is accepted, 4 GiB refused.
     for (size, accepted) in [
         (u64::from(u32::MAX), true),
