@@ -66,6 +66,25 @@ pub enum Ddl {
     RenameTables {
         renames: Vec<TableRename>,
     },
+    /// `ALTER TABLE t TRUNCATE PARTITION p, …` (`ActionTruncateTablePartition`): the named
+    /// partitions get new physical ids; their rows stay under the old ids until GC, and TiKV's
+    /// change stream never shows them deleted.
+    TruncatePartition {
+        db: String,
+        table: String,
+        partitions: Vec<String>,
+    },
+    /// `ALTER TABLE pt EXCHANGE PARTITION p WITH TABLE nt` (`ActionExchangeTablePartition`,
+    /// with validation as TiDB's default): the partition and the plain table swap physical ids,
+    /// so no row is written. The job names the plain table; `binlog.TableInfo` is the
+    /// partitioned table after the swap.
+    ExchangePartition {
+        db: String,
+        table: String,
+        partition: String,
+        nt_db: String,
+        nt_table: String,
+    },
     /// `ADD COLUMN` (appended last).
     AddColumn {
         db: String,
@@ -139,6 +158,31 @@ impl Ddl {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            Ddl::TruncatePartition {
+                db,
+                table,
+                partitions,
+            } => format!(
+                "ALTER TABLE {} TRUNCATE PARTITION {}",
+                qt(db, table),
+                partitions
+                    .iter()
+                    .map(|p| quote(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Ddl::ExchangePartition {
+                db,
+                table,
+                partition,
+                nt_db,
+                nt_table,
+            } => format!(
+                "ALTER TABLE {} EXCHANGE PARTITION {} WITH TABLE {}",
+                qt(db, table),
+                quote(partition),
+                qt(nt_db, nt_table)
+            ),
             Ddl::AddColumn { db, table, column } => {
                 format!("ALTER TABLE {} ADD COLUMN {}", qt(db, table), column.sql())
             }
@@ -196,6 +240,13 @@ enum Edit {
         table: i64,
         from: i64,
         to: i64,
+    },
+    /// Exchange partition: both tables' allocators go to the larger end, the plain table's
+    /// under its new id (`(db id, table id)` pairs).
+    ExchangeRowIds {
+        pt: (i64, i64),
+        nt_old: (i64, i64),
+        nt_new: (i64, i64),
     },
 }
 
@@ -309,6 +360,81 @@ fn lossless_change(
         && old.elems == new.elems
 }
 
+/// TiDB's checks before an exchange (`checkExchangePartition`, `checkTableDefCompatible`):
+/// `pt` partitioned and `nt` not; the same handle kind, charset and collation; the same
+/// columns in the same order (name, type, id); the same indexes by name (kind, columns, id).
+pub fn exchange_compatible(
+    pt: &TableInfo,
+    nt: &TableInfo,
+) -> std::result::Result<(), &'static str> {
+    if pt.partition.is_none() {
+        return Err("the table is not partitioned");
+    }
+    if nt.partition.is_some() {
+        return Err("the table to exchange with is partitioned");
+    }
+    let different = "tables have different definitions";
+    if pt.pk_is_handle != nt.pk_is_handle
+        || pt.is_common_handle != nt.is_common_handle
+        || pt.charset != nt.charset
+        || pt.collate != nt.collate
+        || pt.columns.len() != nt.columns.len()
+        || pt.indices.len() != nt.indices.len()
+    {
+        return Err(different);
+    }
+    let flags = mysql::UNSIGNED_FLAG
+        | mysql::AUTO_INCREMENT_FLAG
+        | mysql::NOT_NULL_FLAG
+        | mysql::ZEROFILL_FLAG
+        | mysql::BINARY_FLAG
+        | mysql::PRI_KEY_FLAG;
+    let mut pc: Vec<_> = pt.columns.iter().collect();
+    let mut nc: Vec<_> = nt.columns.iter().collect();
+    pc.sort_by_key(|c| c.offset);
+    nc.sort_by_key(|c| c.offset);
+    for (a, b) in pc.iter().zip(&nc) {
+        let (x, y) = (&a.field_type, &b.field_type);
+        let same_type = x.tp == y.tp
+            && x.flen == y.flen
+            && x.decimal == y.decimal
+            && x.charset == y.charset
+            && x.collate == y.collate
+            && x.elems == y.elems
+            && x.flag & flags == y.flag & flags;
+        if a.name.l != b.name.l || !same_type || a.state != b.state || a.hidden != b.hidden {
+            return Err(different);
+        }
+        if a.id != b.id {
+            return Err("a column's id differs (different history)");
+        }
+    }
+    for a in &pt.indices {
+        let b = nt
+            .indices
+            .iter()
+            .find(|b| b.idx_name.l == a.idx_name.l)
+            .ok_or(different)?;
+        let cols = |i: &crate::tidb::schema::IndexInfo| -> Vec<(String, i64)> {
+            i.idx_cols
+                .iter()
+                .map(|c| (c.name.l.clone(), c.length))
+                .collect()
+        };
+        if a.index_type != b.index_type
+            || a.is_unique != b.is_unique
+            || a.is_primary != b.is_primary
+            || cols(a) != cols(b)
+        {
+            return Err(different);
+        }
+        if a.id != b.id {
+            return Err("an index's id differs (different history)");
+        }
+    }
+    Ok(())
+}
+
 impl Tidb {
     fn db_entry(&self, name: &str) -> Result<&DbEntry> {
         self.catalog.db_or_err(name)
@@ -325,6 +451,7 @@ impl Tidb {
                 let t = self.catalog.table_or_err(db, table)?;
                 1 + t.info.partition.as_ref().map_or(0, |p| p.definitions.len())
             }
+            Ddl::TruncatePartition { partitions, .. } => partitions.len(),
             _ => 0,
         })
     }
@@ -544,6 +671,102 @@ impl Tidb {
                     moved.push((to.0, to.1, nd.info.id, info));
                 }
                 p.raw_args = json!({ "rename_table_infos": args });
+                p
+            }
+            Ddl::TruncatePartition {
+                db,
+                table,
+                partitions,
+            } => {
+                let t = table_of(db, table)?;
+                let mut info = t.info.clone();
+                let part = info.partition.as_mut().ok_or_else(|| {
+                    obj_err("partitioning", "", table, "the table is not partitioned")
+                })?;
+                let (mut old_ids, mut new_ids) = (Vec::new(), Vec::new());
+                for (name, &id) in partitions.iter().zip(ids) {
+                    let d = part
+                        .definitions
+                        .iter_mut()
+                        .find(|d| d.name.l == name.to_lowercase())
+                        .ok_or_else(|| obj_err("partition", name, table, "unknown"))?;
+                    if old_ids.contains(&d.id) || new_ids.contains(&d.id) {
+                        return Err(obj_err("partition", name, table, "named twice"));
+                    }
+                    old_ids.push(d.id);
+                    d.id = id;
+                    new_ids.push(id);
+                }
+                self.alter(
+                    t,
+                    info,
+                    action::TRUNCATE_TABLE_PARTITION,
+                    db,
+                    json!({ "old_partition_ids": old_ids, "new_partition_ids": new_ids }),
+                )
+            }
+            Ddl::ExchangePartition {
+                db,
+                table,
+                partition,
+                nt_db,
+                nt_table,
+            } => {
+                let pt = table_of(db, table)?;
+                let nt = table_of(nt_db, nt_table)?;
+                exchange_compatible(&pt.info, &nt.info)
+                    .map_err(|problem| obj_err("table", nt_table, table, problem))?;
+                let mut pt_info = pt.info.clone();
+                let def = pt_info
+                    .partition
+                    .as_mut()
+                    .and_then(|p| {
+                        p.definitions
+                            .iter_mut()
+                            .find(|d| d.name.l == partition.to_lowercase())
+                    })
+                    .ok_or_else(|| obj_err("partition", partition, table, "unknown"))?;
+                let part_id = def.id;
+                def.id = nt.info.id;
+                // WITH VALIDATION: every row of the plain table must belong to the partition.
+                let ts = core.ts();
+                let (start, end) = record_span(nt.info.id);
+                let mut row = Vec::new();
+                for pair in core.mvcc.scan(&start, &end, 0, ts, false, &[])? {
+                    let r = pair.result?;
+                    let (_, handle) = decode_record_key(&pair.key)?;
+                    nt.codec.decode_into(&r.value, Some(&handle), &mut row)?;
+                    let v = pt.partition_col().and_then(|c| row.get(c));
+                    if pt.route(v)? != part_id {
+                        return Err(obj_err(
+                            "partition",
+                            partition,
+                            table,
+                            "found a row that does not match the partition",
+                        ));
+                    }
+                }
+                let mut nt_info = nt.info.clone();
+                nt_info.id = part_id;
+                let mut p =
+                    Plan::new(action::EXCHANGE_TABLE_PARTITION, nt.db_id, nt_db).table(&nt.info);
+                p.raw_args = json!({
+                    "partition_id": part_id,
+                    "pt_schema_id": pt.db_id,
+                    "pt_table_id": pt.info.id,
+                    "partition_name": partition.to_lowercase(),
+                    "with_validation": true,
+                });
+                p.edits.push(Edit::DropTable(nt.db_id, nt.info.id));
+                p.edits.push(Edit::PutTable(nt.db_id, Box::new(nt_info)));
+                p.edits
+                    .push(Edit::PutTable(pt.db_id, Box::new(pt_info.clone())));
+                p.edits.push(Edit::ExchangeRowIds {
+                    pt: (pt.db_id, pt.info.id),
+                    nt_old: (nt.db_id, nt.info.id),
+                    nt_new: (nt.db_id, part_id),
+                });
+                p.table_info = Some(pt_info);
                 p
             }
             Ddl::AddColumn { db, table, column } => {
@@ -866,6 +1089,24 @@ impl Tidb {
                         txn.put(catalog::row_id_key(*to, *table), v);
                     }
                 }
+                Edit::ExchangeRowIds { pt, nt_old, nt_new } => {
+                    let mut end = 0i64;
+                    for (db, id) in [*pt, *nt_old] {
+                        if let Some(v) = txn.get(core, &catalog::row_id_key(db, id))? {
+                            let n = std::str::from_utf8(&v)
+                                .ok()
+                                .and_then(|s| s.parse::<i64>().ok())
+                                .ok_or(TidbError::CorruptedMeta { what: "TID" })?;
+                            end = end.max(n);
+                        }
+                    }
+                    txn.delete(catalog::row_id_key(nt_old.0, nt_old.1));
+                    if end > 0 {
+                        for (db, id) in [*pt, *nt_new] {
+                            txn.put(catalog::row_id_key(db, id), end.to_string().into_bytes());
+                        }
+                    }
+                }
             }
         }
         for t in plan
@@ -882,10 +1123,21 @@ impl Tidb {
             "SchemaVersionKey",
             version.to_string().into_bytes(),
         );
+        let (diff_table, diff_old_table) = match &plan.edits[..] {
+            [.., Edit::ExchangeRowIds { nt_old, nt_new, .. }] => (nt_new.1, nt_old.1),
+            _ => (
+                plan.table_info.as_ref().map_or(plan.table_id, |t| t.id),
+                if plan.action == action::TRUNCATE_TABLE {
+                    plan.table_id
+                } else {
+                    0
+                },
+            ),
+        };
         let diff = json!({
             "version": version, "type": plan.action, "schema_id": plan.schema_id,
-            "table_id": plan.table_info.as_ref().map_or(plan.table_id, |t| t.id),
-            "old_table_id": if plan.action == action::TRUNCATE_TABLE { plan.table_id } else { 0 },
+            "table_id": diff_table,
+            "old_table_id": diff_old_table,
             "old_schema_id": plan.old_schema_id, "regenerate_schema_map": false,
             "affected_options": null,
         });
@@ -895,7 +1147,13 @@ impl Tidb {
             diff.to_string().into_bytes(),
         );
         job.state = job_state::DONE;
-        job.schema_state = if matches!(plan.action, action::DROP_SCHEMA | action::DROP_TABLE) {
+        job.schema_state = if matches!(
+            plan.action,
+            action::DROP_SCHEMA
+                | action::DROP_TABLE
+                | action::TRUNCATE_TABLE_PARTITION
+                | action::EXCHANGE_TABLE_PARTITION
+        ) {
             schema_state::NONE
         } else {
             schema_state::PUBLIC
@@ -1003,6 +1261,11 @@ impl Tidb {
                     }
                 }
                 Edit::MoveRowId { .. } => {}
+                Edit::ExchangeRowIds { pt, nt_new, .. } => {
+                    // Both allocators moved to the larger end: refill from the meta key.
+                    self.row_ids.remove(&pt.1);
+                    self.row_ids.remove(&nt_new.1);
+                }
             }
         }
     }

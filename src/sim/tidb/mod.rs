@@ -66,7 +66,7 @@ use crate::tidb::key::{DDL_HISTORY_TABLE_ID, DDL_JOB_TABLE_ID};
 use crate::tidb::schema::{mysql, schema_state, CIStr, DBInfo};
 
 pub use catalog::{Catalog, TableMeta};
-pub use ddl::{Ddl, DdlOutcome, TableRename};
+pub use ddl::{exchange_compatible, Ddl, DdlOutcome, TableRename};
 pub use dml::Txn;
 pub use error::{Result, TidbError};
 pub use kv::{CommitMode, Committed};

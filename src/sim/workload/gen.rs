@@ -305,6 +305,17 @@ pub fn extra_table(name: &str) -> TableDef {
     }
 }
 
+/// A range-partitioned table and a plain one of the same definition (ids equal column for
+/// column), made in one `CREATE TABLES` for EXCHANGE PARTITION.
+pub fn exchange_pair(pt: &str, nt: &str) -> (TableDef, TableDef) {
+    let mut p = extra_table(pt);
+    p.partition = Some(PartitionDef::Range {
+        column: "id".into(),
+        bounds: vec![Some(60), Some(600), None],
+    });
+    (p, extra_table(nt))
+}
+
 /// A column added by a DDL during the run (with a default half of the time).
 pub fn added_column(rng: &mut SimRng, name: &str) -> ColumnDef {
     let (ft, default) = match rng.below(4) {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tibinlog_protocol::value::Value;
 
 use crate::sim::core::{SimCore, StoreOutput};
-use crate::sim::tidb::{CommitMode, Ddl, Result, TableMeta, Tidb};
+use crate::sim::tidb::{CommitMode, Ddl, Result, TableMeta, TableRename, Tidb};
 use crate::sim::ts::{ManualClock, SimRng};
 
 /// Relative weights of the workload's choices.
@@ -136,6 +136,18 @@ pub struct Workload {
     clock: Option<ManualClock>,
     steps: u64,
     names: u64,
+    /// Tables made for EXCHANGE PARTITION: (partitioned, plain) indexes into `tables`.
+    pairs: Vec<(usize, usize)>,
+}
+
+/// Exchange pairs the workload makes at most.
+const MAX_PAIRS: usize = 2;
+
+/// The physical id a live key's row is in (None: the table is not partitioned).
+fn partition_of(meta: &TableMeta, key: &[Value]) -> Option<i64> {
+    let col = meta.partition_col()?;
+    let at = meta.key_positions()?.iter().position(|&p| p == col)?;
+    meta.route(key.get(at)).ok()
 }
 
 fn pick(rng: &mut SimRng, weights: &[u32]) -> usize {
@@ -167,6 +179,7 @@ impl Workload {
             clock,
             steps: 0,
             names: 0,
+            pairs: Vec::new(),
         }
     }
 
@@ -310,7 +323,7 @@ impl Workload {
         let table = self.tables[t].name.clone();
         self.names += 1;
         let n = self.names;
-        match self.rng.below(6) {
+        match self.rng.below(9) {
             0 => {
                 let name = format!("t_extra{n}");
                 self.tables.push(WlTable {
@@ -398,7 +411,128 @@ impl Workload {
                     None => self.add_column(t, db, table, n),
                 }
             }
-            _ => self.add_column(t, db, table, n),
+            6 => self.create_tables(db, n),
+            7 => {
+                // Swap two tables' names through a temporary one (one RENAME TABLE).
+                let u = (t + 1 + self.rng.below(self.tables.len() as u64 - 1) as usize)
+                    % self.tables.len();
+                let other = self.tables[u].name.clone();
+                let tmp = format!("t_tmp{n}");
+                let r = |from: &str, to: &str| TableRename {
+                    db: db.clone(),
+                    table: from.to_owned(),
+                    new_db: db.clone(),
+                    new_table: to.to_owned(),
+                };
+                let renames = vec![r(&table, &tmp), r(&other, &table), r(&tmp, &other)];
+                self.tables[t].name = other;
+                self.tables[u].name = table;
+                Ddl::RenameTables { renames }
+            }
+            _ => self.partition_ddl(tidb, db, n),
+        }
+    }
+
+    /// `CREATE TABLES`: two plain tables, or an exchange pair while there are fewer than
+    /// [`MAX_PAIRS`] (a range-partitioned table and a plain one of the same definition).
+    fn create_tables(&mut self, db: String, n: u64) -> Ddl {
+        let tables = if self.pairs.len() < MAX_PAIRS {
+            let (pt, nt) = gen::exchange_pair(&format!("t_xp{n}"), &format!("t_xn{n}"));
+            self.pairs.push((self.tables.len(), self.tables.len() + 1));
+            vec![pt, nt]
+        } else {
+            vec![
+                gen::extra_table(&format!("t_batch{n}a")),
+                gen::extra_table(&format!("t_batch{n}b")),
+            ]
+        };
+        for def in &tables {
+            self.tables.push(WlTable {
+                name: def.name.clone(),
+                live: Vec::new(),
+                next_key: 1,
+                added: Vec::new(),
+            });
+        }
+        Ddl::CreateTables { db, tables }
+    }
+
+    /// EXCHANGE PARTITION of a pair whose definitions still match and whose plain table's
+    /// rows all belong to one partition; otherwise TRUNCATE PARTITION of a partitioned table.
+    fn partition_ddl(&mut self, tidb: &Tidb, db: String, n: u64) -> Ddl {
+        if !self.pairs.is_empty() && self.rng.chance(0.5) {
+            let (p, q) = self.pairs[self.rng.below(self.pairs.len() as u64) as usize];
+            let pt = tidb.table(&db, &self.tables[p].name).cloned();
+            let nt = tidb.table(&db, &self.tables[q].name).cloned();
+            if let (Some(pt), Some(nt)) = (pt, nt) {
+                let parts = pt.info.physical_ids();
+                let mut homes = self.tables[q].live.iter().map(|k| partition_of(&pt, k));
+                let home = match homes.next() {
+                    None => Some(parts[self.rng.below(parts.len() as u64) as usize]),
+                    Some(first) => first.filter(|_| homes.all(|h| h == first)),
+                };
+                let name = home.and_then(|id| {
+                    pt.info
+                        .partition
+                        .as_ref()?
+                        .definitions
+                        .iter()
+                        .find(|d| d.id == id)
+                        .map(|d| d.name.o.clone())
+                });
+                if let Some((home, partition)) = home.zip(name) {
+                    if crate::sim::tidb::exchange_compatible(&pt.info, &nt.info).is_ok() {
+                        let (mut moved, kept): (Vec<_>, Vec<_>) =
+                            std::mem::take(&mut self.tables[p].live)
+                                .into_iter()
+                                .partition(|k| partition_of(&pt, k) == Some(home));
+                        std::mem::swap(&mut moved, &mut self.tables[q].live);
+                        self.tables[p].live = kept;
+                        self.tables[p].live.extend(moved);
+                        let next = self.tables[p].next_key.max(self.tables[q].next_key);
+                        self.tables[p].next_key = next;
+                        self.tables[q].next_key = next;
+                        return Ddl::ExchangePartition {
+                            table: self.tables[p].name.clone(),
+                            partition,
+                            nt_db: db.clone(),
+                            nt_table: self.tables[q].name.clone(),
+                            db,
+                        };
+                    }
+                }
+            }
+        }
+        let partitioned: Vec<(usize, std::sync::Arc<TableMeta>)> = (0..self.tables.len())
+            .filter_map(|i| {
+                tidb.table(&db, &self.tables[i].name)
+                    .filter(|m| m.info.partition.is_some())
+                    .map(|m| (i, m.clone()))
+            })
+            .collect();
+        if partitioned.is_empty() {
+            return self.create_tables(db, n);
+        }
+        let (t, meta) = &partitioned[self.rng.below(partitioned.len() as u64) as usize];
+        let defs = &meta
+            .info
+            .partition
+            .as_ref()
+            .expect("partitioned")
+            .definitions;
+        let first = self.rng.below(defs.len() as u64) as usize;
+        let mut chosen = vec![first];
+        if defs.len() > 2 && self.rng.chance(0.3) {
+            chosen.push((first + 1) % defs.len());
+        }
+        let ids: Vec<i64> = chosen.iter().map(|&i| defs[i].id).collect();
+        self.tables[*t]
+            .live
+            .retain(|k| partition_of(meta, k).is_none_or(|id| !ids.contains(&id)));
+        Ddl::TruncatePartition {
+            db,
+            table: self.tables[*t].name.clone(),
+            partitions: chosen.iter().map(|&i| defs[i].name.o.clone()).collect(),
         }
     }
 
@@ -549,7 +683,8 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(sa, sb);
         assert!(sa.ddls > 3, "{sa:?}");
-        assert_eq!(a.len() as u64, 6 + sa.txns);
+        // One line per transaction, one more for each further table of a CREATE TABLES.
+        assert!(a.len() as u64 >= 6 + sa.txns);
     }
 
     #[test]
