@@ -14,6 +14,7 @@ use common::app::{
 };
 use common::mariadb::MariaDb;
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Dump};
+use common::truth::{apply_effect, DdlReplay};
 use mysql_async::prelude::*;
 use mysql_async::BinlogStreamRequest;
 use tibinlog::app::App;
@@ -888,16 +889,26 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
         (String, String),
         BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     > = BTreeMap::new();
-    for txn in &upto {
-        // TRUNCATE TABLE empties the table (its rows never appear as deletes).
-        if let Some(ddl) = txn["ddl"].as_str() {
-            if ddl.to_ascii_uppercase().starts_with("TRUNCATE") {
-                for (id, table) in state.iter_mut() {
-                    if ddl.contains(&format!("`{}`", id.1)) {
-                        table.clear();
-                    }
-                }
+    // Tables created before the changefeed's start are known to the replay too.
+    let mut replay = DdlReplay::default();
+    for txn in truth_after(&run.truth.lines(), Ts(0)) {
+        if txn["commit_ts"]
+            .as_u64()
+            .is_some_and(|c| c <= run.start_ts.0)
+        {
+            if let Some(ddl) = txn["ddl"].as_str() {
+                replay.effect(ddl);
             }
+        }
+    }
+    for txn in &upto {
+        // TRUNCATE TABLE empties the table, TRUNCATE PARTITION part of it, renames and
+        // EXCHANGE PARTITION move rows between names (none of it appears as row events).
+        if let Some(ddl) = txn["ddl"].as_str() {
+            let effect = replay.effect(ddl);
+            apply_effect(&mut state, &effect, |r, c| {
+                r.get(c).and_then(|v| v.as_str()).map(str::to_owned)
+            });
         }
         for r in txn["rows"].as_array().into_iter().flatten() {
             let id = (

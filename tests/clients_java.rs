@@ -805,7 +805,7 @@ async fn debezium_initial_snapshot_then_streams_every_change_once() {
     };
     let seed = 33;
     let started = Instant::now();
-    let run = app::start_sim_paused(seed, 900, 60.0).await;
+    let run = app::start_sim_paused_ddl(seed, 900, 60.0, true).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let app = app::start_app(&run, &dir.path().join("data")).await;
     let addr = app.local_addr();
@@ -1715,7 +1715,7 @@ async fn debezium_read_only_incremental_snapshot_while_streaming() {
         return;
     };
     let seed = 41;
-    let run = app::start_sim_paused(seed, 1_200, 80.0).await;
+    let run = app::start_sim_paused_ddl(seed, 1_200, 80.0, true).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let app = app::start_app(&run, &dir.path().join("data")).await;
     let addr = app.local_addr();
@@ -1809,7 +1809,7 @@ async fn debezium_when_needed_snapshots_again_after_a_purge() {
         return;
     };
     let seed = 43;
-    let run = app::start_sim_paused(seed, 1_200, 80.0).await;
+    let run = app::start_sim_paused_ddl(seed, 1_200, 80.0, true).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let app = app::start_app(&run, &dir.path().join("data")).await;
     let addr = app.local_addr();

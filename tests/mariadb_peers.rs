@@ -10,7 +10,9 @@
 //! binlog type 245). Everything else of the demo's workload is there: every other column type,
 //! partitioned tables, inserts, updates, primary-key changes, deletes, large transactions, and
 //! the DDL it runs (CREATE DATABASE / CREATE TABLE from the start, then the seeds pinned here
-//! give ADD/DROP/MODIFY COLUMN, TRUNCATE and CREATE TABLE). The binlog starts before the
+//! give ADD/MODIFY COLUMN, TRUNCATE TABLE, CREATE TABLE, a `CREATE TABLES` batch (several
+//! DDLs of one commit ts), multi-table RENAME TABLE, TRUNCATE PARTITION and EXCHANGE
+//! PARTITION; the replica tests assert which). The binlog starts before the
 //! workload's first DDL, so a replica set up at `binlog.000001:4` gets every table from the
 //! stream.
 
@@ -36,6 +38,7 @@ use common::app::{
 };
 use common::mariadb::{require_tool, MariaDb};
 use common::mariadb_binlog::{image_matches, parse_listing, Item};
+use common::truth::{apply_effect, DdlReplay, RowEffect};
 
 /// Upper bound of any wait on the pipeline or a peer.
 const WAIT: Duration = Duration::from_secs(120);
@@ -188,6 +191,27 @@ const DECODE: [&str; 3] = [
     "--base64-output=decode-rows",
     "--print-table-metadata",
 ];
+
+/// The seed's workload ran each DDL kind in `kinds` and a `CREATE TABLES` batch (several
+/// DDLs of one commit ts), so the replica compared equal after applying them.
+fn assert_ddl_kinds(seed: u64, truth: &[Json], kinds: &[&str]) {
+    let ddls: Vec<(u64, &str)> = truth
+        .iter()
+        .filter_map(|t| Some((t["commit_ts"].as_u64()?, t["ddl"].as_str()?)))
+        .collect();
+    for kind in kinds {
+        assert!(
+            ddls.iter().any(|(_, d)| d.contains(kind)),
+            "seed {seed}: no {kind} in {ddls:?}"
+        );
+    }
+    assert!(
+        ddls.windows(2).any(|w| w[0].0 == w[1].0
+            && w[0].1.starts_with("CREATE TABLE ")
+            && w[1].1.starts_with("CREATE TABLE ")),
+        "seed {seed}: no CREATE TABLES batch in {ddls:?}"
+    );
+}
 
 /// Every listed item equals the truth transaction at its place: DDL text, XID = start_ts, and
 /// the same rows value by value. Returns the number of values compared.
@@ -425,6 +449,8 @@ type TableRows = BTreeMap<String, RowText>;
 #[derive(Debug, Default)]
 struct Model {
     tables: BTreeMap<(String, String), TableRows>,
+    /// Partitioning and names as the DDL so far left them.
+    ddl: DdlReplay,
 }
 
 /// The value of a `DEFAULT '…'` / `DEFAULT NULL` clause in a column definition.
@@ -503,14 +529,16 @@ impl Model {
         if ddl.starts_with("CREATE DATABASE ") {
             return;
         }
-        if let Some(rest) = ddl.strip_prefix("CREATE TABLE ") {
-            let (db, t, _) = table_name(rest);
-            self.tables.insert((db, t), BTreeMap::new());
-            return;
-        }
-        if let Some(rest) = ddl.strip_prefix("TRUNCATE TABLE ") {
-            let (db, t, _) = table_name(rest);
-            self.tables.get_mut(&(db, t)).expect("table").clear();
+        // Creation, truncation, renames, partition truncation and exchange: rows move or go
+        // without row events.
+        let effect = self.ddl.effect(ddl);
+        if !matches!(effect, RowEffect::None) {
+            if let RowEffect::Create(t) = &effect {
+                self.tables.insert(t.clone(), BTreeMap::new());
+            }
+            apply_effect(&mut self.tables, &effect, |r: &RowText, c| {
+                r.get(c).cloned().flatten()
+            });
             return;
         }
         let rest = ddl
@@ -670,7 +698,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
         return;
     };
     assert_ne!(REPLICA_SERVER_ID, MASTER_SERVER_ID);
-    let seed = 13;
+    let seed = 77;
     // The replica starts while the workload runs: it streams live, across rotations.
     let demo = run_demo(seed, |addr, _| {
         let sql = format!(
@@ -742,6 +770,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
         ddls.iter().any(|d| d.starts_with("ALTER TABLE")),
         "seed {seed}: the workload altered a table: {ddls:?}"
     );
+    assert_ddl_kinds(seed, &demo.truth, &["RENAME TABLE", "TRUNCATE PARTITION"]);
     assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
     // Still replicating, without errors, after the comparison.
     let s = db.slave_status().await.expect("status");
@@ -882,7 +911,7 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     let Some(db) = replica.await.expect("start MariaDB") else {
         return;
     };
-    let seed = 21;
+    let seed = 58;
     let stopped_at = std::sync::Mutex::new(None::<u64>);
     // The replica starts by GTID while the workload runs, is stopped once it has some
     // transactions, and started again: it resumes from its own GTID position.
@@ -938,6 +967,11 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     let compared = assert_replica_equals_model(&db, &model).await;
     let rows: usize = model.tables.values().map(BTreeMap::len).sum();
     assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
+    assert_ddl_kinds(
+        seed,
+        &demo.truth,
+        &["EXCHANGE PARTITION", "TRUNCATE PARTITION"],
+    );
 
     // A restart at the very end (the start GTID is the last one), by current_pos.
     replica_sql(&db, "STOP SLAVE").await;

@@ -184,6 +184,10 @@ pub struct SimArgs {
     /// `mariadb-binlog`, which cannot read MySQL's binary JSON).
     #[arg(long)]
     pub no_json: bool,
+    /// Keep to the DDL that leaves every row in its table: no RENAME TABLES, TRUNCATE
+    /// PARTITION or EXCHANGE PARTITION (for consumers that track tables by name).
+    #[arg(long)]
+    pub basic_ddl: bool,
     /// PD members: the first listens on --pd-listen and leads at start, the others on free
     /// ports (a client given the first learns them through GetMembers).
     #[arg(long, default_value_t = 1)]
@@ -248,6 +252,7 @@ impl Default for SimArgs {
             epoch_ms: Epoch::Ms(DEFAULT_EPOCH_MS),
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             no_json: false,
+            basic_ddl: false,
             pd_members: 1,
             ca: None,
             cert: None,
@@ -728,6 +733,7 @@ async fn prepare(
         rate: None,
         tick_ms,
         json_columns: !args.no_json,
+        moving_ddl: !args.basic_ddl,
         ..WorkloadConfig::default()
     };
     let db = cfg.db.clone();

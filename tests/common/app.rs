@@ -42,7 +42,15 @@ pub async fn start_sim_at_rate(seed: u64, txns: u64, rate: f64) -> Run {
 
 /// Like [`start_sim_at_rate`], with the workload held back until `run.sim.start_workload()`.
 pub async fn start_sim_paused(seed: u64, txns: u64, rate: f64) -> Run {
+    start_sim_paused_ddl(seed, txns, rate, false).await
+}
+
+/// [`start_sim_paused`] with `basic_ddl`: no DDL that moves rows between tables or partitions
+/// unseen (renames, partition truncation and exchange), for checks of a consumer's per-table
+/// view.
+pub async fn start_sim_paused_ddl(seed: u64, txns: u64, rate: f64, basic_ddl: bool) -> Run {
     let Sim { handle: sim, truth } = start_sim_paused_with(SimArgs {
+        basic_ddl,
         stores: 3,
         regions_per_table: 2,
         rate,
