@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod binlog_store;
+pub mod budget;
 pub mod capture;
 pub mod changefeed;
 pub mod inspect;

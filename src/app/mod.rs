@@ -48,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
+use crate::budget::ByteBudget;
 use crate::capture::pd::{PdClient, PdConfig};
 use crate::capture::puller::PullerConfig;
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
@@ -66,65 +67,35 @@ const WRITER_CHANNEL: usize = 64;
 /// let [`WRITER_CHANNEL`] of them pile up.
 const WRITER_QUEUE_BYTES: usize = 32 << 20;
 
-/// The byte bound of the writer's queue: the relay takes a piece's bytes before queueing it,
-/// the writer gives them back once the piece is written.
-#[derive(Debug, Clone)]
-struct QueueBytes(Arc<tokio::sync::Semaphore>);
-
-impl QueueBytes {
-    fn new() -> QueueBytes {
-        QueueBytes(Arc::new(tokio::sync::Semaphore::new(WRITER_QUEUE_BYTES)))
-    }
-
-    /// Bytes an event holds in the queue (a piece larger than the bound takes all of it).
-    fn cost(ev: &ChangeEvent) -> u32 {
-        let ChangeEvent::Rows(t) = ev else {
-            return 0;
-        };
-        let value = |v: &tibinlog_protocol::value::Value| {
-            use tibinlog_protocol::value::Value;
-            std::mem::size_of::<Value>()
-                + match v {
-                    Value::Bytes(b) => b.len(),
-                    Value::Decimal(s) => s.len(),
-                    _ => 0,
-                }
-        };
-        t.rows
-            .iter()
-            .map(|r| {
-                64 + r
-                    .before
-                    .iter()
-                    .chain(r.after.iter())
-                    .flatten()
-                    .map(value)
-                    .sum::<usize>()
-            })
-            .sum::<usize>()
-            .min(WRITER_QUEUE_BYTES) as u32
-    }
-
-    /// Waits for `cost` bytes; false if the queue is gone.
-    async fn take(&self, cost: u32) -> bool {
-        if cost == 0 {
-            return true;
-        }
-        match self.0.acquire_many(cost).await {
-            Ok(p) => {
-                p.forget();
-                true
+/// Bytes an event holds in the writer's queue (the relay takes them before queueing it, the
+/// writer gives them back once it is written).
+fn queue_cost(ev: &ChangeEvent) -> usize {
+    let ChangeEvent::Rows(t) = ev else {
+        return 0;
+    };
+    let value = |v: &tibinlog_protocol::value::Value| {
+        use tibinlog_protocol::value::Value;
+        std::mem::size_of::<Value>()
+            + match v {
+                Value::Bytes(b) => b.len(),
+                Value::Decimal(s) => s.len(),
+                _ => 0,
             }
-            Err(_) => false,
-        }
-    }
-
-    fn give(&self, cost: u32) {
-        if cost > 0 {
-            self.0.add_permits(cost as usize);
-        }
-    }
+    };
+    t.rows
+        .iter()
+        .map(|r| {
+            64 + r
+                .before
+                .iter()
+                .chain(r.after.iter())
+                .flatten()
+                .map(value)
+                .sum::<usize>()
+        })
+        .sum()
 }
+
 /// Longest stretch of writing without a checkpoint (see the module docs).
 pub const INTERMEDIATE_CHECKPOINT: Duration = Duration::from_millis(200);
 /// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
@@ -486,7 +457,7 @@ impl App {
         let failure = Arc::new(Failure::default());
         let abrupt = Arc::new(AtomicBool::new(false));
         let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
-        let queue = QueueBytes::new();
+        let queue = ByteBudget::new(WRITER_QUEUE_BYTES);
         let (flushed_tx, flushed_rx) = watch::channel(start_ts);
         // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
         // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
@@ -799,7 +770,7 @@ async fn relay(
     first: anyhow::Result<Changefeed>,
     mut cfg: ChangefeedConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
-    queue: QueueBytes,
+    queue: ByteBudget,
     mut flushed: watch::Receiver<Ts>,
     stop: CancellationToken,
     verdicts: Verdicts,
@@ -865,7 +836,7 @@ async fn relay(
 async fn pump(
     feed: &mut Changefeed,
     out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
-    queue: &QueueBytes,
+    queue: &ByteBudget,
     flushed: &mut watch::Receiver<Ts>,
     stop: &CancellationToken,
     retry: &mut Duration,
@@ -885,10 +856,10 @@ async fn pump(
                     if matches!(ev, ChangeEvent::Resolved(_)) {
                         *retry = FIRST_RETRY;
                     }
-                    let cost = QueueBytes::cost(&ev);
+                    let cost = queue.cost(queue_cost(&ev));
                     tokio::select! {
                         _ = stop.cancelled() => return None,
-                        ok = queue.take(cost) => if !ok { return None },
+                        () = queue.take(cost) => {}
                     }
                     tokio::select! {
                         _ = stop.cancelled() => return None,
@@ -910,7 +881,7 @@ async fn pump(
 struct Writer {
     store: Option<BinlogStore>,
     /// The byte bound of the queue this writer drains.
-    queue: QueueBytes,
+    queue: ByteBudget,
     /// `(commit_ts, start_ts)` of a transaction being skipped (already in the binlog).
     skipping: Option<(Ts, Ts)>,
     /// A transaction is open in the store.
@@ -944,7 +915,7 @@ impl Writer {
         while let Some(msg) = rx.blocking_recv() {
             match msg {
                 WriterMsg::Event(ev) => {
-                    let cost = QueueBytes::cost(&ev);
+                    let cost = self.queue.cost(queue_cost(&ev));
                     let written = self.on_event(ev);
                     self.queue.give(cost);
                     written?;
@@ -1262,7 +1233,7 @@ mod tests {
         let files = store.files();
         let (flushed, rx) = watch::channel(Ts(0));
         let w = Writer {
-            queue: QueueBytes::new(),
+            queue: ByteBudget::new(WRITER_QUEUE_BYTES),
             store: Some(store),
             skipping: None,
             in_txn: false,

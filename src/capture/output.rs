@@ -5,10 +5,9 @@
 //! which stops it from taking store outputs, which stops the store actors from reading their
 //! gRPC streams: HTTP/2 flow control then pushes back on TiKV.
 
-use std::sync::Arc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
-
+use crate::budget::ByteBudget;
 use crate::model::RawKvEvent;
 
 /// Fixed cost counted per output event besides its payload (struct, allocation headers).
@@ -43,33 +42,21 @@ pub fn event_cost(ev: &RawKvEvent) -> usize {
 #[derive(Debug)]
 pub(crate) struct EventSender {
     tx: mpsc::Sender<(RawKvEvent, OwnedSemaphorePermit)>,
-    bytes: Arc<Semaphore>,
-    quota: u32,
+    bytes: ByteBudget,
 }
 
 pub(crate) fn output_channel(quota_bytes: usize) -> (EventSender, EventReceiver) {
-    let quota = u32::try_from(quota_bytes.max(EVENT_OVERHEAD_BYTES)).unwrap_or(u32::MAX);
+    let bytes = ByteBudget::new(quota_bytes.max(EVENT_OVERHEAD_BYTES));
     // Items are bounded by bytes; the count bound only has to exceed quota / overhead.
-    let items = (quota as usize / EVENT_OVERHEAD_BYTES).max(1);
+    let items = (bytes.limit() / EVENT_OVERHEAD_BYTES).max(1);
     let (tx, rx) = mpsc::channel(items);
-    let sender = EventSender {
-        tx,
-        bytes: Arc::new(Semaphore::new(quota as usize)),
-        quota,
-    };
-    (sender, EventReceiver { rx })
+    (EventSender { tx, bytes }, EventReceiver { rx })
 }
 
 impl EventSender {
     /// Waits for room; `false` if the receiver is gone.
     pub(crate) async fn send(&self, ev: RawKvEvent) -> bool {
-        // An event larger than the whole quota takes all of it.
-        let cost = u32::try_from(event_cost(&ev))
-            .unwrap_or(u32::MAX)
-            .min(self.quota);
-        let Ok(permit) = self.bytes.clone().acquire_many_owned(cost).await else {
-            return false;
-        };
+        let permit = self.bytes.hold(self.bytes.cost(event_cost(&ev))).await;
         self.tx.send((ev, permit)).await.is_ok()
     }
 }

@@ -730,7 +730,7 @@ impl Actor {
     async fn on_store_output(&mut self, o: StoreOutput) -> Result<bool, PullerError> {
         // The output's bytes count against the store actors' quota until its rows are passed
         // on (a row sent on holds the output channel's own quota).
-        let cost = store_stream::OutputTx::cost(&o);
+        let cost = self.store_out.cost(&o);
         let r = self.pass_on(o).await;
         self.store_out.release(cost);
         r

@@ -23,12 +23,11 @@
 //!   (each holds a token released at INITIALIZED or on failure); others wait in a queue.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tibinlog_proto::cdcpb::{self, change_data_client::ChangeDataClient};
 use tibinlog_proto::kvrpcpb;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
@@ -39,6 +38,7 @@ use super::matcher::MatcherConfig;
 use super::pd::{dial, MAX_DECODING_MESSAGE_SIZE};
 use super::region::{RegionEvent, RegionFeed};
 use super::region_cache::RegionInfo;
+use crate::budget::ByteBudget;
 use crate::model::{RawRow, RegionId, Span, Ts};
 
 /// The `features` value announced on `EventFeedV2`.
@@ -159,50 +159,42 @@ const ROWS_FLUSH_BYTES: usize = 4 << 20;
 #[derive(Debug, Clone)]
 pub struct OutputTx {
     pub tx: mpsc::Sender<StoreOutput>,
-    bytes: Arc<Semaphore>,
+    bytes: ByteBudget,
 }
 
 impl OutputTx {
     pub fn new(tx: mpsc::Sender<StoreOutput>) -> OutputTx {
         OutputTx {
             tx,
-            bytes: Arc::new(Semaphore::new(OUTPUT_QUOTA_BYTES)),
+            bytes: ByteBudget::new(OUTPUT_QUOTA_BYTES),
         }
     }
 
     /// Bytes `o` holds against the quota (an output larger than all of it takes all of it).
-    pub fn cost(o: &StoreOutput) -> u32 {
+    pub fn cost(&self, o: &StoreOutput) -> u32 {
         match o {
-            StoreOutput::Rows(rows) => rows
-                .iter()
-                .map(|r| r.payload_len() + ROW_OVERHEAD_BYTES)
-                .sum::<usize>()
-                .min(OUTPUT_QUOTA_BYTES) as u32,
+            StoreOutput::Rows(rows) => self.bytes.cost(
+                rows.iter()
+                    .map(|r| r.payload_len() + ROW_OVERHEAD_BYTES)
+                    .sum(),
+            ),
             _ => 0,
         }
     }
 
-    /// Waits for `cost` bytes and a slot; `None` once the puller is gone. Cancel-safe.
-    async fn reserve(
-        &self,
-        cost: u32,
-    ) -> Option<(mpsc::Permit<'_, StoreOutput>, Option<OwnedSemaphorePermit>)> {
-        let bytes = if cost > 0 {
-            Some(self.bytes.clone().acquire_many_owned(cost).await.ok()?)
-        } else {
-            None
-        };
+    /// Waits for `cost` bytes and a slot; `None` once the puller is gone. Cancel-safe: the
+    /// bytes are taken only together with the slot.
+    async fn reserve(&self, cost: u32) -> Option<mpsc::Permit<'_, StoreOutput>> {
+        let bytes = self.bytes.hold(cost).await;
         let slot = self.tx.reserve().await.ok()?;
-        Some((slot, bytes))
+        bytes.forget();
+        Some(slot)
     }
 
     /// Sends `o`, waiting for room; false once the puller is gone.
     async fn send(&self, o: StoreOutput) -> bool {
-        match self.reserve(Self::cost(&o)).await {
-            Some((slot, bytes)) => {
-                if let Some(b) = bytes {
-                    b.forget();
-                }
+        match self.reserve(self.cost(&o)).await {
+            Some(slot) => {
                 slot.send(o);
                 true
             }
@@ -212,9 +204,7 @@ impl OutputTx {
 
     /// The puller is done with an output of `cost` bytes.
     pub fn release(&self, cost: u32) {
-        if cost > 0 {
-            self.bytes.add_permits(cost as usize);
-        }
+        self.bytes.give(cost);
     }
 }
 
@@ -408,16 +398,13 @@ impl StoreActor {
         }
         let store = self.store_id;
         loop {
-            let cost = self.outq.front().map_or(0, OutputTx::cost);
+            let cost = self.outq.front().map_or(0, |o| self.out.cost(o));
             let woke = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Woke::Cancelled,
                 permit = self.out.reserve(cost), if !self.outq.is_empty() => match permit {
-                    Some((slot, bytes)) => {
+                    Some(slot) => {
                         if let Some(o) = self.outq.pop_front() {
-                            if let Some(b) = bytes {
-                    b.forget();
-                }
                             slot.send(o);
                         }
                         Woke::Sent
@@ -431,7 +418,7 @@ impl StoreActor {
                 Woke::Cancelled | Woke::Command(None) => return Ok(()),
                 Woke::Sent => {}
                 Woke::Command(Some(cmd)) => self.on_command(cmd, &req_tx).await?,
-                Woke::Message(Ok(Some(ev))) => self.on_message(ev, &req_tx).await?,
+                Woke::Message(Ok(Some(ev))) => self.on_message(ev, &req_tx, cancel).await?,
                 Woke::Message(Ok(None)) => {
                     return Err(CaptureError::Stream {
                         store,
@@ -570,6 +557,7 @@ impl StoreActor {
         &mut self,
         msg: cdcpb::ChangeDataEvent,
         req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
+        cancel: &CancellationToken,
     ) -> Result<(), CaptureError> {
         let mut resolved: Vec<(Span, Ts)> = Vec::new();
         let mut failed: Vec<StoreOutput> = Vec::new();
@@ -580,8 +568,12 @@ impl StoreActor {
                 // queue is empty), so these rows go out in order.
                 self.rows_bytes = 0;
                 let rows = std::mem::take(&mut self.rows);
-                if !self.out.send(StoreOutput::Rows(rows)).await {
-                    return Ok(()); // the puller is gone
+                let sent = tokio::select! {
+                    _ = cancel.cancelled() => false,
+                    sent = self.out.send(StoreOutput::Rows(rows)) => sent,
+                };
+                if !sent {
+                    return Ok(()); // stopped, or the puller is gone
                 }
             }
             let Some(key) = self.route(ev.request_id, RegionId(ev.region_id)) else {

@@ -467,7 +467,7 @@ mod tests {
         assert!(stats.row_changes > 1000, "{stats:?}");
         assert_eq!(
             (h.0, outs.0, stats.row_changes, core.mvcc.key_count()),
-            (8_270_235_207_552_168_233, 0xcbf2_9ce4_8422_2325, 1600, 2441),
+            (3_053_552_968_824_052_904, 0xcbf2_9ce4_8422_2325, 3205, 5727),
             "truth log or outputs changed"
         );
     }
@@ -545,7 +545,7 @@ mod tests {
         assert_eq!(downstreams, regions.len());
         assert_eq!(
             (h.0, t.0, rows),
-            (3_706_995_346_474_161_030, 13_027_454_955_033_335_003, 9026),
+            (11_433_547_379_135_260_282, 2_427_976_154_193_502_479, 8808),
             "CDC outputs or truth log changed"
         );
     }
