@@ -17,7 +17,6 @@
 //!
 //! `cargo bench --bench huge_txn`.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,6 +32,9 @@ use tibinlog::sim::workload::huge::row_value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+
+#[path = "common/util.rs"]
+mod util;
 
 const SEED: u64 = 20261202;
 
@@ -107,10 +109,6 @@ fn rss(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn mib(b: u64) -> f64 {
-    b as f64 / (1 << 20) as f64
-}
-
 fn dir_size(p: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {
         return 0;
@@ -127,9 +125,7 @@ fn dir_size(p: &Path) -> u64 {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let bytes = parse_size(&env_or("HUGE_BYTES", "1G")).expect("HUGE_BYTES");
-    let row_bytes: usize = env_or("HUGE_ROW_BYTES", "8192")
-        .parse()
-        .expect("HUGE_ROW_BYTES");
+    let row_bytes: usize = util::env_num("HUGE_ROW_BYTES", 8192);
     let rows = (bytes / row_bytes as u64).max(1);
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = std::env::var_os("HUGE_DIR")
@@ -140,7 +136,7 @@ async fn main() {
     let _ = std::fs::remove_dir_all(&data_dir);
     println!(
         "huge transaction: {rows} rows of {row_bytes} B = {:.0} MiB of values; dir {}",
-        mib(rows * row_bytes as u64),
+        util::mb(rows * row_bytes as u64),
         dir.display()
     );
 
@@ -165,10 +161,7 @@ async fn main() {
     let ready = sim.wait_event("ready", &sim_log).await;
     let pd = ready["pd"].as_str().expect("pd address").to_string();
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
+    let port = util::free_port();
     let mut args: Vec<String> = [
         "server",
         "--pd",
@@ -206,13 +199,7 @@ async fn main() {
         })
     };
 
-    let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some("root"))
-        .pass(Some(""))
-        .prefer_socket(false)
-        .into();
+    let opts = util::mysql_opts(port, "root");
     let conn = mysql_async::Conn::new(opts).await.expect("connect");
     let mut stream = conn
         .get_binlog_stream(
@@ -272,19 +259,19 @@ async fn main() {
     let value_bytes = rows * row_bytes as u64;
     println!(
         "received {got} rows, every value checked, in {secs:.1} s from the dump's start: {:.1} MiB/s of values ({serve_secs:.1} s from the first row to the XID)",
-        mib(value_bytes) / secs
+        util::mb(value_bytes) / secs
     );
     println!(
         "server peak RSS {:.0} MiB (VmHWM); largest sample before the first row {:.0} MiB, after {:.0} MiB; value bytes / peak RSS = {:.1}",
-        mib(hwm),
-        mib(peaks[0].load(Ordering::Relaxed)),
-        mib(peaks[1].load(Ordering::Relaxed)),
+        util::mb(hwm),
+        util::mb(peaks[0].load(Ordering::Relaxed)),
+        util::mb(peaks[1].load(Ordering::Relaxed)),
         value_bytes as f64 / hwm.max(1) as f64
     );
     println!(
         "server data dir at the end {:.0} MiB; simulator peak RSS {:.0} MiB",
-        mib(disk),
-        mib(sim_hwm)
+        util::mb(disk),
+        util::mb(sim_hwm)
     );
     let spill = std::fs::read_to_string(&server_log)
         .unwrap_or_default()

@@ -119,16 +119,6 @@ async fn start_app(cluster: &SimCluster, dir: &std::path::Path) -> App {
     app
 }
 
-fn opts(port: u16, user: &str) -> mysql_async::Opts {
-    mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(port)
-        .user(Some(user))
-        .pass(Some(""))
-        .prefer_socket(false)
-        .into()
-}
-
 /// Resident set of this process, bytes.
 fn rss() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
@@ -234,7 +224,7 @@ impl RssPeak {
 
 /// One streaming read of `sql`: (rows, value bytes, seconds).
 async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
-    let mut conn = mysql_async::Conn::new(opts(port, user))
+    let mut conn = mysql_async::Conn::new(util::mysql_opts(port, user))
         .await
         .expect("connect");
     let began = Instant::now();
@@ -500,7 +490,7 @@ async fn catalog() {
         assert!(n >= tables as u64 * 8, "a row per column ({n})");
         println!("  {what}: {n} rows in {s:.3} s");
     }
-    let mut conn = mysql_async::Conn::new(opts(port, "root"))
+    let mut conn = mysql_async::Conn::new(util::mysql_opts(port, "root"))
         .await
         .expect("connect");
     let began = Instant::now();

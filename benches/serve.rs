@@ -786,13 +786,7 @@ async fn latency() {
     let client = {
         let (received, last_xid) = (received.clone(), last_xid.clone());
         tokio::spawn(async move {
-            let opts: mysql_async::Opts = mysql_async::OptsBuilder::default()
-                .ip_or_hostname("127.0.0.1")
-                .tcp_port(addr.port())
-                .user(Some("root"))
-                .pass(Some(""))
-                .prefer_socket(false)
-                .into();
+            let opts = util::mysql_opts(addr.port(), "root");
             let conn = mysql_async::Conn::new(opts).await.expect("connect");
             let mut stream = conn
                 .get_binlog_stream(

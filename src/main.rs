@@ -77,7 +77,34 @@ enum Inspect {
     },
 }
 
+/// glibc's allocator as a long-running pipeline needs it, set before any thread starts.
+///
+/// By default glibc gives threads up to 8 arenas per core, and memory freed in one arena
+/// serves only that arena: rows allocated by the gRPC readers and freed by the sorter and
+/// writer threads stay resident in many half-empty arenas. Two arenas, and buffers of 1 MiB
+/// and more in their own mappings (returned to the system when freed, instead of the
+/// threshold glibc raises to 32 MiB after the first large free), keep the resident set close
+/// to the memory the pipeline's bounds allow: a 1 GiB transaction peaks at about 450 MiB
+/// instead of about 505 (`benches/huge_txn.rs`). `MALLOC_ARENA_MAX` or
+/// `MALLOC_MMAP_THRESHOLD_` in the environment win over these.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)] // `mallopt` is a C call; nothing else in the project is unsafe.
+fn tune_allocator() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only changes allocator parameters; called before other threads.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    }
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: as above.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}
+
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

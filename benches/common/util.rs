@@ -1,4 +1,4 @@
-//! Small helpers of the benchmarks that talk to MariaDB (`serve`, `select`).
+//! Small helpers of the benchmarks that run servers (`serve`, `select`, `huge_txn`).
 
 /// `name` from the environment, parsed, or `default`.
 pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -20,4 +20,15 @@ pub fn mb(bytes: u64) -> f64 {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
+}
+
+/// Connection options for `user` (empty password) on the loopback `port`.
+pub fn mysql_opts(port: u16, user: &str) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some(user))
+        .pass(Some(""))
+        .prefer_socket(false)
+        .into()
 }

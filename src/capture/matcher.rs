@@ -451,7 +451,7 @@ impl Matcher {
 
     /// Stores a prewrite of a spilled transaction, with the same replacement rule.
     fn spilled_prewrite(&mut self, p: Prewrite) -> Result<()> {
-        let Some(spill) = self.config.spill.clone() else {
+        let Some(spill) = self.config.spill.as_ref() else {
             return Ok(());
         };
         spill::encode_key(&mut self.key_buf, self.owner, p.start_ts, &p.key);
@@ -515,7 +515,7 @@ impl Matcher {
         key: &[u8],
         for_commit: bool,
     ) -> Result<Option<Pending>> {
-        let Some(spill) = self.config.spill.clone() else {
+        let Some(spill) = self.config.spill.as_ref() else {
             return Ok(None);
         };
         spill::encode_key(&mut self.key_buf, self.owner, start_ts, key);

@@ -7,7 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Options,
+    WriteBufferManager, DB,
+};
 
 use super::error::{Result, SorterError};
 use super::metrics::SorterMetrics;
@@ -28,8 +31,9 @@ impl std::fmt::Debug for SortDb {
     }
 }
 
-/// Memtables RocksDB may hold at once (one active, the rest waiting for flush). With the
-/// default 32 MiB write buffer that caps memtable memory at 3 * 32 = 96 MiB.
+/// Memtables one column family may hold at once (one active, the rest waiting for flush).
+/// All memtables of both column families together are capped at twice the write buffer by a
+/// shared write buffer manager (see [`SortDb::open`]).
 const MAX_WRITE_BUFFERS: i32 = 3;
 /// 16 KiB blocks: the DB is only ever scanned in order, never point-read, so larger blocks
 /// mean fewer index entries and cheaper iteration than the default 4 KiB.
@@ -45,8 +49,9 @@ pub(crate) const PREWRITE_CF: &str = "prewrite";
 /// block cache and never compresses (its data lives minutes at most). Its memtables are half
 /// the size of the main ones: it only fills while a transaction larger than capture's memory
 /// budget is open.
-fn prewrite_options(cfg: &Config, cache: &Cache) -> Options {
+fn prewrite_options(cfg: &Config, cache: &Cache, memtables: &WriteBufferManager) -> Options {
     let mut opts = Options::default();
+    opts.set_write_buffer_manager(memtables);
     opts.set_write_buffer_size((cfg.write_buffer_bytes / 2).max(1 << 20));
     opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS);
     opts.set_compression_type(DBCompressionType::None);
@@ -84,6 +89,13 @@ impl SortDb {
             DBCompressionType::Lz4,
         ]);
         let cache = Cache::new_lru_cache(cfg.block_cache_bytes);
+        // One memtable limit for both column families: while a transaction larger than
+        // capture's memory is open, its prewrites fill the prewrite family and its commits the
+        // main one at the same time, and each family's own bound would add up. Writers are not
+        // stalled: past the limit RocksDB flushes the largest memtables.
+        let memtables =
+            WriteBufferManager::new_write_buffer_manager(cfg.write_buffer_bytes * 2, false);
+        opts.set_write_buffer_manager(&memtables);
         let mut table = BlockBasedOptions::default();
         table.set_block_cache(&cache);
         table.set_block_size(BLOCK_SIZE);
@@ -93,7 +105,7 @@ impl SortDb {
         opts.create_missing_column_families(true);
         let cfs = vec![
             ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone()),
-            ColumnFamilyDescriptor::new(PREWRITE_CF, prewrite_options(cfg, &cache)),
+            ColumnFamilyDescriptor::new(PREWRITE_CF, prewrite_options(cfg, &cache, &memtables)),
         ];
         let db = DB::open_cf_descriptors(&opts, &cfg.data_dir, cfs)?;
         // Nothing survives a restart, so memtables need not be flushed at shutdown. The C API
@@ -119,6 +131,8 @@ impl SortDb {
             ro.set_iterate_upper_bound(u);
         }
         ro.set_readahead_size(READAHEAD);
+        // Every row is read once: its blocks would only push index blocks out of the cache.
+        ro.fill_cache(false);
         ro
     }
 }

@@ -14,7 +14,8 @@
 //! * two transactions with the same commit_ts are never merged (key prefix
 //!   `(commit_ts, start_ts)`);
 //! * memory is bounded: the write quota ([`Config::memory_quota_bytes`]), memtables
-//!   ([`Config::write_buffer_bytes`] x 3), the block cache ([`Config::block_cache_bytes`]) and
+//!   of both column families together ([`Config::write_buffer_bytes`] x 2), the block cache
+//!   ([`Config::block_cache_bytes`], filled by index and prewrite blocks, not by scans) and
 //!   `read_ahead_chunks + 2` batches of chunks of about [`Config::max_chunk_bytes`] on the
 //!   read side (many small transactions travel as one batch),
 //!   and twice [`Config::memory_run_bytes`] for the memory tier;
@@ -78,7 +79,7 @@ pub use write::{batch_cost, SorterWriter};
 pub const DEFAULT_MEMORY_QUOTA_BYTES: usize = 64 << 20;
 /// Default block cache: 64 MiB (index blocks live in it too).
 pub const DEFAULT_BLOCK_CACHE_BYTES: usize = 64 << 20;
-/// Default memtable size: 32 MiB; at most 3 exist, 96 MiB.
+/// Default memtable size: 32 MiB; all memtables together are kept under twice that.
 pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 32 << 20;
 /// Default chunk bound: 8 MiB of encoded rows per [`TxnChunk`].
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 8 << 20;
