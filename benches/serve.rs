@@ -166,6 +166,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         max_binlog_size: 1 << 30,
         expire_logs_seconds: 0,
         net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
+        limits: tibinlog::server::Limits::default(),
         capture: None,
     };
     let server = Server::bind(cfg, Arc::new(source), Arc::new(EmptySchema))

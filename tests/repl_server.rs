@@ -2527,3 +2527,107 @@ async fn kill_query_stops_a_streaming_select_and_kill_ends_the_connection() {
     drop(b);
     f.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Connection limits
+
+fn limits(max_connections: u32, connect_timeout: Duration) -> tibinlog::server::Limits {
+    tibinlog::server::Limits {
+        max_connections,
+        connect_timeout,
+        ..tibinlog::server::Limits::default()
+    }
+}
+
+/// `max_connections` counts logged-in sessions: one more gets 1040 "Too many connections";
+/// sockets still in the handshake do not count; a place freed by a session that quits is
+/// taken again.
+#[tokio::test]
+async fn max_connections_refuses_with_1040_and_frees_places() {
+    let f = Fixture::start_with_limits(limits(2, Duration::from_secs(30))).await;
+    let mut idle = Vec::new();
+    for _ in 0..20 {
+        idle.push(
+            tokio::net::TcpStream::connect(f.addr)
+                .await
+                .expect("idle socket"),
+        );
+    }
+    let a = f.conn().await;
+    let mut b = f.conn().await;
+    let e = mysql_async::Conn::new(f.opts("root", PASSWORD))
+        .await
+        .expect_err("a third session");
+    assert_eq!(server_code(&e), Some(1040), "{e}");
+    let (_, v): (String, u32) = b
+        .query_first("SHOW VARIABLES LIKE 'max_connections'")
+        .await
+        .expect("show")
+        .expect("row");
+    assert_eq!(v, 2);
+    a.disconnect().await.expect("quit");
+    // The server frees the place when it has read the quit: retry until it has.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let c = loop {
+        match mysql_async::Conn::new(f.opts("root", PASSWORD)).await {
+            Ok(c) => break c,
+            Err(e) if server_code(&e) == Some(1040) => {
+                assert!(std::time::Instant::now() < deadline, "place never freed");
+                tokio::task::yield_now().await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    drop((b, c, idle));
+    f.stop().await;
+}
+
+/// A socket that does not log in within `connect_timeout` is closed; one that announces a
+/// packet larger than the limit before login gets 1153 and is closed.
+#[tokio::test]
+async fn connections_that_do_not_log_in_are_closed() {
+    use tokio::io::AsyncReadExt;
+    let f = Fixture::start_with_limits(limits(151, Duration::from_secs(1))).await;
+    let mut s = tokio::net::TcpStream::connect(f.addr)
+        .await
+        .expect("connect");
+    let mut buf = vec![0u8; 4096];
+    let mut total = 0;
+    let closed = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => total += n,
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the server closed the idle socket");
+    assert!(total > 0, "the greeting came first");
+
+    let mut c = RawClient::connect(f.addr).await;
+    // A handshake response announcing 1 MiB.
+    c.write_raw(&[0, 0, 0x10, 1]).await;
+    let p = c.read().await;
+    assert_eq!(err_code(&p), Some(1153), "{p:?}");
+    // And the server still logs people in.
+    f.conn().await.disconnect().await.expect("quit");
+    f.stop().await;
+}
+
+/// A session idle longer than its `wait_timeout` gets 4031 and is closed.
+#[tokio::test]
+async fn a_session_idle_past_wait_timeout_gets_4031() {
+    let f = Fixture::start(true, AuthMethod::NativePassword).await;
+    let mut c = RawClient::connect(f.addr).await;
+    c.login_native().await;
+    let ok = c.command(b"\x03SET SESSION wait_timeout = 1").await;
+    assert_eq!(ok[0], 0, "{ok:?}");
+    let p = c.read().await;
+    assert_eq!(err_code(&p), Some(4031), "{p:?}");
+    assert!(
+        String::from_utf8_lossy(&p).contains("because of inactivity"),
+        "{p:?}"
+    );
+    f.stop().await;
+}

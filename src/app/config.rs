@@ -119,6 +119,12 @@ pub const KNOBS: &[Knob] = &[
         "heartbeat period of dump sessions whose client did not set one; 0 = none [default: 30]"),
     knob("server", "net_write_timeout_seconds", "net-write-timeout-seconds", Integer, "SECONDS",
         "@@net_write_timeout: a client that reads nothing for this long is dropped [default: 60]"),
+    knob("server", "max_connections", "max-connections", Integer, "N",
+        "@@max_connections: logged-in sessions at once; one more gets error 1040 (connections still logging in do not count) [default: 151]"),
+    knob("server", "connect_timeout_seconds", "connect-timeout-seconds", Integer, "SECONDS",
+        "@@connect_timeout: a connection that has not logged in by then is closed [default: 10]"),
+    knob("server", "wait_timeout_seconds", "wait-timeout-seconds", Integer, "SECONDS",
+        "@@wait_timeout: a session idle between commands this long is closed with error 4031 (dump sessions are never idle) [default: 28800]"),
     knob("server", "progress_interval_seconds", "progress-interval-seconds", Integer, "SECONDS",
         "how often the progress line is logged [default: 10]"),
     knob("capture", "pd", "pd", List, "HOST:PORT,…",
@@ -193,6 +199,9 @@ pub struct ServerSection {
     pub server_uuid: Option<String>,
     pub default_heartbeat_seconds: u64,
     pub net_write_timeout_seconds: u64,
+    pub max_connections: u32,
+    pub connect_timeout_seconds: u64,
+    pub wait_timeout_seconds: u64,
     pub progress_interval_seconds: u64,
 }
 
@@ -206,6 +215,9 @@ impl Default for ServerSection {
             server_uuid: None,
             default_heartbeat_seconds: 30,
             net_write_timeout_seconds: crate::server::session::NET_WRITE_TIMEOUT.as_secs(),
+            max_connections: crate::server::DEFAULT_MAX_CONNECTIONS,
+            connect_timeout_seconds: crate::server::DEFAULT_CONNECT_TIMEOUT.as_secs(),
+            wait_timeout_seconds: crate::server::DEFAULT_WAIT_TIMEOUT.as_secs(),
             progress_interval_seconds: 10,
         }
     }
@@ -673,6 +685,20 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
         anyhow::bail!("net_write_timeout_seconds must be at least 1");
     }
     cfg.net_write_timeout = Duration::from_secs(s.server.net_write_timeout_seconds);
+    for (key, v) in [
+        ("max_connections", u64::from(s.server.max_connections)),
+        ("connect_timeout_seconds", s.server.connect_timeout_seconds),
+        ("wait_timeout_seconds", s.server.wait_timeout_seconds),
+    ] {
+        if v == 0 {
+            anyhow::bail!("{key} must be at least 1");
+        }
+    }
+    cfg.limits = crate::server::Limits {
+        max_connections: s.server.max_connections,
+        connect_timeout: Duration::from_secs(s.server.connect_timeout_seconds),
+        wait_timeout: Duration::from_secs(s.server.wait_timeout_seconds),
+    };
     if s.capture.gc_ttl_seconds == 0 {
         anyhow::bail!("gc_ttl_seconds must be at least 1");
     }

@@ -162,6 +162,8 @@ pub struct AppConfig {
     pub auth_plugin: AuthMethod,
     /// `@@net_write_timeout` of sessions that did not set their own.
     pub net_write_timeout: Duration,
+    /// `@@max_connections`, `@@connect_timeout`, `@@wait_timeout`.
+    pub limits: crate::server::Limits,
     /// TTL of the capture's PD service GC safe point.
     pub gc_ttl: Duration,
     /// Regions per store whose initial scan runs at once.
@@ -202,6 +204,7 @@ impl AppConfig {
             filter_rules: Vec::new(),
             auth_plugin: AuthMethod::NativePassword,
             net_write_timeout: crate::server::session::NET_WRITE_TIMEOUT,
+            limits: crate::server::Limits::default(),
             gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
             incremental_scan_limit: crate::capture::store_stream::DEFAULT_SCAN_LIMIT,
             pending_txn_bytes: crate::capture::matcher::DEFAULT_PENDING_BYTES_LIMIT,
@@ -504,6 +507,7 @@ impl App {
             tls: cfg.tls.clone(),
             auth_plugin: cfg.auth_plugin,
             net_write_timeout: cfg.net_write_timeout,
+            limits: cfg.limits,
             capture: Some(capture.clone()),
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),

@@ -19,17 +19,19 @@ use tibinlog_protocol::wire::auth::Credential;
 use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
 use tibinlog_protocol::wire::command::{decode_command, Command};
 use tibinlog_protocol::wire::errors::{
-    access_denied_message, ErrorCode, ER_ACCESS_DENIED_ERROR, ER_HANDSHAKE_ERROR,
-    ER_MALFORMED_PACKET, ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_SECURE_TRANSPORT_REQUIRED,
+    access_denied_message, ErrorCode, ER_ACCESS_DENIED_ERROR, ER_CLIENT_INTERACTION_TIMEOUT,
+    ER_CON_COUNT_ERROR, ER_HANDSHAKE_ERROR, ER_MALFORMED_PACKET,
+    ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_NET_PACKET_TOO_LARGE, ER_SECURE_TRANSPORT_REQUIRED,
     ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR, ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
 };
 use tibinlog_protocol::wire::handshake::{
     decode_client_hello, negotiate, server_capabilities, ClientHello, Greeting, Scramble,
 };
+use tibinlog_protocol::wire::packet::DEFAULT_MAX_PAYLOAD;
 use tibinlog_protocol::wire::response::{
     encode_eof_into, text_result_set, ColumnSpec, ErrResponse, OkResponse,
 };
-use tibinlog_protocol::wire::{ColumnFlags, ColumnType, StatusFlags};
+use tibinlog_protocol::wire::{ColumnFlags, ColumnType, StatusFlags, WireError};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, trace};
@@ -39,7 +41,7 @@ use super::dump;
 use super::reply::{QueryReply, Reply};
 use super::session::{ConnInfo, Session};
 use super::transport::{ConnError, PacketIo};
-use super::Shared;
+use super::{SessionSlot, Shared};
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
 pub async fn serve(
@@ -50,10 +52,34 @@ pub async fn serve(
     cancel: CancellationToken,
 ) -> Result<(), ConnError> {
     let mut io = PacketIo::new(Box::new(tcp));
-    let info = tokio::select! {
+    if shared.sessions_full() {
+        // As MySQL does, in place of the greeting.
+        send_err(&mut io, ER_CON_COUNT_ERROR, "Too many connections").await?;
+        return Ok(());
+    }
+    // Until the client has authenticated it may send only small packets, and only for
+    // connect_timeout: an idle or trickling socket holds a few KiB, and not for long.
+    io.codec.set_max_payload(super::PRE_AUTH_MAX_PAYLOAD);
+    let limit = shared.limits.connect_timeout;
+    let handshake =
+        tokio::time::timeout(limit, handshake(&shared, &mut io, peer, id, cancel.clone()));
+    let (info, _slot) = tokio::select! {
         _ = cancel.cancelled() => return Ok(()),
-        r = handshake(&shared, &mut io, peer, id, cancel.clone()) => r?,
+        r = handshake => match r {
+            Ok(Ok(x)) => x,
+            Ok(Err(ConnError::Wire(e @ WireError::PayloadTooLarge { .. }))) => {
+                let msg = "Got a packet bigger than 'max_allowed_packet' bytes";
+                let _ = send_err(&mut io, ER_NET_PACKET_TOO_LARGE, msg).await;
+                return Err(ConnError::Wire(e));
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_elapsed) => {
+                debug!(conn = id, %peer, ?limit, "no login within connect_timeout");
+                return Ok(());
+            }
+        },
     };
+    io.codec.set_max_payload(DEFAULT_MAX_PAYLOAD);
     debug!(conn = id, user = %info.user, %peer, "authenticated");
     command_loop(shared, io, info, cancel).await
 }
@@ -63,12 +89,12 @@ async fn send_err(io: &mut PacketIo, code: ErrorCode, msg: &str) -> std::io::Res
 }
 
 async fn handshake(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     io: &mut PacketIo,
     peer: SocketAddr,
     id: u32,
     cancel: CancellationToken,
-) -> Result<ConnInfo, ConnError> {
+) -> Result<(ConnInfo, SessionSlot), ConnError> {
     let scramble = Scramble::generate();
     let version = if shared.identity.mariadb {
         format!("5.5.5-{}", shared.identity.version)
@@ -134,7 +160,7 @@ async fn handshake(
             return Err(e.into());
         }
     };
-    loop {
+    let slot = loop {
         match step {
             AuthStep::Send(p) => {
                 io.send(&p).await?;
@@ -155,12 +181,16 @@ async fn handshake(
                 return Err(ConnError::AuthFailed { user: hello.user });
             }
             AuthStep::Accept { before_ok } => {
+                let Some(slot) = shared.admit_session() else {
+                    send_err(io, ER_CON_COUNT_ERROR, "Too many connections").await?;
+                    return Err(ConnError::Internal("max_connections reached".into()));
+                };
                 if let Some(p) = before_ok {
                     io.queue(&p);
                 }
                 io.queue(&OkResponse::new(StatusFlags::SERVER_STATUS_AUTOCOMMIT).to_payload());
                 io.flush().await?;
-                break;
+                break slot;
             }
             AuthStep::Reject(r) => {
                 let msg = access_denied_message(&hello.user, &host, r.using_password);
@@ -168,10 +198,10 @@ async fn handshake(
                 return Err(ConnError::AuthFailed { user: hello.user });
             }
         }
-    }
+    };
     let mariadb_client = is_mariadb_client(&hello.connect_attrs);
     debug!(conn = id, attrs = ?hello.connect_attrs, "client attributes");
-    Ok(ConnInfo {
+    let info = ConnInfo {
         id,
         cancel,
         interrupt: shared.interrupt_flag(id),
@@ -181,7 +211,8 @@ async fn handshake(
         capabilities: negotiate(ours, hello.capabilities),
         database: hello.database,
         tls,
-    })
+    };
+    Ok((info, slot))
 }
 
 /// True for MariaDB's client libraries, by their connect attributes: Connector/C (what
@@ -218,6 +249,7 @@ async fn command_loop(
     let mut stmts = Statements::default();
     loop {
         io.codec.reset_seq();
+        let idle = session.wait_timeout(shared.limits.wait_timeout);
         let packet = tokio::select! {
             _ = cancel.cancelled() => return Ok(()),
             r = io.read_packet() => match r {
@@ -225,6 +257,15 @@ async fn command_loop(
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e),
             },
+            () = tokio::time::sleep(idle) => {
+                // MySQL 8.0.24+ tells the client why before closing.
+                let msg = "The client was disconnected by the server because of inactivity. \
+                           See wait_timeout and interactive_timeout for configuring this \
+                           behavior.";
+                let _ = send_err(&mut io, ER_CLIENT_INTERACTION_TIMEOUT, msg).await;
+                debug!(conn = info.id, ?idle, "idle past wait_timeout");
+                return Ok(());
+            }
         };
         // A KILL QUERY that found no statement running is forgotten, as MySQL forgets it.
         info.interrupt

@@ -124,7 +124,43 @@ pub struct ServerConfig {
     pub net_write_timeout: Duration,
     /// Capture's state for `SHOW STATUS`; `None` where nothing captures (tests, benchmarks).
     pub capture: Option<Arc<status::CaptureStatus>>,
+    /// Connection limits.
+    pub limits: Limits,
 }
+
+/// Connection limits, with MySQL's names and defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `@@max_connections`: authenticated sessions at once; a client past it gets error 1040.
+    /// Connections still in the handshake do not count (they are bounded by
+    /// `connect_timeout` and a small packet limit), so idle sockets cannot lock users out.
+    pub max_connections: u32,
+    /// `@@connect_timeout`: the handshake and authentication must end within it.
+    pub connect_timeout: Duration,
+    /// `@@wait_timeout`: a session idle this long between commands is closed (error 4031, as
+    /// MySQL 8.0.24+ tells the client); sessions may set their own. Dump sessions never idle.
+    pub wait_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
+        }
+    }
+}
+
+/// MySQL's default `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 151;
+/// MySQL's default `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// MySQL's default `wait_timeout`.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(28800);
+/// Largest packet a client may send before it has authenticated (a handshake response with
+/// connect attributes is a few hundred bytes; MySQL caps the attributes at 64 KiB).
+pub const PRE_AUTH_MAX_PAYLOAD: usize = 64 << 10;
 
 /// Errors of the server shell (not of a single connection).
 #[derive(Debug, thiserror::Error)]
@@ -175,6 +211,9 @@ pub struct Shared {
     pub snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>>,
     /// Capture's state, when something captures.
     pub capture: Option<Arc<status::CaptureStatus>>,
+    pub limits: Limits,
+    /// Authenticated sessions now (against `limits.max_connections`).
+    sessions: AtomicU32,
     /// When the server started (`Uptime`).
     pub started: std::time::Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -198,6 +237,16 @@ impl std::fmt::Debug for Shared {
             .field("identity", &self.identity)
             .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// One of `max_connections` places, held by an authenticated session while it lives.
+#[derive(Debug)]
+pub(crate) struct SessionSlot(Arc<Shared>);
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.sessions.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -235,6 +284,23 @@ impl Shared {
             },
         );
         id
+    }
+
+    /// Admits one more authenticated session, unless `max_connections` are open; the
+    /// returned guard gives the place back.
+    pub(crate) fn admit_session(self: &Arc<Self>) -> Option<SessionSlot> {
+        let max = self.limits.max_connections;
+        self.sessions
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| SessionSlot(self.clone()))
+    }
+
+    /// True when no session could be admitted now.
+    pub(crate) fn sessions_full(&self) -> bool {
+        self.sessions.load(Ordering::Acquire) >= self.limits.max_connections
     }
 
     fn unregister_conn(&self, id: u32) {
@@ -406,6 +472,7 @@ impl Server {
                 max_binlog_size: cfg.max_binlog_size,
                 expire_logs_seconds: cfg.expire_logs_seconds,
                 net_write_timeout: cfg.net_write_timeout.as_secs(),
+                limits: cfg.limits,
                 tls: cfg.tls.is_some(),
                 require_secure_transport: cfg
                     .tls
@@ -425,6 +492,8 @@ impl Server {
             auth_plugin: cfg.auth_plugin,
             snapshot: cfg.snapshot,
             capture: cfg.capture,
+            limits: cfg.limits,
+            sessions: AtomicU32::new(0),
             started: std::time::Instant::now(),
             tls,
             require_secure_transport: cfg.tls.as_ref().is_some_and(|t| t.require_secure_transport),

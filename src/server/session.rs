@@ -160,8 +160,19 @@ impl Session {
     /// `@@net_write_timeout` as the session set it, else the server's (`global`): how long a
     /// write waits for a client that reads nothing.
     pub fn net_write_timeout(&self, global: std::time::Duration) -> std::time::Duration {
+        self.seconds("net_write_timeout", global)
+    }
+
+    /// `@@wait_timeout` as the session set it, else the server's (`global`): how long the
+    /// session may idle between commands.
+    pub fn wait_timeout(&self, global: std::time::Duration) -> std::time::Duration {
+        self.seconds("wait_timeout", global)
+    }
+
+    /// A positive number of seconds the session set for `name`, else `global`.
+    fn seconds(&self, name: &str, global: std::time::Duration) -> std::time::Duration {
         self.overrides
-            .get("net_write_timeout")
+            .get(name)
             .cloned()
             .flatten()
             .and_then(|v| parse_number(&v))

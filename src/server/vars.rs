@@ -26,6 +26,8 @@ pub struct ServerIdentity {
     pub expire_logs_seconds: u64,
     /// `@@net_write_timeout` in seconds.
     pub net_write_timeout: u64,
+    /// `@@max_connections`, `@@connect_timeout` and `@@wait_timeout`.
+    pub limits: super::Limits,
     /// TLS is offered (`@@have_ssl` YES).
     pub tls: bool,
     /// `@@require_secure_transport`.
@@ -115,13 +117,13 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("version_comment", Text, "tibinlog: TiDB binlog master"),
     ("version_compile_machine", Text, "x86_64"),
     ("version_compile_os", Text, "Linux"),
-    ("wait_timeout", UInt, "28800"),
 ];
 
 /// Variables computed from the configuration and the binlog ([`global_variables`]).
 const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("binlog_checksum", Text),
     ("binlog_expire_logs_seconds", UInt),
+    ("connect_timeout", UInt),
     ("gtid_binlog_pos", Text),
     ("gtid_binlog_state", Text),
     ("gtid_current_pos", Text),
@@ -133,6 +135,7 @@ const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("have_openssl", Text),
     ("have_ssl", Text),
     ("max_binlog_size", UInt),
+    ("max_connections", UInt),
     ("net_write_timeout", UInt),
     ("require_secure_transport", Bool),
     ("server_id", UInt),
@@ -141,6 +144,7 @@ const COMPUTED_VARS: &[(&str, VarType)] = &[
     // The read timestamp of the session's snapshot (TiDB's name); empty when none is pinned.
     ("tidb_snapshot", Text),
     ("version", Text),
+    ("wait_timeout", UInt),
 ];
 
 /// The type of system variable `name` (lower case), or `None` if the server has no such
@@ -227,6 +231,18 @@ pub fn global_variables(
     m.insert("server_uuid".into(), id.server_uuid.clone());
     m.insert("max_binlog_size".into(), id.max_binlog_size.to_string());
     m.insert("net_write_timeout".into(), id.net_write_timeout.to_string());
+    m.insert(
+        "max_connections".into(),
+        id.limits.max_connections.to_string(),
+    );
+    m.insert(
+        "connect_timeout".into(),
+        id.limits.connect_timeout.as_secs().to_string(),
+    );
+    m.insert(
+        "wait_timeout".into(),
+        id.limits.wait_timeout.as_secs().to_string(),
+    );
     m.insert(
         "binlog_expire_logs_seconds".into(),
         id.expire_logs_seconds.to_string(),

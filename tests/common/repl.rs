@@ -48,11 +48,27 @@ impl Fixture {
         Self::start_full(true, AuthMethod::CachingSha2Password, None, Some(tables)).await
     }
 
+    /// A server with these connection limits.
+    pub async fn start_with_limits(limits: tibinlog::server::Limits) -> Fixture {
+        Self::start_limited(true, AuthMethod::NativePassword, None, None, limits).await
+    }
+
     async fn start_full(
         checksum: bool,
         plugin: AuthMethod,
         tls: Option<tibinlog::server::TlsFiles>,
         tables: Option<MemTables>,
+    ) -> Fixture {
+        let limits = tibinlog::server::Limits::default();
+        Self::start_limited(checksum, plugin, tls, tables, limits).await
+    }
+
+    async fn start_limited(
+        checksum: bool,
+        plugin: AuthMethod,
+        tls: Option<tibinlog::server::TlsFiles>,
+        tables: Option<MemTables>,
+        limits: tibinlog::server::Limits,
     ) -> Fixture {
         let sid = Sid::parse(UUID).expect("uuid");
         let source = MemSource::new(SERVER_ID, sid, checksum);
@@ -71,6 +87,7 @@ impl Fixture {
             max_binlog_size: 1 << 29,
             expire_logs_seconds: 0,
             net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
+            limits,
             capture: None,
             snapshot: tables
                 .clone()

@@ -122,6 +122,8 @@ error_codes! {
     ER_WARN_PURGE_LOG_IN_USE = 1867, b"HY000";
     /// A plain connection while `require_secure_transport` is ON.
     ER_SECURE_TRANSPORT_REQUIRED = 3159, b"HY000";
+    /// The client was disconnected by the server because of inactivity (`wait_timeout`).
+    ER_CLIENT_INTERACTION_TIMEOUT = 4031, b"HY000";
 }
 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the

@@ -250,6 +250,12 @@ impl PacketCodec {
         }
     }
 
+    /// Changes the incoming payload limit (a server keeps it small until the client has
+    /// authenticated).
+    pub fn set_max_payload(&mut self, max_payload: usize) {
+        self.reader.max_payload = max_payload;
+    }
+
     /// The sequence id of the next packet in either direction.
     pub fn seq(&self) -> u8 {
         self.writer.next_seq()
