@@ -168,6 +168,7 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
         net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
         limits: tibinlog::server::Limits::default(),
         capture: None,
+        metrics: Default::default(),
     };
     let server = Server::bind(cfg, Arc::new(source), Arc::new(EmptySchema))
         .await

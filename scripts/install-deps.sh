@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 mode="${1:-test}"
 build_pkgs=(g++ libclang-dev)
 test_pkgs=(mariadb-server mariadb-client docker-compose openjdk-17-jdk-headless
-  python3 python3-venv nodejs npm)
+  python3 python3-venv nodejs npm chromium)
 case "$mode" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;

@@ -6,6 +6,7 @@ pub mod budget;
 pub mod capture;
 pub mod changefeed;
 pub mod inspect;
+pub mod metrics;
 pub mod model;
 pub mod mounter;
 pub mod security;

@@ -11,8 +11,45 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Parser)]
 #[command(name = "tibinlog", version, about)]
 struct Cli {
+    /// Log lines as text or as JSON objects, one per line (also TIBINLOG_LOG_FORMAT).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs to stderr at `RUST_LOG`'s levels (info by default), as text or JSON lines with the
+/// span fields (connection id, user, replica server id) in each line.
+fn init_logging(format: Option<LogFormat>) -> anyhow::Result<()> {
+    let format = match format {
+        Some(f) => f,
+        None => match std::env::var("TIBINLOG_LOG_FORMAT").ok().as_deref() {
+            None | Some("") | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => anyhow::bail!("TIBINLOG_LOG_FORMAT={other:?}: expected text or json"),
+        },
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .flatten_event(true)
+            .init(),
+    }
+    Ok(())
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,13 +143,10 @@ fn tune_allocator() {}
 fn main() -> ExitCode {
     tune_allocator();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = init_logging(cli.log_format) {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

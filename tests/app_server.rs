@@ -224,19 +224,36 @@ async fn demo_subcommand_serves_all_transactions() {
             "5",
             "--listen",
             "127.0.0.1:0",
+            "--status-listen",
+            "127.0.0.1:0",
         ])
         .arg("--truth")
         .arg(&truth)
         .arg("--data-dir")
         .arg(dir.path().join("data"))
+        .args(["--log-format", "json"])
+        .env("RUST_LOG", "info,tibinlog::server=debug")
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("spawn tibinlog demo");
+    // Every log line is a JSON object; kept to check the connection fields below.
+    let log_lines = {
+        let stderr = child.stderr.take().expect("stderr");
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            let mut out = Vec::new();
+            while let Ok(Some(l)) = lines.next_line().await {
+                out.push(l);
+            }
+            out
+        })
+    };
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let mut addr: Option<SocketAddr> = None;
+    let mut status: Option<SocketAddr> = None;
     let mut start_ts = None;
     let mut uuid = None;
     loop {
@@ -247,6 +264,10 @@ async fn demo_subcommand_serves_all_transactions() {
             .expect("demo exited early");
         if let Some(a) = line.strip_prefix("tibinlog demo: MySQL protocol on ") {
             addr = Some(a.trim().parse().expect("address"));
+        }
+        if let Some(rest) = line.strip_prefix("status page:  http://") {
+            let a = rest.split('/').next().expect("status address");
+            status = Some(a.parse().expect("status address"));
         }
         if line.starts_with("seed=") {
             for part in line.split_whitespace() {
@@ -279,7 +300,129 @@ async fn demo_subcommand_serves_all_transactions() {
         last = master_gtids(addr).await.unwrap_or_default();
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    check_status_page(status.expect("status page line"), addr, n).await;
     child.kill().await.expect("kill the demo");
+    let logs = log_lines.await.expect("stderr reader");
+    let logs: Vec<serde_json::Value> = logs
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(logs
+        .iter()
+        .all(|l| l["level"].is_string() && l["timestamp"].is_string()));
+    assert!(
+        logs.iter().any(|l| l["message"] == "authenticated"
+            && l["span"]["user"] == "root"
+            && l["span"]["conn"].is_u64()),
+        "no login line with the connection's fields"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l["message"] == "dump starts" && l["span"]["server_id"] == 777),
+        "no dump line with the replica's server id"
+    );
+}
+
+/// Loads the status page of a running demo in headless Chromium with a replica attached and
+/// checks what it shows; keeps a screenshot (`status-page.png` in the test's temporary
+/// directory of the target dir).
+async fn check_status_page(status: SocketAddr, addr: SocketAddr, txns: usize) {
+    let Some(chromium) = common::peer::find_tool("chromium") else {
+        common::peer::missing("chromium (Debian package chromium)");
+        return;
+    };
+    // A GTID replica with server id 777 reads everything and stays.
+    let replica = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let mut stream = replica
+        .get_binlog_stream(BinlogStreamRequest::new(777).with_gtid())
+        .await
+        .expect("binlog stream");
+    let reader = tokio::spawn(async move {
+        use futures_util::StreamExt;
+        while let Some(Ok(_)) = stream.next().await {}
+    });
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let reps = common::http::get_json(status, "/api/v1/replicas").await;
+        let caught_up = reps.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|r| r["server_id"] == 777 && r["caught_up"] == true)
+        });
+        if caught_up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica never caught up: {reps}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let profile = tempfile::tempdir().expect("profile dir");
+    let run = |extra: Vec<String>| {
+        let mut cmd = tokio::process::Command::new(&chromium);
+        cmd.args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1280,1100",
+            // Long enough for the first fetches and a few refreshes (2 s each).
+            "--virtual-time-budget=7000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("http://{status}/"))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+        cmd
+    };
+    let out = tokio::time::timeout(WAIT, run(vec!["--dump-dom".into()]).output())
+        .await
+        .expect("chromium in time")
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        dom.contains("data-ready=\"1\""),
+        "the page never rendered the API (stderr: {})\n{dom}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "class=\"v state-running\" id=\"capture-state\">running<",
+        "<td class=\"num\">777</td>",
+        "<td>root@127.0.0.1:",
+        "Source has sent all binlog to replica; waiting for more updates",
+        "<td>binlog.000001</td>",
+        "data-series=\"checkpoint_lag\"",
+        "data-series=\"resolved_lag\"",
+        "% of ",
+    ] {
+        assert!(dom.contains(want), "the page lacks {want:?}:\n{dom}");
+    }
+    let gno = format!("GNO {txns}");
+    assert!(dom.contains(&gno), "the page lacks {gno:?}:\n{dom}");
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
+    let _ = std::fs::remove_file(&shot);
+    let out = tokio::time::timeout(
+        WAIT,
+        run(vec![format!("--screenshot={}", shot.display())]).output(),
+    )
+    .await
+    .expect("chromium in time")
+    .expect("run chromium");
+    let png = std::fs::read(&shot).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+    eprintln!("status page screenshot: {}", shot.display());
+    reader.abort();
 }
 
 /// `SHOW CREATE TABLE` text of `db.t` on `conn`.
@@ -1302,4 +1445,276 @@ async fn capture_over_mutual_tls_and_a_name_tikv_refuses() {
     );
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
+}
+
+/// `SHOW PROCESSLIST` rows as (Id, User, Command, State, Info).
+async fn processlist(
+    conn: &mut mysql_async::Conn,
+) -> Vec<(u64, String, String, String, Option<String>)> {
+    let rows: Vec<mysql_async::Row> = conn.query("SHOW PROCESSLIST").await.expect("processlist");
+    rows.into_iter()
+        .map(|r| {
+            (
+                r.get("Id").expect("Id"),
+                r.get("User").expect("User"),
+                r.get("Command").expect("Command"),
+                r.get::<Option<String>, _>("State")
+                    .expect("State")
+                    .unwrap_or_default(),
+                r.get::<Option<String>, _>("Info").expect("Info"),
+            )
+        })
+        .collect()
+}
+
+async fn global_status(conn: &mut mysql_async::Conn) -> std::collections::HashMap<String, u64> {
+    let rows: Vec<(String, String)> = conn.query("SHOW GLOBAL STATUS").await.expect("status");
+    rows.into_iter()
+        .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+        .collect()
+}
+
+/// What an operator looks at agrees with what clients see: Prometheus metrics, the JSON API
+/// and the page on the status listener, and MySQL's own process list and status counters;
+/// `KILL` ends a dump session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operators_see_metrics_api_processlist_and_status() {
+    use common::http::{get, get_json, samples};
+    let seed = 31;
+    let run = start_sim(seed, 300).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = common::app::app_config(&run, dir.path());
+    cfg.status_listen = Some("127.0.0.1:0".parse().expect("addr"));
+    let app = start_app_with(cfg).await;
+    let http = app.status_addr().expect("status listener");
+    let addr = app.local_addr();
+    let want = finish_workload(&run, &app).await;
+    let end = common::app::master_status(addr)
+        .await
+        .expect("master status");
+
+    // A GTID replica with server id 4242 reads everything and stays connected.
+    let replica = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let mut stream = replica
+        .get_binlog_stream(BinlogStreamRequest::new(4242).with_gtid())
+        .await
+        .expect("binlog stream");
+    let gtids = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader = {
+        let gtids = gtids.clone();
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(ev) = stream.next().await {
+                let Ok(ev) = ev else { return };
+                if matches!(
+                    ev.header().event_type(),
+                    Ok(mysql_async::binlog::EventType::GTID_EVENT)
+                ) {
+                    gtids.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let deadline = Instant::now() + WAIT;
+    let replica_view = loop {
+        let reps = get_json(http, "/api/v1/replicas").await;
+        let mine = reps
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|r| r["server_id"] == 4242)
+            .cloned();
+        if let Some(r) = mine.filter(|r| r["caught_up"] == true && r["pos"] == end.position) {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica never caught up: {reps}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(gtids.load(std::sync::atomic::Ordering::Relaxed), want.len());
+    assert_eq!(replica_view["file"], end.file.as_str());
+    assert_eq!(replica_view["gtid"], true);
+    assert_eq!(replica_view["lag_bytes"], 0);
+    assert_eq!(replica_view["user"], "root");
+    assert!(replica_view["sent_bytes"].as_u64().expect("sent") > 0);
+    let dump_conn = replica_view["conn"].as_u64().expect("conn id");
+
+    let mut admin = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let binlogs: Vec<(String, u64, String)> =
+        admin.query("SHOW BINARY LOGS").await.expect("binary logs");
+
+    // Prometheus: the figures equal what SQL says.
+    let text = get(http, "/metrics").await;
+    assert_eq!(text.status, 200);
+    assert!(
+        text.content_type.starts_with("text/plain"),
+        "{}",
+        text.content_type
+    );
+    let m = samples(&text.body);
+    let val = |k: &str| -> f64 {
+        *m.get(k)
+            .unwrap_or_else(|| panic!("no {k} in\n{}", text.body))
+    };
+    assert_eq!(
+        val("tibinlog_binlog_transactions_total") as usize,
+        want.len()
+    );
+    assert_eq!(val("tibinlog_binlog_last_gno") as usize, want.len());
+    assert_eq!(val("tibinlog_binlog_files") as usize, binlogs.len());
+    assert_eq!(
+        val("tibinlog_binlog_bytes") as u64,
+        binlogs.iter().map(|b| b.1).sum::<u64>()
+    );
+    let truth_rows: usize = want
+        .iter()
+        .map(|t| t["rows"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(val("tibinlog_capture_rows_total") as usize >= truth_rows);
+    assert!(val("tibinlog_capture_scan_rows_total") >= 0.0);
+    assert!(val("tibinlog_binlog_fsync_duration_seconds_count") >= 1.0);
+    assert!(val("tibinlog_binlog_group_commit_transactions_sum") as usize >= want.len());
+    assert!(val("tibinlog_sorter_read_rows_total") >= truth_rows as f64);
+    let normal: f64 = m
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("tibinlog_capture_regions{") && k.contains("state=\"normal\"")
+        })
+        .map(|(_, v)| v)
+        .sum();
+    assert!(normal >= 1.0, "no initialized region in\n{}", text.body);
+    let replica_key = format!("{{conn=\"{dump_conn}\",server_id=\"4242\"}}");
+    assert_eq!(
+        val(&format!("tibinlog_server_replica_lag_bytes{replica_key}")),
+        0.0
+    );
+    assert_eq!(
+        val(&format!("tibinlog_server_replica_binlog_pos{replica_key}")) as u64,
+        end.position
+    );
+    assert_eq!(val("tibinlog_server_dump_sessions"), 1.0);
+    assert!(val("tibinlog_server_sent_bytes_total") > 0.0);
+    assert!(val("tibinlog_capture_checkpoint_lag_seconds") >= 0.0);
+    assert!(text
+        .body
+        .contains("# TYPE tibinlog_binlog_fsync_duration_seconds histogram"));
+    assert!(text
+        .body
+        .contains("# TYPE tibinlog_sorter_write_rows_total counter"));
+
+    // The JSON API.
+    let st = get_json(http, "/api/v1/status").await;
+    assert_eq!(st["capture"]["state"], "running");
+    assert_eq!(st["binlog"]["gtid_executed"], end.gtids.as_str());
+    assert_eq!(st["binlog"]["end_file"], end.file.as_str());
+    assert_eq!(st["binlog"]["end_pos"], end.position);
+    assert_eq!(st["server"]["dump_sessions"], 1);
+    assert_eq!(st["server_uuid"], app.server_uuid().to_string());
+    let pct = st["capture"]["regions"]["initialized_percent"].as_f64();
+    assert!(pct.is_some_and(|p| p > 0.0), "{st}");
+    let bl = get_json(http, "/api/v1/binlogs").await;
+    let files: Vec<(String, u64)> = bl["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().expect("name").to_owned(),
+                f["size"].as_u64().expect("size"),
+            )
+        })
+        .collect();
+    let sql_files: Vec<(String, u64)> = binlogs.iter().map(|b| (b.0.clone(), b.1)).collect();
+    assert_eq!(files, sql_files);
+    // The sampler records the lag once a second.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let st = get_json(http, "/api/v1/status").await;
+        if st["history"].as_array().is_some_and(|h| h.len() >= 2) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no lag history: {st}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let page = get(http, "/").await;
+    assert_eq!(page.status, 200);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains("/api/v1/") && page.body.contains("lag-chart"));
+    assert_eq!(get(http, "/nothing").await.status, 404);
+
+    // MySQL's own views.
+    let list = processlist(&mut admin).await;
+    let dump = list
+        .iter()
+        .find(|p| p.0 == dump_conn)
+        .unwrap_or_else(|| panic!("dump session missing from {list:?}"));
+    assert_eq!(
+        (dump.1.as_str(), dump.2.as_str(), dump.3.as_str()),
+        (
+            "root",
+            "Binlog Dump GTID",
+            "Source has sent all binlog to replica; waiting for more updates"
+        )
+    );
+    let me = list
+        .iter()
+        .find(|p| p.4.as_deref() == Some("SHOW PROCESSLIST"))
+        .unwrap_or_else(|| panic!("own session missing from {list:?}"));
+    assert_eq!(me.2, "Query");
+    let info_rows: Vec<(u64, String)> = admin
+        .query("SELECT ID, COMMAND FROM information_schema.PROCESSLIST ORDER BY ID")
+        .await
+        .expect("information_schema.PROCESSLIST");
+    assert!(
+        info_rows.contains(&(dump_conn, "Binlog Dump GTID".to_owned())),
+        "{info_rows:?}"
+    );
+
+    let before = global_status(&mut admin).await;
+    let _: Option<u64> = admin.query_first("SELECT 1").await.expect("select");
+    let after = global_status(&mut admin).await;
+    assert_eq!(after["Com_select"], before["Com_select"] + 1);
+    assert_eq!(after["Com_show_status"], before["Com_show_status"] + 1);
+    assert!(after["Bytes_sent"] > before["Bytes_sent"]);
+    assert!(after["Bytes_received"] > before["Bytes_received"]);
+    assert!(after["Questions"] >= before["Questions"] + 2);
+    assert!(after["Threads_connected"] >= 2);
+    assert!(after["Connections"] >= 3);
+    assert!(after["Uptime"] < 3600);
+
+    // KILL ends the dump session: the replica's stream ends, the views forget it.
+    admin
+        .query_drop(format!("KILL {dump_conn}"))
+        .await
+        .expect("KILL");
+    tokio::time::timeout(WAIT, reader)
+        .await
+        .expect("the killed stream ends")
+        .expect("reader task");
+    let deadline = Instant::now() + WAIT;
+    while processlist(&mut admin)
+        .await
+        .iter()
+        .any(|p| p.0 == dump_conn)
+    {
+        assert!(Instant::now() < deadline, "killed session still listed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        get_json(http, "/api/v1/replicas").await,
+        serde_json::json!([])
+    );
+    let err = admin
+        .query_drop(format!("KILL {dump_conn}"))
+        .await
+        .expect_err("no such thread");
+    assert!(err.to_string().contains("1094"), "{err}");
+    admin.disconnect().await.expect("disconnect");
+    app.stop().await.expect("stop");
 }

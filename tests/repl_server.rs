@@ -2631,3 +2631,95 @@ async fn a_session_idle_past_wait_timeout_gets_4031() {
     );
     f.stop().await;
 }
+
+/// 2,000 sockets that connected and said nothing (or a few bytes of a packet), and a replica
+/// that stopped reading its dump, do not keep a real client from logging in and reading the
+/// whole binlog; the process list shows them for what they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sockets_and_a_slow_reader_do_not_lock_clients_out() {
+    use tokio::io::AsyncWriteExt;
+    // 2,000 sockets on each side, plus the rest.
+    rlimit::increase_nofile_limit(8192).expect("raise the open file limit");
+    let f = Fixture::start_with_limits(limits(151, Duration::from_secs(120))).await;
+    // About 7 MiB of binlog: more than the socket buffers of a reader that reads nothing.
+    let name = "x".repeat(120);
+    let mut end = None;
+    for t in 0..1000 {
+        let rows: Vec<(i64, &str)> = (0..50).map(|i| (t * 50 + i, name.as_str())).collect();
+        end = Some(f.source.append_insert(&rows));
+    }
+    let (last_gno, end) = end.expect("transactions");
+    let mut idle = Vec::with_capacity(2000);
+    for i in 0..2000 {
+        let mut s = tokio::net::TcpStream::connect(f.addr)
+            .await
+            .expect("idle socket");
+        if i % 10 == 0 {
+            // Half a packet header, then nothing.
+            s.write_all(&[0x20, 0]).await.expect("trickle");
+        }
+        idle.push(s);
+    }
+    // The slow reader: asks for everything and never reads.
+    let mut slow = RawClient::connect(f.addr).await;
+    slow.login_native().await;
+    slow.seq = 0;
+    slow.write(&repl::dump_command(b"binlog.000001", 4, 0, 31))
+        .await;
+
+    let started = std::time::Instant::now();
+    let mut admin = f.conn().await;
+    let evs = read_dump(
+        f.conn().await,
+        BinlogStreamRequest::new(0)
+            .with_filename(b"binlog.000001")
+            .with_pos(4),
+    )
+    .await
+    .expect("the whole binlog");
+    let gtids = evs
+        .iter()
+        .filter(|e| e.0 == MyEventType::GTID_EVENT as u8)
+        .count();
+    assert_eq!(gtids as u64, last_gno);
+    assert_eq!(
+        u64::from(evs.last().expect("events").1),
+        end.pos,
+        "read to the end"
+    );
+    eprintln!(
+        "2,000 idle sockets and a stalled dump: login and a {} MiB dump took {:?}",
+        end.pos >> 20,
+        started.elapsed()
+    );
+
+    let rows: Vec<(u64, String, String, Option<String>)> = admin
+        .query("SELECT ID, USER, COMMAND, STATE FROM information_schema.PROCESSLIST")
+        .await
+        .expect("processlist");
+    let unauthenticated = rows
+        .iter()
+        .filter(|r| r.1 == "unauthenticated user" && r.2 == "Connect")
+        .count();
+    assert_eq!(unauthenticated, 2000, "idle sockets in the process list");
+    let stalled = rows
+        .iter()
+        .find(|r| r.2 == "Binlog Dump")
+        .unwrap_or_else(|| {
+            let others: Vec<_> = rows.iter().filter(|r| r.2 != "Connect").collect();
+            panic!("the stalled dump is not listed: {others:?}")
+        });
+    assert_eq!(
+        stalled.3.as_deref(),
+        Some("Sending binlog event to replica")
+    );
+    let (_, threads): (String, u64) = admin
+        .query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+        .await
+        .expect("status")
+        .expect("row");
+    assert!(threads >= 2002, "{threads}");
+    drop((idle, slow));
+    admin.disconnect().await.expect("quit");
+    f.stop().await;
+}

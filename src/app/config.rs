@@ -127,6 +127,8 @@ pub const KNOBS: &[Knob] = &[
         "@@wait_timeout: a session idle between commands this long is closed with error 4031 (dump sessions are never idle) [default: 28800]"),
     knob("server", "progress_interval_seconds", "progress-interval-seconds", Integer, "SECONDS",
         "how often the progress line is logged [default: 10]"),
+    knob("server", "status_listen", "status-listen", Text, "HOST:PORT",
+        "HTTP listen address of Prometheus /metrics, the /api/v1 JSON status and the status page; \"off\" = none [default: 127.0.0.1:8300]"),
     knob("capture", "pd", "pd", List, "HOST:PORT,…",
         "PD endpoints (required)"),
     knob("capture", "start_ts", "start-ts", Integer, "TSO",
@@ -203,7 +205,11 @@ pub struct ServerSection {
     pub connect_timeout_seconds: u64,
     pub wait_timeout_seconds: u64,
     pub progress_interval_seconds: u64,
+    pub status_listen: String,
 }
+
+/// The status listener's default address (TiCDC's port).
+pub const DEFAULT_STATUS_LISTEN: &str = "127.0.0.1:8300";
 
 impl Default for ServerSection {
     fn default() -> Self {
@@ -219,6 +225,7 @@ impl Default for ServerSection {
             connect_timeout_seconds: crate::server::DEFAULT_CONNECT_TIMEOUT.as_secs(),
             wait_timeout_seconds: crate::server::DEFAULT_WAIT_TIMEOUT.as_secs(),
             progress_interval_seconds: 10,
+            status_listen: DEFAULT_STATUS_LISTEN.to_owned(),
         }
     }
 }
@@ -608,6 +615,13 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
             .parse()
             .with_context(|| format!("MariaDB listen address {text:?} is not HOST:PORT"))?;
         cfg.mariadb_listen = Some(addr);
+    }
+    let status = s.server.status_listen.trim();
+    if !(status.is_empty() || status.eq_ignore_ascii_case("off")) {
+        let addr: SocketAddr = status.parse().with_context(|| {
+            format!("status listen address {status:?} is not HOST:PORT (or \"off\")")
+        })?;
+        cfg.status_listen = Some(addr);
     }
     cfg.filter_rules = s.filter.rules.clone();
     cfg.filter = if s.filter.rules.is_empty() {

@@ -23,6 +23,10 @@ pub struct DemoArgs {
     /// by GTID (`MASTER_USE_GTID=slave_pos`).
     #[arg(long)]
     pub mariadb_listen: Option<SocketAddr>,
+    /// HTTP address of Prometheus `/metrics`, the `/api/v1` JSON status and the status page
+    /// ("off": none; port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8300")]
+    pub status_listen: String,
     /// Directory of the binlog files; a fresh temporary directory (removed at exit) when
     /// absent. Must not hold a binlog already: the simulated cluster is new on every run.
     #[arg(long)]
@@ -109,6 +113,13 @@ async fn run_in(
     let mut cfg = AppConfig::new(vec![sim.cluster().pd_url()], args.listen, data_dir.clone());
     cfg.start_ts = Some(start_ts);
     cfg.mariadb_listen = args.mariadb_listen;
+    cfg.status_listen =
+        match args.status_listen.trim() {
+            "" | "off" => None,
+            text => Some(text.parse().with_context(|| {
+                format!("--status-listen {text:?} is not HOST:PORT (or \"off\")")
+            })?),
+        };
     cfg.users = [(args.user.clone(), args.password.clone())].into();
     cfg.progress_interval = Duration::from_secs(5);
     let app = match App::start(cfg, shutdown.clone()).await {
@@ -128,6 +139,9 @@ async fn run_in(
     println!("tibinlog demo: MySQL protocol on {addr}");
     if let Some(m) = app.mariadb_addr() {
         println!("MariaDB-flavoured listener (GTID replicas) on {m}");
+    }
+    if let Some(s) = app.status_addr() {
+        println!("status page:  http://{s}/   (metrics: http://{s}/metrics, API: http://{s}/api/v1/status)");
     }
     println!(
         "seed={} start_ts={} server_uuid={}",

@@ -31,6 +31,7 @@ pub mod reader;
 pub mod schema;
 mod sha1;
 pub mod source;
+mod status_http;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -179,6 +180,8 @@ pub struct AppConfig {
     /// A capture stopped for good stops the app with an error (non-zero exit) instead of
     /// leaving the server serving the binlog.
     pub exit_on_capture_stop: bool,
+    /// The status listener (Prometheus metrics, JSON API, status page); none when absent.
+    pub status_listen: Option<SocketAddr>,
 }
 
 impl AppConfig {
@@ -212,6 +215,7 @@ impl AppConfig {
             sorter_memory_quota_bytes: crate::sorter::DEFAULT_MEMORY_QUOTA_BYTES,
             sorter_block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
             exit_on_capture_stop: false,
+            status_listen: None,
         }
     }
 
@@ -329,6 +333,9 @@ pub struct App {
     /// The MariaDB-flavoured listener's task, if one was configured.
     mariadb_server: Option<JoinHandle<()>>,
     progress: JoinHandle<()>,
+    status_addr: Option<SocketAddr>,
+    /// The status listener's task, if configured.
+    status: Option<JoinHandle<()>>,
 }
 
 impl App {
@@ -366,12 +373,23 @@ impl App {
         };
         drop(pd);
 
+        // Bound first: a taken port fails the start before anything is opened.
+        let status_listener = match cfg.status_listen {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen on {addr} for the status API"))?,
+            ),
+            None => None,
+        };
         record_filter(&cfg.data_dir, &cfg.filter_rules)?;
+        let metrics = Arc::new(crate::metrics::Metrics::new());
         let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
         store_cfg.max_binlog_size = cfg.max_binlog_size;
         store_cfg.expire_logs_seconds = cfg.expire_logs_seconds;
         store_cfg.server_version = crate::server::server_version();
         store_cfg.first_file_ts = tso;
+        store_cfg.metrics = metrics.binlog.clone();
         let checksum = store_cfg.checksum;
         let (store, recovery) = {
             let c = store_cfg.clone();
@@ -404,6 +422,7 @@ impl App {
         );
         let files = store.files();
 
+        let sorter_metrics = crate::sorter::MetricsHandle::default();
         let feed_cfg = {
             let mut c = ChangefeedConfig::new(
                 cfg.pd_addrs.clone(),
@@ -416,6 +435,7 @@ impl App {
             }
             c.sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
             c.sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
+            c.sorter.metrics = sorter_metrics.clone();
             c.gc_service_id = format!("tibinlog-{server_uuid}");
             c.tls = cluster_tls.clone();
             c.gc_ttl = cfg.gc_ttl;
@@ -424,6 +444,7 @@ impl App {
             p.pd = pd_config.clone();
             p.scan_limit_per_store = cfg.incremental_scan_limit;
             p.matcher.pending_bytes_limit = cfg.pending_txn_bytes;
+            p.metrics = metrics.capture.clone();
             c.puller = Some(p);
             c
         };
@@ -508,6 +529,7 @@ impl App {
             auth_plugin: cfg.auth_plugin,
             net_write_timeout: cfg.net_write_timeout,
             limits: cfg.limits,
+            metrics: metrics.server.clone(),
             capture: Some(capture.clone()),
             default_heartbeat: cfg.default_heartbeat,
             snapshot: snapshot.clone(),
@@ -544,6 +566,7 @@ impl App {
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
+        let maria_shared = maria.as_ref().map(Server::shared);
         tokio::spawn(reader::hold_snapshots(
             sql_pd,
             format!("tibinlog-{server_uuid}-sql"),
@@ -592,9 +615,31 @@ impl App {
             stats.clone(),
             capture.clone(),
             files.clone(),
+            metrics.capture.clone(),
             cfg.progress_interval,
             stop.clone(),
         ));
+        let (status_addr, status) = match status_listener {
+            Some(listener) => {
+                let mut servers = vec![("mysql", shared.clone())];
+                servers.extend(maria_shared.map(|m| ("mariadb", m)));
+                let view = Arc::new(status_http::StatusView {
+                    metrics: metrics.clone(),
+                    stats: stats.clone(),
+                    capture: capture.clone(),
+                    files: files.clone(),
+                    servers,
+                    sorter: sorter_metrics,
+                    server_id: cfg.server_id,
+                    server_uuid: server_uuid.to_string(),
+                    started: std::time::Instant::now(),
+                    history: Default::default(),
+                });
+                let (a, t) = status_http::serve(listener, view, stop.clone())?;
+                (Some(a), Some(t))
+            }
+            None => (None, None),
+        };
         info!(addr = %local_addr, "tibinlog is serving");
         if let Some(addr) = mariadb_addr {
             info!(%addr, "serving MariaDB replicas (greeting as MariaDB 10.11)");
@@ -617,7 +662,14 @@ impl App {
             server,
             mariadb_server,
             progress,
+            status_addr,
+            status,
         })
+    }
+
+    /// The address of the status listener (metrics, API, page), if configured.
+    pub fn status_addr(&self) -> Option<SocketAddr> {
+        self.status_addr
     }
 
     /// The address the MySQL server listens on.
@@ -636,6 +688,7 @@ impl App {
             "server_uuid": self.server_uuid.to_string(),
             "start_ts": self.start_ts.0,
             "mariadb_listen": self.mariadb_addr.map(|a| a.to_string()),
+            "status_listen": self.status_addr.map(|a| a.to_string()),
         })
         .to_string()
     }
@@ -719,6 +772,9 @@ impl App {
             let _ = m.await;
         }
         let _ = self.progress.await;
+        if let Some(t) = self.status {
+            let _ = t.await;
+        }
         info!(
             txns = self.stats.txns.load(Ordering::Relaxed),
             checkpoint = self.stats.checkpoint.load(Ordering::Relaxed),
@@ -867,7 +923,7 @@ async fn pump(
                     }
                     tokio::select! {
                         _ = stop.cancelled() => return None,
-                        sent = out.send(WriterMsg::Event(ev)) => {
+                        sent = out.send(WriterMsg::Event(ev, cost)) => {
                             if sent.is_err() {
                                 return None;
                             }
@@ -918,8 +974,7 @@ impl Writer {
     ) -> anyhow::Result<()> {
         while let Some(msg) = rx.blocking_recv() {
             match msg {
-                WriterMsg::Event(ev) => {
-                    let cost = self.queue.cost(queue_cost(&ev));
+                WriterMsg::Event(ev, cost) => {
                     let written = self.on_event(ev);
                     self.queue.give(cost);
                     written?;
@@ -1148,6 +1203,7 @@ async fn progress_log(
     stats: Arc<Stats>,
     capture: Arc<CaptureStatus>,
     files: BinlogFiles,
+    regions: crate::metrics::CaptureMetrics,
     every: Duration,
     stop: CancellationToken,
 ) {
@@ -1178,6 +1234,18 @@ async fn progress_log(
                 "progress: capture is not running"
             );
             continue;
+        }
+        let (queued, initializing, normal) = regions.region_totals();
+        if queued + initializing > 0 {
+            let total = queued + initializing + normal;
+            info!(
+                initialized = normal,
+                scanning = initializing,
+                queued,
+                total,
+                "initial scan: {:.1}% of regions initialized",
+                normal as f64 * 100.0 / total as f64
+            );
         }
         info!(
             txns = stats.txns.load(Ordering::Relaxed),

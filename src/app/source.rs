@@ -45,8 +45,9 @@ pub struct PurgeRequest {
 /// Message to the writer thread.
 #[derive(Debug)]
 pub enum WriterMsg<E> {
-    /// Something from the changefeed.
-    Event(E),
+    /// Something from the changefeed, with what it holds of the queue's byte budget (the
+    /// writer gives it back once the event is written).
+    Event(E, u32),
     /// A purge from a SQL session.
     Purge(PurgeRequest),
     /// The changefeed restarts from the durable checkpoint: drop an open transaction.

@@ -133,6 +133,8 @@ pub struct StoreConfig {
     /// Stamps the header timestamp of the first file's FORMAT_DESCRIPTION and PREVIOUS_GTIDS of
     /// a new store (the TSO capture starts from), so that it is deterministic.
     pub first_file_ts: Ts,
+    /// fsync latency and group-commit sizes are observed here.
+    pub metrics: crate::metrics::BinlogMetrics,
 }
 
 impl StoreConfig {
@@ -151,6 +153,7 @@ impl StoreConfig {
             max_rows_event_size: 8192,
             spill_threshold: MIN_SPILL_THRESHOLD,
             first_file_ts: Ts::ZERO,
+            metrics: crate::metrics::BinlogMetrics::default(),
         }
     }
 

@@ -581,9 +581,14 @@ impl BinlogStore {
         }
         if end != self.synced_end {
             self.write_out()?;
+            let started = std::time::Instant::now();
             self.file
                 .sync_data()
                 .map_err(StoreError::io("fsync", &self.path))?;
+            self.cfg
+                .metrics
+                .fsync_seconds
+                .observe(started.elapsed().as_secs_f64());
             self.publish(end, None);
         } else if new_checkpoint.is_some() {
             if let Some(point) = self.snapshot_point(end) {
@@ -609,6 +614,12 @@ impl BinlogStore {
 
     /// Makes what is durable visible: entries, sizes, GTIDs, then the watch.
     fn publish(&mut self, end: BinlogPos, new_file: Option<FileInfo>) {
+        if !self.unsynced.is_empty() {
+            self.cfg
+                .metrics
+                .group_commit
+                .observe(self.unsynced.len() as f64);
+        }
         {
             let mut st = self.shared.write();
             st.entries.append(&mut self.unsynced);
@@ -646,9 +657,14 @@ impl BinlogStore {
         self.file
             .write_all_at(&[0, 0], FDE_FLAGS_OFFSET)
             .map_err(StoreError::io("write", &self.path))?;
+        let started = std::time::Instant::now();
         self.file
             .sync_data()
             .map_err(StoreError::io("fsync", &self.path))?;
+        self.cfg
+            .metrics
+            .fsync_seconds
+            .observe(started.elapsed().as_secs_f64());
 
         self.ew.checksum = self.cfg.checksum;
         let (file, prologue_end) = create_file(

@@ -111,6 +111,8 @@ pub struct PullerConfig {
     pub seed: u64,
     /// Announced in `cdcpb.Header.ticdc_version`.
     pub ticdc_version: String,
+    /// Where capture counts regions, rows and its watermark.
+    pub metrics: crate::metrics::CaptureMetrics,
 }
 
 impl PullerConfig {
@@ -128,6 +130,7 @@ impl PullerConfig {
             backoff_max: DEFAULT_BACKOFF_MAX,
             seed: 0,
             ticdc_version: TICDC_VERSION.to_string(),
+            metrics: crate::metrics::CaptureMetrics::default(),
         }
     }
 }
@@ -263,6 +266,7 @@ impl Puller {
                 matcher: cfg.matcher.clone(),
                 connect_timeout: cfg.pd.connect_timeout,
                 tls: pd.tls().cloned(),
+                metrics: cfg.metrics.clone(),
             },
             rng: Jitter(cfg.seed),
             frontier: SpanFrontier::new(cfg.start_ts),
@@ -780,6 +784,7 @@ impl Actor {
     }
 
     fn on_region_failed(&mut self, ended: Ended, error: CaptureError) -> Step {
+        self.stream_cfg.metrics.region_errors.inc();
         let Some(retry) = error.retry() else {
             return Err(error.into());
         };
@@ -851,6 +856,10 @@ impl Actor {
         self.emitted = f;
         self.seen = self.seen.split_off(&(f.next(), Ts::ZERO, Vec::new()));
         self.resolved_tx.send_replace(f);
+        self.stream_cfg
+            .metrics
+            .resolved_ts_ms
+            .set(i64::try_from(f.physical_ms()).unwrap_or(i64::MAX));
         tracing::trace!(ts = f.0, duplicates = self.duplicates, "watermark advanced");
         self.send(RawKvEvent::Resolved(ResolvedTs(f))).await
     }

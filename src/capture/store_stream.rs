@@ -128,6 +128,7 @@ pub struct StoreStreamConfig {
     pub connect_timeout: Duration,
     /// Mutual TLS to the store (as to PD).
     pub tls: Option<crate::security::ClusterTls>,
+    pub metrics: crate::metrics::CaptureMetrics,
 }
 
 /// The puller's handle on a store actor.
@@ -232,6 +233,7 @@ pub fn spawn(
         outq: VecDeque::new(),
         rows: Vec::new(),
         rows_bytes: 0,
+        store_label: store_id.to_string(),
     };
     tokio::spawn(actor.run(addr, cancel));
     StoreHandle {
@@ -248,6 +250,8 @@ struct Sub {
 
 struct StoreActor {
     store_id: u64,
+    /// `store_id` as a metric label.
+    store_label: String,
     generation: u64,
     cfg: StoreStreamConfig,
     commands: mpsc::Receiver<StoreCommand>,
@@ -338,6 +342,7 @@ impl StoreActor {
             }
             other => other,
         });
+        self.cfg.metrics.forget_store(&self.store_label);
         if let Err(error) = result {
             tracing::info!(store_id, error = %error, "change data stream failed");
             self.fail(error, &cancel).await;
@@ -526,7 +531,18 @@ impl StoreActor {
             self.scanning += 1;
             self.send(req_tx, r).await?;
         }
+        self.report_regions();
         Ok(())
+    }
+
+    /// Sets this store's region gauges.
+    fn report_regions(&self) {
+        self.cfg.metrics.set_regions(
+            &self.store_label,
+            self.pending.len(),
+            self.scanning,
+            self.feeds.len().saturating_sub(self.scanning),
+        );
     }
 
     fn unindex(&mut self, region: RegionId, request_id: u64) {
@@ -562,6 +578,8 @@ impl StoreActor {
         let mut resolved: Vec<(Span, Ts)> = Vec::new();
         let mut failed: Vec<StoreOutput> = Vec::new();
         let mut tokens_freed = false;
+        // (rows, bytes) received, and of those from scans; counted once per message.
+        let (mut rows_in, mut bytes_in, mut scan_rows, mut scan_bytes) = (0u64, 0u64, 0u64, 0u64);
         for ev in msg.events {
             if self.rows_bytes >= ROWS_FLUSH_BYTES {
                 // Nothing else of this message is queued yet (a message is read only once the
@@ -585,10 +603,18 @@ impl StoreActor {
             let was_init = sub.feed.is_initialized();
             let had = self.rows.len();
             let stepped = sub.feed.on_cdcpb_event(ev, &mut self.rows);
-            self.rows_bytes += self.rows[had..]
+            let added = self.rows[had..]
                 .iter()
                 .map(RawRow::payload_len)
                 .sum::<usize>();
+            self.rows_bytes += added;
+            let n = (self.rows.len() - had) as u64;
+            rows_in += n;
+            bytes_in += added as u64;
+            if !was_init {
+                scan_rows += n;
+                scan_bytes += added as u64;
+            }
             match stepped {
                 Ok(Some(ts)) => resolved.push((sub.req.span.clone(), ts)),
                 Ok(None) => {}
@@ -651,8 +677,19 @@ impl StoreActor {
         if !resolved.is_empty() {
             self.outq.push_back(StoreOutput::Resolved(resolved));
         }
+        let m = &self.cfg.metrics;
+        if rows_in > 0 {
+            m.rows.inc_by(rows_in);
+            m.row_bytes.inc_by(bytes_in);
+        }
+        if scan_rows > 0 {
+            m.scan_rows.inc_by(scan_rows);
+            m.scan_bytes.inc_by(scan_bytes);
+        }
         if tokens_freed {
             self.start_pending(req_tx).await?;
+        } else {
+            self.report_regions();
         }
         Ok(())
     }

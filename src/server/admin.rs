@@ -645,6 +645,36 @@ impl Ctx<'_> {
                     "Threads_connected".into(),
                     self.shared.connection_count().to_string(),
                 );
+                let processes = self.shared.processes();
+                let running = processes.iter().filter(|p| p.command != "Sleep").count();
+                vars.insert("Threads_running".into(), running.to_string());
+                let m = &self.shared.metrics;
+                let counters = [
+                    ("Bytes_sent", m.sent_bytes.get()),
+                    ("Bytes_received", m.received_bytes.get()),
+                    ("Connections", m.connections_total.get()),
+                    ("Aborted_connects", m.aborted_connects.get()),
+                ];
+                for (k, v) in counters {
+                    vars.insert(k.into(), v.to_string());
+                }
+                let commands = crate::metrics::ServerMetrics::counts(&m.commands);
+                let questions: u64 = commands
+                    .iter()
+                    .filter(|(c, _)| c == "COM_QUERY" || c == "COM_STMT_EXECUTE")
+                    .map(|(_, n)| n)
+                    .sum();
+                vars.insert("Questions".into(), questions.to_string());
+                vars.insert(
+                    "Max_used_connections".into(),
+                    self.shared.max_used_sessions().to_string(),
+                );
+                for name in COM_NAMES {
+                    vars.insert(format!("Com_{name}"), "0".into());
+                }
+                for (name, n) in crate::metrics::ServerMetrics::counts(&m.statements) {
+                    vars.insert(format!("Com_{name}"), n.to_string());
+                }
                 let uptime = self.shared.started.elapsed().as_secs();
                 vars.insert("Uptime".into(), uptime.to_string());
                 if let Some(capture) = &self.shared.capture {
@@ -1443,6 +1473,37 @@ fn literal(v: &Value) -> SqlValue {
 }
 
 /// `SHOW VARIABLES` / `SHOW STATUS` rows filtered by LIKE or a simple WHERE.
+/// `Com_*` counters `SHOW STATUS` lists even at zero (those the statements we serve count).
+const COM_NAMES: [&str; 27] = [
+    "begin",
+    "change_db",
+    "commit",
+    "execute_sql",
+    "flush",
+    "kill",
+    "lock_tables",
+    "prepare_sql",
+    "purge",
+    "rollback",
+    "select",
+    "set_option",
+    "set_password",
+    "show_binlog_events",
+    "show_binlogs",
+    "show_create_table",
+    "show_databases",
+    "show_fields",
+    "show_grants",
+    "show_master_status",
+    "show_processlist",
+    "show_replicas",
+    "show_status",
+    "show_tables",
+    "show_variables",
+    "show_other",
+    "unlock_tables",
+];
+
 fn name_value_rows(vars: BTreeMap<String, String>, filter: Option<&ShowStatementFilter>) -> Reply {
     let like = match filter {
         Some(

@@ -36,6 +36,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, trace};
 
+use super::activity::{command_name, Activity};
 use super::admin;
 use super::dump;
 use super::reply::{QueryReply, Reply};
@@ -48,10 +49,11 @@ pub async fn serve(
     shared: Arc<Shared>,
     tcp: TcpStream,
     peer: SocketAddr,
-    id: u32,
+    (id, activity): (u32, Arc<Activity>),
     cancel: CancellationToken,
 ) -> Result<(), ConnError> {
     let mut io = PacketIo::new(Box::new(tcp));
+    io.count_into(&shared.metrics);
     if shared.sessions_full() {
         // As MySQL does, in place of the greeting.
         send_err(&mut io, ER_CON_COUNT_ERROR, "Too many connections").await?;
@@ -61,25 +63,36 @@ pub async fn serve(
     // connect_timeout: an idle or trickling socket holds a few KiB, and not for long.
     io.codec.set_max_payload(super::PRE_AUTH_MAX_PAYLOAD);
     let limit = shared.limits.connect_timeout;
-    let handshake =
-        tokio::time::timeout(limit, handshake(&shared, &mut io, peer, id, cancel.clone()));
+    let handshake = tokio::time::timeout(
+        limit,
+        handshake(&shared, &mut io, peer, (id, activity), cancel.clone()),
+    );
+    let aborted = || shared.metrics.aborted_connects.inc();
     let (info, _slot) = tokio::select! {
         _ = cancel.cancelled() => return Ok(()),
         r = handshake => match r {
             Ok(Ok(x)) => x,
             Ok(Err(ConnError::Wire(e @ WireError::PayloadTooLarge { .. }))) => {
+                aborted();
                 let msg = "Got a packet bigger than 'max_allowed_packet' bytes";
                 let _ = send_err(&mut io, ER_NET_PACKET_TOO_LARGE, msg).await;
                 return Err(ConnError::Wire(e));
             }
-            Ok(Err(e)) => return Err(e),
+            Ok(Err(e)) => {
+                aborted();
+                return Err(e);
+            }
             Err(_elapsed) => {
+                aborted();
                 debug!(conn = id, %peer, ?limit, "no login within connect_timeout");
                 return Ok(());
             }
         },
     };
     io.codec.set_max_payload(DEFAULT_MAX_PAYLOAD);
+    info.activity
+        .logged_in(&info.user, info.database.as_deref());
+    tracing::Span::current().record("user", info.user.as_str());
     debug!(conn = id, user = %info.user, %peer, "authenticated");
     command_loop(shared, io, info, cancel).await
 }
@@ -92,7 +105,7 @@ async fn handshake(
     shared: &Arc<Shared>,
     io: &mut PacketIo,
     peer: SocketAddr,
-    id: u32,
+    (id, activity): (u32, Arc<Activity>),
     cancel: CancellationToken,
 ) -> Result<(ConnInfo, SessionSlot), ConnError> {
     let scramble = Scramble::generate();
@@ -211,6 +224,7 @@ async fn handshake(
         capabilities: negotiate(ours, hello.capabilities),
         database: hello.database,
         tls,
+        activity,
     };
     Ok((info, slot))
 }
@@ -247,9 +261,19 @@ async fn command_loop(
         ..Session::default()
     };
     let mut stmts = Statements::default();
+    // One timer for the session, re-armed before each read.
+    let idle_timer = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(idle_timer);
     loop {
         io.codec.reset_seq();
+        info.activity.idle(session.database.as_deref());
         let idle = session.wait_timeout(shared.limits.wait_timeout);
+        let now = tokio::time::Instant::now();
+        // A session may set any number of seconds; past the clock's range it never expires.
+        let deadline = now
+            .checked_add(idle)
+            .unwrap_or(now + std::time::Duration::from_secs(86_400 * 365 * 30));
+        idle_timer.as_mut().reset(deadline);
         let packet = tokio::select! {
             _ = cancel.cancelled() => return Ok(()),
             r = io.read_packet() => match r {
@@ -257,7 +281,7 @@ async fn command_loop(
                 Err(ConnError::Closed) => return Ok(()),
                 Err(e) => return Err(e),
             },
-            () = tokio::time::sleep(idle) => {
+            () = &mut idle_timer => {
                 // MySQL 8.0.24+ tells the client why before closing.
                 let msg = "The client was disconnected by the server because of inactivity. \
                            See wait_timeout and interactive_timeout for configuring this \
@@ -285,6 +309,14 @@ async fn command_loop(
             Err(e) => return Err(e.into()),
         };
         trace!(conn = info.id, command = cmd.name(), "command");
+        let statement = match &cmd {
+            Command::Query(sql) => Some(sql.as_str()),
+            _ => None,
+        };
+        info.activity.begin(command_name(&cmd), statement);
+        shared
+            .metrics
+            .count_command(cmd.name(), statement.map(super::activity::com_name));
         match cmd {
             Command::Quit => return Ok(()),
             Command::Ping => send_ok(&mut io).await?,
@@ -325,7 +357,8 @@ async fn command_loop(
                 send_ok(&mut io).await?;
             }
             Command::BinlogDump(d) => {
-                shared.start_dump(info.id, d.server_id);
+                shared.start_dump(info.id, d.server_id, false);
+                tracing::Span::current().record("server_id", d.server_id);
                 let req = dump::DumpRequest::Position {
                     file: d.filename,
                     pos: u64::from(d.pos),
@@ -335,7 +368,8 @@ async fn command_loop(
                 return dump::run(shared, io, &info, &session, req, cancel).await;
             }
             Command::BinlogDumpGtid(d) => {
-                shared.start_dump(info.id, d.server_id);
+                shared.start_dump(info.id, d.server_id, true);
+                tracing::Span::current().record("server_id", d.server_id);
                 let req = dump::DumpRequest::Gtid {
                     sids: d.sids,
                     flags: d.flags,

@@ -27,6 +27,7 @@
 //! [`Server::run`] stops accepting when its token is cancelled; every connection task gets a
 //! child token (also used by `KILL`) and `run` returns after all of them ended.
 
+pub mod activity;
 pub mod admin;
 mod binlog_events;
 pub mod conn;
@@ -126,6 +127,8 @@ pub struct ServerConfig {
     pub capture: Option<Arc<status::CaptureStatus>>,
     /// Connection limits.
     pub limits: Limits,
+    /// Connections, bytes and commands are counted here (shared by both listeners).
+    pub metrics: crate::metrics::ServerMetrics,
 }
 
 /// Connection limits, with MySQL's names and defaults.
@@ -195,6 +198,8 @@ struct ConnEntry {
     /// Server id of the dump this connection runs, if any (a new dump with the same non-zero
     /// id ends the old one).
     dump_server_id: Option<u32>,
+    /// What the connection is doing (process list, status API).
+    activity: Arc<activity::Activity>,
 }
 
 /// State shared by every connection.
@@ -212,8 +217,11 @@ pub struct Shared {
     /// Capture's state, when something captures.
     pub capture: Option<Arc<status::CaptureStatus>>,
     pub limits: Limits,
+    pub metrics: crate::metrics::ServerMetrics,
     /// Authenticated sessions now (against `limits.max_connections`).
     sessions: AtomicU32,
+    /// The most sessions at once since start (`Max_used_connections`).
+    max_used: AtomicU32,
     /// When the server started (`Uptime`).
     pub started: std::time::Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -273,17 +281,46 @@ impl Shared {
         lock(&self.conns).len()
     }
 
-    fn register_conn(&self, cancel: CancellationToken) -> u32 {
+    /// The most authenticated sessions at once since start.
+    pub fn max_used_sessions(&self) -> u32 {
+        self.max_used.load(Ordering::Relaxed)
+    }
+
+    /// Authenticated sessions now.
+    pub fn session_count(&self) -> u32 {
+        self.sessions.load(Ordering::Acquire)
+    }
+
+    fn register_conn(
+        &self,
+        cancel: CancellationToken,
+        peer: SocketAddr,
+    ) -> (u32, Arc<activity::Activity>) {
         let id = self.next_conn_id.fetch_add(1, Ordering::Relaxed);
+        let activity = Arc::new(activity::Activity::new(peer.to_string()));
         lock(&self.conns).insert(
             id,
             ConnEntry {
                 cancel,
                 interrupt: Arc::default(),
                 dump_server_id: None,
+                activity: activity.clone(),
             },
         );
-        id
+        self.metrics.connections_total.inc();
+        (id, activity)
+    }
+
+    /// What every connection is doing, by connection id.
+    pub fn processes(&self) -> Vec<activity::ProcessRow> {
+        let activities: Vec<(u32, Arc<activity::Activity>)> = lock(&self.conns)
+            .iter()
+            .map(|(id, e)| (*id, e.activity.clone()))
+            .collect();
+        let mut rows: Vec<activity::ProcessRow> =
+            activities.iter().map(|(id, a)| a.row(*id)).collect();
+        rows.sort_by_key(|r| r.id);
+        rows
     }
 
     /// Admits one more authenticated session, unless `max_connections` are open; the
@@ -295,7 +332,10 @@ impl Shared {
                 (n < max).then_some(n + 1)
             })
             .ok()
-            .map(|_| SessionSlot(self.clone()))
+            .map(|n| {
+                self.max_used.fetch_max(n + 1, Ordering::Relaxed);
+                SessionSlot(self.clone())
+            })
     }
 
     /// True when no session could be admitted now.
@@ -363,7 +403,7 @@ impl Shared {
 
     /// Marks `id` as dumping for replica `server_id` and ends any older dump of the same
     /// non-zero server id (MySQL's "zombie dump thread" rule).
-    fn start_dump(&self, id: u32, server_id: u32) {
+    fn start_dump(&self, id: u32, server_id: u32, gtid: bool) {
         let mut conns = lock(&self.conns);
         if server_id != 0 {
             for (other, e) in conns.iter() {
@@ -378,6 +418,7 @@ impl Shared {
         }
         if let Some(e) = conns.get_mut(&id) {
             e.dump_server_id = Some(server_id);
+            e.activity.start_dump(server_id, gtid);
         }
     }
 
@@ -402,25 +443,20 @@ impl Shared {
 
     /// What information_schema shows of the server's sessions.
     pub fn server_facts(&self) -> crate::sql::infoschema::ServerFacts {
-        let conns = lock(&self.conns);
-        let mut processlist: Vec<crate::sql::infoschema::ProcessInfo> = conns
-            .iter()
-            .map(|(id, e)| crate::sql::infoschema::ProcessInfo {
-                id: u64::from(*id),
-                user: String::new(),
-                host: String::new(),
-                db: None,
-                command: if e.dump_server_id.is_some() {
-                    "Binlog Dump".into()
-                } else {
-                    "Query".into()
-                },
-                time: 0,
-                state: String::new(),
-                info: None,
+        let processlist = self
+            .processes()
+            .into_iter()
+            .map(|r| crate::sql::infoschema::ProcessInfo {
+                id: u64::from(r.id),
+                user: r.user,
+                host: r.host,
+                db: r.db,
+                command: r.command.into(),
+                time: i64::try_from(r.time).unwrap_or(i64::MAX),
+                state: r.state,
+                info: r.info,
             })
             .collect();
-        processlist.sort_by_key(|p| p.id);
         crate::sql::infoschema::ServerFacts { processlist }
     }
 
@@ -493,7 +529,9 @@ impl Server {
             snapshot: cfg.snapshot,
             capture: cfg.capture,
             limits: cfg.limits,
+            metrics: cfg.metrics,
             sessions: AtomicU32::new(0),
+            max_used: AtomicU32::new(0),
             started: std::time::Instant::now(),
             tls,
             require_secure_transport: cfg.tls.as_ref().is_some_and(|t| t.require_secure_transport),
@@ -544,14 +582,28 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let conn_cancel = cancel.child_token();
-            let id = self.shared.register_conn(conn_cancel.clone());
+            let (id, activity) = self.shared.register_conn(conn_cancel.clone(), peer);
             let shared = self.shared.clone();
-            tracker.spawn(async move {
-                if let Err(e) = conn::serve(shared.clone(), stream, peer, id, conn_cancel).await {
-                    debug!(conn = id, %peer, error = %e, "connection ended with an error");
-                }
-                shared.unregister_conn(id);
-            });
+            // Every line a connection logs carries its id, peer, and once known its user and
+            // the replica's server id.
+            let span = tracing::info_span!(
+                "conn",
+                conn = id,
+                peer = %peer,
+                user = tracing::field::Empty,
+                server_id = tracing::field::Empty,
+            );
+            tracker.spawn(tracing::Instrument::instrument(
+                async move {
+                    let served =
+                        conn::serve(shared.clone(), stream, peer, (id, activity), conn_cancel);
+                    if let Err(e) = served.await {
+                        debug!(conn = id, %peer, error = %e, "connection ended with an error");
+                    }
+                    shared.unregister_conn(id);
+                },
+                span,
+            ));
         }
         tracker.close();
         tracker.wait().await;

@@ -30,6 +30,8 @@ pub struct ConnInfo {
     pub interrupt: Arc<std::sync::atomic::AtomicBool>,
     /// What TLS negotiated; `None` on a plain connection.
     pub tls: Option<super::transport::TlsSession>,
+    /// What the connection is doing, for the process list.
+    pub activity: Arc<super::activity::Activity>,
 }
 
 /// How long a write waits for a client that reads nothing: MySQL's default `net_write_timeout`.

@@ -34,6 +34,23 @@ pub struct CaptureReport {
     pub last_error: String,
     /// Restarts of capture after errors.
     pub restarts: u64,
+    /// The last [`RECENT_ERRORS`] errors with their Unix time, oldest first.
+    pub recent_errors: std::collections::VecDeque<(u64, String)>,
+}
+
+/// Errors [`CaptureReport::recent_errors`] keeps.
+pub const RECENT_ERRORS: usize = 20;
+
+impl CaptureReport {
+    fn remember(&mut self, error: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.recent_errors.len() == RECENT_ERRORS {
+            self.recent_errors.pop_front();
+        }
+        self.recent_errors.push_back((now, error.to_owned()));
+    }
 }
 
 /// Shared between the app (writer of the state) and the server (reader).
@@ -55,6 +72,7 @@ impl CaptureStatus {
     pub fn retrying(&self, error: String) {
         self.with(|r| {
             r.state = CaptureState::Retrying;
+            r.remember(&error);
             r.last_error = error;
             r.restarts += 1;
         });
@@ -64,6 +82,7 @@ impl CaptureStatus {
     pub fn stopped(&self, error: String) {
         self.with(|r| {
             r.state = CaptureState::Stopped;
+            r.remember(&error);
             r.last_error = error;
         });
     }

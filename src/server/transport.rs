@@ -99,7 +99,16 @@ pub struct PacketIo {
     wbuf: Vec<u8>,
     /// The session's `net_write_timeout`, for [`Self::flush_timed`].
     write_timeout: std::time::Duration,
+    /// Bytes written to and read from the client (after TLS, the plaintext).
+    sent: u64,
+    received: u64,
+    /// Where the bytes are also counted server-wide.
+    metrics: Option<crate::metrics::ServerMetrics>,
 }
+
+/// Buffers larger than this after a packet (a big statement, a burst of events) are given
+/// back, so that an idle connection holds a few KiB whatever it once sent or received.
+const KEEP_BUFFER: usize = 64 << 10;
 
 impl std::fmt::Debug for PacketIo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -119,7 +128,25 @@ impl PacketIo {
             codec: PacketCodec::new(DEFAULT_MAX_PAYLOAD),
             wbuf: Vec::with_capacity(4096),
             write_timeout: super::session::NET_WRITE_TIMEOUT,
+            sent: 0,
+            received: 0,
+            metrics: None,
         }
+    }
+
+    /// Counts this connection's bytes in `metrics` too.
+    pub fn count_into(&mut self, metrics: &crate::metrics::ServerMetrics) {
+        self.metrics = Some(metrics.clone());
+    }
+
+    /// Bytes written to the client so far.
+    pub fn sent_bytes(&self) -> u64 {
+        self.sent
+    }
+
+    /// Bytes read from the client so far.
+    pub fn received_bytes(&self) -> u64 {
+        self.received
     }
 
     /// Reads one complete payload; `Err(Closed)` at end of stream.
@@ -130,6 +157,9 @@ impl PacketIo {
                 if self.rpos == self.rbuf.len() {
                     self.rbuf.clear();
                     self.rpos = 0;
+                    if self.rbuf.capacity() > KEEP_BUFFER {
+                        self.rbuf.shrink_to(4096);
+                    }
                 }
                 return Ok(p);
             }
@@ -141,12 +171,21 @@ impl PacketIo {
             if n == 0 {
                 return Err(ConnError::Closed);
             }
+            self.received += n as u64;
+            if let Some(m) = &self.metrics {
+                m.received_bytes.inc_by(n as u64);
+            }
         }
     }
 
     /// Reads raw bytes, bypassing framing (0 = the client closed the stream).
     pub async fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.stream.read(buf).await
+        let n = self.stream.read(buf).await?;
+        self.received += n as u64;
+        if let Some(m) = &self.metrics {
+            m.received_bytes.inc_by(n as u64);
+        }
+        Ok(n)
     }
 
     /// Frames `payload` into the write buffer.
@@ -197,7 +236,15 @@ impl PacketIo {
     pub async fn flush(&mut self) -> std::io::Result<()> {
         if !self.wbuf.is_empty() {
             self.stream.write_all(&self.wbuf).await?;
+            let n = self.wbuf.len() as u64;
+            self.sent += n;
+            if let Some(m) = &self.metrics {
+                m.sent_bytes.inc_by(n);
+            }
             self.wbuf.clear();
+            if self.wbuf.capacity() > 16 * KEEP_BUFFER {
+                self.wbuf.shrink_to(KEEP_BUFFER);
+            }
         }
         self.stream.flush().await
     }

@@ -115,7 +115,7 @@ impl SortDb {
         }
         Ok(SortDb {
             db: Arc::new(db),
-            metrics: Arc::new(SorterMetrics::default()),
+            metrics: cfg.metrics.0.clone(),
         })
     }
 

@@ -54,7 +54,53 @@ pub struct MetricsSnapshot {
     pub resolved_ts: u64,
 }
 
+/// The counters a sorter updates, shared with whoever exports them; one handle may serve
+/// successive sorters (a restarted changefeed), so totals keep counting. Equal when it is the
+/// same set of counters.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsHandle(pub std::sync::Arc<SorterMetrics>);
+
+impl PartialEq for MetricsHandle {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for MetricsHandle {}
+
 impl SorterMetrics {
+    /// Metric names with their help texts, in the order of [`Self::pairs`].
+    pub const NAMES: [(&'static str, &'static str); 10] = [
+        (WRITE_ROWS_TOTAL, "Rows written into the sorter's RocksDB"),
+        (
+            WRITE_BYTES_TOTAL,
+            "Encoded bytes written into the sorter's RocksDB",
+        ),
+        (
+            WRITE_BATCHES_TOTAL,
+            "Write batches into the sorter's RocksDB",
+        ),
+        (
+            LATE_ROWS_TOTAL,
+            "Rows dropped as already covered by a resolved ts",
+        ),
+        (
+            IN_FLIGHT_BYTES,
+            "Bytes accepted by the sorter and not yet written (its memory quota in use)",
+        ),
+        (
+            MEM_ROWS_TOTAL,
+            "Rows handed to the reader from the memory tier",
+        ),
+        (READ_ROWS_TOTAL, "Rows read out in order"),
+        (READ_CHUNKS_TOTAL, "Chunks read out"),
+        (
+            GC_RANGES_TOTAL,
+            "DeleteRange calls issued by the sorter's GC",
+        ),
+        (RESOLVED_TS, "The resolved ts the sorter has applied"),
+    ];
+
     /// Reads every counter.
     pub fn snapshot(&self) -> MetricsSnapshot {
         MetricsSnapshot {

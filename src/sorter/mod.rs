@@ -69,7 +69,7 @@ use tokio::sync::mpsc;
 
 pub use db::SortDb;
 pub use error::{Result, SorterError};
-pub use metrics::{MetricsSnapshot, SorterMetrics};
+pub use metrics::{MetricsHandle, MetricsSnapshot, SorterMetrics};
 pub use prewrite::PrewriteSpill;
 pub use read::{ChunkIter, ReadPosition, SortedTxn, SorterOutput, SorterReader, TxnChunk, TxnIter};
 pub use write::{batch_cost, SorterWriter};
@@ -110,6 +110,8 @@ pub struct Config {
     /// Batches of chunks (about `max_chunk_bytes` each) the reader thread may have ready before
     /// the consumer takes them.
     pub read_ahead_chunks: usize,
+    /// Where the sorter counts (shared with the metrics exporter).
+    pub metrics: MetricsHandle,
 }
 
 impl Config {
@@ -123,6 +125,7 @@ impl Config {
             write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
             max_chunk_bytes: DEFAULT_MAX_CHUNK_BYTES,
             read_ahead_chunks: DEFAULT_READ_AHEAD_CHUNKS,
+            metrics: MetricsHandle::default(),
         }
     }
 

@@ -89,6 +89,7 @@ impl Fixture {
             net_write_timeout: tibinlog::server::session::NET_WRITE_TIMEOUT,
             limits,
             capture: None,
+            metrics: Default::default(),
             snapshot: tables
                 .clone()
                 .map(|t| Arc::new(t) as Arc<dyn tibinlog::sql::plan::SnapshotSource>),

@@ -65,6 +65,7 @@ pub(super) struct DumpSession {
     deprecate_eof: bool,
     cancel: CancellationToken,
     conn_id: u32,
+    activity: Arc<super::super::activity::Activity>,
 }
 
 impl DumpSession {
@@ -89,6 +90,7 @@ impl DumpSession {
             deprecate_eof: tibinlog_protocol::wire::response::deprecate_eof(info.capabilities),
             cancel,
             conn_id: info.id,
+            activity: info.activity.clone(),
         }
     }
 
@@ -144,6 +146,7 @@ impl DumpSession {
             if self.plan.on_caught_up(&mut queue_event(&mut self.io))? {
                 self.io.flush_within(self.write_timeout).await?;
             }
+            self.publish(0, true);
             if self.non_block {
                 self.send_eof().await?;
                 return Ok(());
@@ -209,9 +212,25 @@ impl DumpSession {
         }
     }
 
+    /// Tells the process list where the session is; `event_secs` is the header timestamp of
+    /// the last event sent (0: unchanged).
+    fn publish(&self, event_secs: u32, caught_up: bool) {
+        self.activity.dump_sent(
+            self.plan.file(),
+            self.plan.pos(),
+            event_secs,
+            caught_up,
+            self.io.sent_bytes(),
+        );
+    }
+
     /// Sends the events of `batch`, flushing as the socket buffer fills.
     async fn send_batch(&mut self, batch: &mut EventBatch) -> Result<(), ConnError> {
+        let mut last_secs = 0;
         for i in 0..batch.len() {
+            if let Some(ts) = batch.get_mut(i).first_chunk::<4>() {
+                last_secs = u32::from_le_bytes(*ts);
+            }
             self.plan
                 .on_event(batch.get_mut(i), &mut queue_event(&mut self.io))?;
             if self.plan.until_reached() {
@@ -219,9 +238,11 @@ impl DumpSession {
             }
             if self.io.pending() >= FLUSH_BYTES {
                 self.io.flush_within(self.write_timeout).await?;
+                self.publish(last_secs, false);
             }
         }
         self.io.flush_within(self.write_timeout).await?;
+        self.publish(last_secs, false);
         Ok(())
     }
 
