@@ -265,7 +265,10 @@ fn decode_value(c: &mut Cur<'_>, ty: u8, unsigned: bool) -> Result<Param> {
             if len >= 8 {
                 t.negative = b[0] != 0;
                 let days = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
-                t.hours = u16::try_from(days * 24 + u32::from(b[5])).unwrap_or(u16::MAX);
+                // Any day count a client sends (MySQL's TIME stops at 838 h): saturate, never
+                // overflow.
+                let hours = u64::from(days) * 24 + u64::from(b[5]);
+                t.hours = u16::try_from(hours).unwrap_or(u16::MAX);
                 t.minutes = b[6];
                 t.seconds = b[7];
             }
@@ -351,6 +354,26 @@ pub fn put_lenenc(buf: &mut Vec<u8>, b: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_of_any_day_count_saturates() {
+        // One TIME parameter, bound types, 8-byte value with the largest day count
+        // (found by the command fuzz target: the hour count overflowed).
+        let mut body = vec![0u8, 1, 0x0b, 0];
+        body.extend_from_slice(&[8, 0, 0xFF, 0xFF, 0xFF, 0xFF, 23, 59, 59]);
+        let mut types = Vec::new();
+        let got = decode_params(&body, 1, &mut types, &[]).expect("decodes");
+        assert_eq!(
+            got[0],
+            Param::Time(Time {
+                negative: false,
+                hours: u16::MAX,
+                minutes: 59,
+                seconds: 59,
+                micros: 0
+            })
+        );
+    }
 
     #[test]
     fn parameters_decode_as_mysql_common_encodes_them() {
