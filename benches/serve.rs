@@ -155,7 +155,8 @@ async fn serve(p: &Prepared, cancel: CancellationToken) -> SocketAddr {
     let source = StoreSource::new(p.store.files(), true, writer_tx);
     let cfg = ServerConfig {
         listen: "127.0.0.1:0".parse().expect("addr"),
-        users: HashMap::from([("root".to_owned(), String::new())]),
+        users: std::sync::Arc::new(tibinlog::server::users::Users::single("root", "")),
+        rsa_key: None,
         server_id: SERVER_ID,
         server_uuid: Sid([7; 16]),
         mariadb: false,

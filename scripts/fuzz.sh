@@ -28,6 +28,8 @@ if [ -n "$lib" ]; then
   export ROCKSDB_LIB_DIR="$(dirname "$lib")" ROCKSDB_STATIC=1
 fi
 sanitizer="${FUZZ_SANITIZER:-none}"
+# The instrumented nightly build keeps to fuzz/target, apart from the stable builds.
+unset CARGO_TARGET_DIR
 cd fuzz
 
 if [ "${1:-}" = "cmin" ]; then
@@ -44,13 +46,16 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=("${all[@]}")
 fi
 cargo +nightly fuzz build -s "$sanitizer"
+# Run the binaries of this one build (`cargo fuzz run` would rebuild before every target, picking
+# up whatever the tree holds by then).
+bin="target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 jobs="${FUZZ_JOBS:-1}"
 status=0
 run() {
   local t="$1"
   mkdir -p "corpus/$t" "artifacts/$t"
   echo "== fuzz $t for ${secs}s"
-  cargo +nightly fuzz run -s "$sanitizer" "$t" "corpus/$t" -- \
+  "$bin/$t" "corpus/$t" \
     -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
     -artifact_prefix="artifacts/$t/" -print_final_stats=1 > "artifacts/$t/run.log" 2>&1
 }

@@ -65,6 +65,13 @@ enum Command {
     Demo(tibinlog::app::demo::DemoArgs),
     /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
     Sim(tibinlog::sim::cli::SimArgs),
+    /// Print a password hash for `password_hash` in the configuration (MySQL's stored form),
+    /// reading the password from the first line of standard input.
+    HashPassword {
+        /// caching_sha2_password (`$A$005$…`) or mysql_native_password (`*…`).
+        #[arg(long, default_value = "caching_sha2_password")]
+        plugin: String,
+    },
     /// Make a test certificate set: a CA, a server pair for 127.0.0.1/localhost and a client
     /// pair (for `sim --ca/--cert/--key`, `server --ca/--cert/--key` and the MySQL listener).
     Certs {
@@ -177,6 +184,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     "client_key": files.client_key,
                 })
             );
+            Ok(())
+        }
+        Command::HashPassword { plugin } => {
+            let method = tibinlog_protocol::wire::auth::AuthMethod::from_name(plugin.as_bytes())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--plugin {plugin:?}: expected caching_sha2_password or mysql_native_password"
+                    )
+                })?;
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            let password = line.strip_suffix('\n').unwrap_or(&line);
+            let password = password.strip_suffix('\r').unwrap_or(password);
+            let hash = tibinlog::server::users::hash_password(method, password.as_bytes())
+                .map_err(|e| anyhow::anyhow!(e))?;
+            println!("{hash}");
             Ok(())
         }
         Command::Server(args) => {

@@ -945,10 +945,20 @@ async fn debezium_initial_snapshot_then_streams_every_change_once() {
 /// Runs `requests` (mode, statement, parameters) through `JdbcQueries` on one Connector/J
 /// connection to `url`; one JSON answer per request.
 async fn jdbc(prog: &JavaProgram, url: &str, requests: &[Vec<String>]) -> Vec<Json> {
+    jdbc_as(prog, url, ("root", ""), requests).await
+}
+
+/// [`jdbc`] logged in as `user` with `password`.
+async fn jdbc_as(
+    prog: &JavaProgram,
+    url: &str,
+    (user, password): (&str, &str),
+    requests: &[Vec<String>],
+) -> Vec<Json> {
     let mut cmd = prog.command("JdbcQueries");
     cmd.arg(url)
-        .arg("root")
-        .arg("")
+        .arg(user)
+        .arg(password)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1883,4 +1893,67 @@ async fn debezium_when_needed_snapshots_again_after_a_purge() {
     );
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
+}
+
+/// Connector/J against an account stored as MySQL 8's `$A$005$…` hash on a plain connection:
+/// with `allowPublicKeyRetrieval=true` (Maxwell's URL) it retrieves the RSA key and logs in by
+/// full authentication; without it, it refuses as against MySQL until the fast-path cache holds
+/// the account. Privileges hold for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_j_logs_in_by_rsa_key_retrieval() {
+    use tibinlog::server::rsa_key::ServerRsaKey;
+    use tibinlog::server::users::{hash_password, Privileges, User, Users};
+    use tibinlog_protocol::wire::auth::{AuthMethod, Credential};
+    let Some(prog) = java::compile("JdbcQueries.java", &["mysql-connector-j-"]) else {
+        return;
+    };
+    let hash = hash_password(AuthMethod::CachingSha2Password, b"mx-pw").expect("hash");
+    let users = Users::new([User {
+        name: "maxwell".into(),
+        credential: Credential::from_mysql_hash(&hash).expect("parse"),
+        privileges: Privileges::parse(&["REPLICATION CLIENT", "REPLICATION SLAVE"]).expect("p"),
+    }]);
+    let key = std::sync::Arc::new(ServerRsaKey::generate().expect("key"));
+    let f = common::repl::Fixture::start_with_users(users, Some(key), None).await;
+    let addr = f.addr;
+    let base = format!("jdbc:mysql://{addr}?useSSL=false&connectTimeout=5000");
+
+    let login = |url: String, password: &'static str| {
+        let mut cmd = prog.command("JdbcQueries");
+        cmd.arg(url).arg("maxwell").arg(password).stdin(Stdio::null());
+        async move {
+            let out = cmd.output().await.expect("run java");
+            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    };
+    // Not allowed to retrieve the key, Connector/J refuses (the account's hash has no fast path
+    // before a first full authentication), as it does against MySQL 8.
+    let (ok, err) = login(base.clone(), "mx-pw").await;
+    assert!(!ok && err.contains("Public Key Retrieval is not allowed"), "{err}");
+
+    let retrieving = format!("{base}&allowPublicKeyRetrieval=true");
+    let a = jdbc_as(
+        &prog,
+        &retrieving,
+        ("maxwell", "mx-pw"),
+        &[
+            req("q", "SHOW MASTER STATUS", &[]),
+            req("q", "SHOW GRANTS", &[]),
+            req("q", "SELECT * FROM shop.customers", &[]),
+        ],
+    )
+    .await;
+    assert_eq!(rows(result(&a[0])).len(), 1, "{:?}", a[0]);
+    assert_eq!(
+        rows(result(&a[1]))[0][0],
+        "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `maxwell`@`%`"
+    );
+    assert_eq!(a[2]["error"], 1142, "{:?}", a[2]);
+
+    // A wrong password is refused; the right one now takes the fast path even without the key.
+    let (ok, err) = login(retrieving, "wrong").await;
+    assert!(!ok && err.contains("Access denied for user 'maxwell'"), "{err}");
+    let (ok, err) = login(base, "mx-pw").await;
+    assert!(ok, "{err}");
+    f.stop().await;
 }

@@ -299,8 +299,9 @@ fn compose_file_is_valid_and_wired() {
     assert_eq!(env.get("TIBINLOG_PORT"), Some(&tb_port.to_string()));
     let user = env.get("TIBINLOG_USER").expect("replication user");
     assert_eq!(
-        app.users.get(user),
-        env.get("TIBINLOG_PASSWORD"),
+        app.users.get(user).map(|u| u.credential.clone()),
+        env.get("TIBINLOG_PASSWORD")
+            .map(|p| tibinlog_protocol::wire::auth::Credential::Password(p.as_bytes().to_vec())),
         "the replica logs in with tibinlog's user and password"
     );
     let init: Vec<_> = bind_mounts(replica)

@@ -287,7 +287,7 @@ async fn sql_surface_answers_like_mysql() {
         .query("SHOW GRANTS FOR CURRENT_USER")
         .await
         .expect("grants");
-    assert!(grants[0].contains("REPLICATION SLAVE"), "{grants:?}");
+    assert_eq!(grants, ["GRANT ALL PRIVILEGES ON *.* TO `root`@`%`"]);
     let (_, vals) = one_row(
         &mut conn,
         &format!("SELECT GTID_SUBTRACT('{UUID}:1-10', '{UUID}:1-4')"),
@@ -2721,5 +2721,174 @@ async fn idle_sockets_and_a_slow_reader_do_not_lock_clients_out() {
     assert!(threads >= 2002, "{threads}");
     drop((idle, slow));
     admin.disconnect().await.expect("quit");
+    f.stop().await;
+}
+
+/// Accounts from MySQL password hashes, caching_sha2 full authentication over RSA on a plain
+/// connection (then its fast path from the cache), and privileges: what each account may run,
+/// the errors MySQL gives for the rest, and SHOW GRANTS.
+#[tokio::test]
+async fn accounts_hashes_rsa_full_auth_and_privileges() {
+    use tibinlog::server::rsa_key::ServerRsaKey;
+    use tibinlog::server::users::{hash_password, Privileges, User, Users};
+    use tibinlog_protocol::wire::auth::Credential;
+    let hashed = |plugin, pw: &str| {
+        Credential::from_mysql_hash(&hash_password(plugin, pw.as_bytes()).expect("hash"))
+            .expect("parse")
+    };
+    let user = |name: &str, credential, privileges: &[&str]| User {
+        name: name.into(),
+        credential,
+        privileges: Privileges::parse(privileges).expect("privileges"),
+    };
+    let users = Users::new([
+        user("admin", hashed(AuthMethod::NativePassword, "adminpw"), &["ALL"]),
+        user(
+            "repl",
+            hashed(AuthMethod::CachingSha2Password, "replpw"),
+            &["REPLICATION SLAVE", "REPLICATION CLIENT"],
+        ),
+        user("reader", hashed(AuthMethod::NativePassword, "readpw"), &["SELECT"]),
+        user("nobody", hashed(AuthMethod::CachingSha2Password, "x"), &[]),
+    ]);
+    let key = std::sync::Arc::new(ServerRsaKey::generate().expect("rsa key"));
+    let f = Fixture::start_with_users(users, Some(key), Some(shop())).await;
+    f.source.append_insert(&[(1, "a")]);
+
+    // A `$A$…` user on a plain connection: full authentication, the client retrieving the public
+    // key and sending its password RSA-encrypted (mysql_async does all of it).
+    let mut repl = mysql_async::Conn::new(f.opts("repl", "replpw"))
+        .await
+        .expect("repl logs in by RSA full authentication");
+    // Now the fast path: a raw caching_sha2 scramble gets 0x01 0x03 (fast auth success), then OK.
+    let mut raw = RawClient::connect(f.addr).await;
+    let scramble = tibinlog_protocol::wire::auth::scramble_caching_sha2(&raw.nonce, b"replpw");
+    let first = raw.login("repl", "caching_sha2_password", &scramble).await;
+    assert_eq!(first, vec![0x01, 0x03], "the cache answers the fast path");
+    let ok = raw.read().await;
+    assert_eq!(ok.get(0).copied(), Some(0x00), "then OK");
+    // A wrong password is refused either way.
+    let e = mysql_async::Conn::new(f.opts("repl", "replpW"))
+        .await
+        .expect_err("wrong password");
+    assert_eq!(server_code(&e), Some(1045), "{e}");
+    let e = mysql_async::Conn::new(f.opts("ghost", "x")).await.expect_err("unknown user");
+    assert_eq!(server_code(&e), Some(1045), "{e}");
+
+    // repl: the binlog views and dumps, nothing else.
+    let status: Vec<mysql_async::Row> = repl.query("SHOW MASTER STATUS").await.expect("status");
+    assert_eq!(status.len(), 1);
+    let grants: Vec<String> = repl.query("SHOW GRANTS").await.expect("grants");
+    assert_eq!(
+        grants,
+        vec!["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `repl`@`%`"]
+    );
+    let denied = |r: Result<Vec<mysql_async::Row>, mysql_async::Error>| match r {
+        Ok(rows) => panic!("expected an error, got {} rows", rows.len()),
+        Err(e) => match e {
+            mysql_async::Error::Server(s) => (s.code, s.message),
+            other => panic!("not a server error: {other}"),
+        },
+    };
+    let (code, msg) = denied(repl.query("SELECT * FROM shop.customers").await);
+    assert_eq!(code, 1142);
+    assert_eq!(
+        msg,
+        "SELECT command denied to user 'repl'@'127.0.0.1' for table 'customers'"
+    );
+    let (code, _) = denied(repl.query("SHOW CREATE TABLE shop.customers").await);
+    assert_eq!(code, 1142);
+    let (code, _) = denied(repl.query("SHOW COLUMNS FROM shop.customers").await);
+    assert_eq!(code, 1142);
+    let dbs: Vec<String> = repl.query("SHOW DATABASES").await.expect("databases");
+    assert!(!dbs.iter().any(|d| d == "shop"), "no table privilege, no shop: {dbs:?}");
+    let (code, msg) = denied(repl.query("PURGE BINARY LOGS TO 'binlog.000001'").await);
+    assert_eq!(code, 1227);
+    assert_eq!(
+        msg,
+        "Access denied; you need (at least one of) the SUPER or BINLOG_ADMIN privilege(s) for this operation"
+    );
+    let (code, msg) = denied(repl.query("FLUSH TABLES WITH READ LOCK").await);
+    assert_eq!((code, msg.contains("RELOAD")), (1227, true), "{msg}");
+    let mut events = 0;
+    {
+        let dumper = mysql_async::Conn::new(f.opts("repl", "replpw"))
+            .await
+            .expect("repl again, from the fast-path cache");
+        let mut stream = dumper
+            .get_binlog_stream(BinlogStreamRequest::new(7001).with_filename(b"binlog.000001").with_pos(4u64))
+            .await
+            .expect("dump with REPLICATION SLAVE");
+        while let Some(ev) = stream.next().await {
+            let ev = ev.expect("event");
+            events += 1;
+            if ev.header().event_type() == Ok(MyEventType::XID_EVENT) {
+                break;
+            }
+        }
+    }
+    assert!(events >= 3, "the transaction streamed");
+
+    // reader: table reads, no binlog.
+    let mut reader = mysql_async::Conn::new(f.opts("reader", "readpw"))
+        .await
+        .expect("a native hash logs in (switched to mysql_native_password)");
+    let names: Vec<String> = reader
+        .query("SELECT name FROM shop.customers ORDER BY id")
+        .await
+        .expect("select");
+    assert!(!names.is_empty());
+    let (code, msg) = denied(reader.query("SHOW MASTER STATUS").await);
+    assert_eq!(code, 1227);
+    assert_eq!(
+        msg,
+        "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation"
+    );
+    let (code, _) = denied(reader.query("SHOW BINLOG EVENTS").await);
+    assert_eq!(code, 1227);
+    let e = match reader
+        .get_binlog_stream(BinlogStreamRequest::new(7002))
+        .await
+    {
+        Ok(mut s) => s.next().await.expect("an answer").expect_err("no dump"),
+        Err(e) => e,
+    };
+    assert_eq!(server_code(&e), Some(1227), "{e}");
+
+    // nobody: sees only itself; may not kill others; may not name a database at login.
+    let mut nobody = mysql_async::Conn::new(f.opts("nobody", "x")).await.expect("nobody");
+    let ids: Vec<(u32, String)> = nobody
+        .query("SELECT ID, USER FROM information_schema.PROCESSLIST")
+        .await
+        .expect("processlist");
+    assert!(ids.iter().all(|(_, u)| u == "nobody"), "{ids:?}");
+    let grants: Vec<String> = nobody.query("SHOW GRANTS FOR CURRENT_USER()").await.expect("g");
+    assert_eq!(grants, vec!["GRANT USAGE ON *.* TO `nobody`@`%`"]);
+    let (code, _) = denied(nobody.query("SHOW GRANTS FOR 'repl'@'%'").await);
+    assert_eq!(code, 1044);
+    let repl_id = repl.id();
+    let (code, msg) = denied(nobody.query(format!("KILL {repl_id}")).await);
+    assert_eq!((code, msg), (1095, format!("You are not owner of thread {repl_id}")));
+    let e = mysql_async::Conn::new(
+        mysql_async::OptsBuilder::from_opts(f.opts("nobody", "x")).db_name(Some("shop")),
+    )
+    .await
+    .expect_err("no privilege on shop");
+    assert_eq!(server_code(&e), Some(1044), "{e}");
+
+    // admin: everything, others' grants and sessions included.
+    let mut admin = mysql_async::Conn::new(f.opts("admin", "adminpw")).await.expect("admin");
+    let all: Vec<(u32, String)> = admin
+        .query("SELECT ID, USER FROM information_schema.PROCESSLIST")
+        .await
+        .expect("processlist");
+    assert!(all.iter().any(|(_, u)| u == "repl") && all.iter().any(|(_, u)| u == "nobody"));
+    let grants: Vec<String> = admin.query("SHOW GRANTS FOR 'reader'@'%'").await.expect("g");
+    assert_eq!(grants, vec!["GRANT SELECT ON *.* TO `reader`@`%`"]);
+    let (code, _) = denied(admin.query("SHOW GRANTS FOR ghost").await);
+    assert_eq!(code, 1141);
+    admin.query_drop(format!("KILL {repl_id}")).await.expect("admin kills repl");
+    assert!(repl.ping().await.is_err(), "repl's session is gone");
+    drop(raw);
     f.stop().await;
 }

@@ -33,7 +33,8 @@ fn fixture() -> &'static Fixture {
         }
         let cfg = ServerConfig {
             listen: "127.0.0.1:0".parse().expect("addr"),
-            users: [("root".to_owned(), String::new())].into(),
+            users: Arc::new(tibinlog::server::users::Users::single("root", "")),
+            rsa_key: None,
             mariadb: false,
             server_id: 1,
             server_uuid: sid,
@@ -67,6 +68,7 @@ fuzz_target!(|data: &[u8]| {
         id: 1,
         user: "root".into(),
         host: "127.0.0.1".into(),
+        privileges: tibinlog::server::users::Privileges::ALL,
         capabilities: server_capabilities(false),
         database: None,
         mariadb_client: false,

@@ -17,8 +17,13 @@
 //! binlog_expire_logs_seconds = 604800
 //!
 //! [security]
-//! user = "repl"
-//! password = "secret"
+//! user = "admin"
+//! password_hash = "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
+//!
+//! [[users]]
+//! name = "repl"
+//! password_hash = "$A$005$…"          # caching_sha2_password, as MySQL stores it
+//! privileges = ["REPLICATION SLAVE", "REPLICATION CLIENT", "SELECT"]
 //!
 //! [filter]
 //! rules = ["shop.*", "!shop.tmp_*"]
@@ -27,7 +32,6 @@
 //! Keys a section does not have are refused with the key named, so a misspelt setting never
 //! silently keeps its default.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -154,11 +158,15 @@ pub const KNOBS: &[Knob] = &[
     knob("binlog", "binlog_expire_logs_seconds", "binlog-expire-logs-seconds", Integer, "SECONDS",
         "@@binlog_expire_logs_seconds: files older than this are purged, never one a dump session reads; 0 = never [default: 0]"),
     knob("security", "user", "user", Text, "NAME",
-        "the user clients and replicas log in as [default: root]"),
+        "the administrator account (every privilege); more accounts with their own privileges are [[users]] tables [default: root]"),
     knob("security", "password", "password", Text, "PASSWORD",
-        "its password [default: empty]"),
+        "its password in clear; prefer password_hash [default: empty]"),
+    knob("security", "password_hash", "password-hash", Text, "HASH",
+        "its password as MySQL stores it: *<40 hex> (mysql_native_password) or $A$005$… / 0x… (caching_sha2_password); `tibinlog hash-password` makes one [default: none]"),
     knob("security", "default_authentication_plugin", "default-authentication-plugin", Text, "PLUGIN",
-        "the plugin the greeting announces: mysql_native_password or caching_sha2_password [default: mysql_native_password]"),
+        "the plugin the greeting announces: caching_sha2_password or mysql_native_password (the MariaDB listener always announces the latter) [default: caching_sha2_password]"),
+    knob("security", "rsa_private_key", "rsa-private-key", Text, "PEM",
+        "RSA private key (PKCS#1 or #8) for caching_sha2_password full authentication without TLS; generated into the data directory when absent [default: <data_dir>/private_key.pem]"),
     knob("security", "tls_cert", "tls-cert", Text, "PEM",
         "TLS certificate chain; TLS is offered when it and tls_key are set"),
     knob("security", "tls_key", "tls-key", Text, "PEM",
@@ -189,6 +197,22 @@ pub struct Settings {
     pub binlog: BinlogSection,
     pub security: SecuritySection,
     pub filter: FilterSection,
+    /// More accounts (`[[users]]`), each with its password hash and privileges.
+    pub users: Vec<UserSection>,
+}
+
+/// One `[[users]]` table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UserSection {
+    pub name: String,
+    /// As MySQL stores it (see the `password_hash` knob).
+    pub password_hash: Option<String>,
+    /// In clear (discouraged).
+    pub password: Option<String>,
+    /// Privilege names (`REPLICATION SLAVE`, `SELECT`, `ALL`, …).
+    #[serde(deserialize_with = "one_or_many")]
+    pub privileges: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,7 +320,9 @@ impl Default for BinlogSection {
 pub struct SecuritySection {
     pub user: String,
     pub password: String,
+    pub password_hash: Option<String>,
     pub default_authentication_plugin: String,
+    pub rsa_private_key: Option<PathBuf>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub tls_ca: Option<PathBuf>,
@@ -313,7 +339,9 @@ impl Default for SecuritySection {
         SecuritySection {
             user: "root".to_owned(),
             password: String::new(),
-            default_authentication_plugin: AuthMethod::NativePassword.name().to_owned(),
+            password_hash: None,
+            default_authentication_plugin: AuthMethod::CachingSha2Password.name().to_owned(),
+            rsa_private_key: None,
             tls_cert: None,
             tls_key: None,
             tls_ca: None,
@@ -508,7 +536,7 @@ pub fn parse_file(text: &str, name: &str) -> anyhow::Result<toml::Table> {
     let table: toml::Table = toml::from_str(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     // A key of the flat layout of earlier versions: say which section it belongs in.
     for (key, value) in &table {
-        if value.is_table() {
+        if value.is_table() || (key == "users" && value.is_array()) {
             continue;
         }
         let hint = KNOBS
@@ -551,6 +579,60 @@ pub fn settings(args: &ServerArgs, env: Env<'_>) -> anyhow::Result<Settings> {
         .map_err(|e| anyhow::anyhow!("configuration: {}", e.message().trim()))
 }
 
+/// The accounts: the `[security]` administrator with every privilege, then `[[users]]` (a later
+/// account of the same name replaces an earlier one). A `[security]` account without any
+/// password is left out once `[[users]]` lists accounts, so that adding accounts never leaves a
+/// passwordless administrator behind.
+fn users_of(s: &Settings) -> anyhow::Result<crate::server::users::Users> {
+    use crate::server::users::{Privileges, User, Users};
+    use tibinlog_protocol::wire::auth::Credential;
+    fn credential(
+        who: &str,
+        password: Option<&str>,
+        hash: Option<&str>,
+    ) -> anyhow::Result<Credential> {
+        match (password, hash) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("{who}: give a password or a password_hash, not both")
+            }
+            (_, Some(h)) => Credential::from_mysql_hash(h.trim())
+                .map_err(|e| anyhow::anyhow!("{who}: password_hash: {e}")),
+            (Some(p), None) => Ok(Credential::Password(p.as_bytes().to_vec())),
+            (None, None) => Ok(Credential::Password(Vec::new())),
+        }
+    }
+    let sec = &s.security;
+    if sec.user.is_empty() {
+        anyhow::bail!("the user name must not be empty");
+    }
+    let mut list = Vec::new();
+    let password = (!sec.password.is_empty()).then_some(sec.password.as_str());
+    let admin_has_password = password.is_some() || sec.password_hash.is_some();
+    if s.users.is_empty() || admin_has_password {
+        list.push(User {
+            name: sec.user.clone(),
+            credential: credential("[security]", password, sec.password_hash.as_deref())?,
+            privileges: Privileges::ALL,
+        });
+    }
+    for (i, u) in s.users.iter().enumerate() {
+        let who = format!("[[users]] #{} ({:?})", i + 1, u.name);
+        if u.name.is_empty() {
+            anyhow::bail!("{who}: the name must not be empty");
+        }
+        if u.name.len() > 32 {
+            anyhow::bail!("{who}: MySQL user names have at most 32 characters");
+        }
+        list.push(User {
+            name: u.name.clone(),
+            credential: credential(&who, u.password.as_deref(), u.password_hash.as_deref())?,
+            privileges: Privileges::parse(&u.privileges)
+                .map_err(|e| anyhow::anyhow!("{who}: {e}"))?,
+        });
+    }
+    Ok(Users::new(list))
+}
+
 fn load_file(path: &Path) -> anyhow::Result<toml::Table> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("read config file {}", path.display()))?;
@@ -563,6 +645,11 @@ pub fn render(s: &Settings) -> String {
     let mut shown = s.clone();
     if !shown.security.password.is_empty() {
         shown.security.password = "(set, not shown)".to_owned();
+    }
+    for u in &mut shown.users {
+        if u.password.is_some() {
+            u.password = Some("(set, not shown)".to_owned());
+        }
     }
     let table = toml::Table::try_from(&shown).unwrap_or_default();
     let mut out = String::new();
@@ -582,6 +669,16 @@ pub fn render(s: &Settings) -> String {
             }
             None => {
                 let _ = writeln!(out, "# {} is not set", k.key);
+            }
+        }
+    }
+    if let Some(toml::Value::Array(users)) = table.get("users") {
+        for u in users {
+            let _ = writeln!(out, "\n[[users]]");
+            if let toml::Value::Table(t) = u {
+                for (k, v) in t {
+                    let _ = writeln!(out, "{k} = {v}");
+                }
             }
         }
     }
@@ -638,10 +735,8 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
         cfg.server_uuid = Some(sid);
     }
     cfg.start_ts = s.capture.start_ts.map(Ts);
-    if s.security.user.is_empty() {
-        anyhow::bail!("the user name must not be empty");
-    }
-    cfg.users = HashMap::from([(s.security.user.clone(), s.security.password.clone())]);
+    cfg.users = std::sync::Arc::new(users_of(s)?);
+    cfg.rsa_private_key = s.security.rsa_private_key.clone();
     cfg.auth_plugin = match s.security.default_authentication_plugin.as_str() {
         p if p == AuthMethod::NativePassword.name() => AuthMethod::NativePassword,
         p if p == AuthMethod::CachingSha2Password.name() => AuthMethod::CachingSha2Password,
@@ -784,12 +879,73 @@ mod tests {
         assert_eq!(cfg.expire_logs_seconds, 600);
         assert_eq!(cfg.gc_ttl, Duration::from_secs(3600));
         assert_eq!(cfg.sorter_memory_quota_bytes, 1 << 20);
-        assert!(cfg.users.contains_key("fu"));
+        assert_eq!(cfg.users.names(), ["fu"]);
         assert_eq!(cfg.server_uuid, None);
         // Untouched settings keep their defaults.
         assert_eq!(cfg.net_write_timeout, Duration::from_secs(60));
         assert_eq!(cfg.default_heartbeat, Some(Duration::from_secs(30)));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn users_come_with_hashes_and_privileges() {
+        use crate::server::users::Privileges;
+        use tibinlog_protocol::wire::auth::{verify_cleartext, Credential};
+        let text = "[server]\ndata_dir = \"/d\"\n\n[capture]\npd = \"p:2379\"\n\n\
+             [security]\nuser = \"admin\"\npassword_hash = \"*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19\"\n\n\
+             [[users]]\nname = \"repl\"\n\
+             password_hash = '$A$005$abcdefghij0123456789jg.2i2CR4LF61xx5lqQ4TXEgnuGCxVdpZL7ZyxF6Bl/'\n\
+             privileges = [\"REPLICATION SLAVE\", \"replication_client\"]\n\n\
+             [[users]]\nname = \"reader\"\npassword = \"r\"\nprivileges = \"SELECT, SHOW DATABASES\"\n";
+        let (dir, file) = temp_file("users", text);
+        let mut args = ServerArgs::default();
+        args.config = Some(file.clone());
+        let settings = settings(&args, &no_env).expect("settings");
+        let cfg = app_config(&settings).expect("config");
+        assert_eq!(cfg.users.names(), ["admin", "reader", "repl"]);
+        let admin = cfg.users.get("admin").expect("admin");
+        assert_eq!(admin.privileges, Privileges::ALL);
+        assert!(verify_cleartext(&admin.credential, b"password"));
+        let repl = cfg.users.get("repl").expect("repl");
+        assert!(matches!(repl.credential, Credential::Sha2Crypt { .. }));
+        assert_eq!(
+            repl.privileges,
+            Privileges::REPLICATION_SLAVE | Privileges::REPLICATION_CLIENT
+        );
+        assert_eq!(
+            cfg.users.privileges("reader"),
+            Privileges::SELECT | Privileges::SHOW_DATABASES
+        );
+        // The printed configuration lists the accounts without the cleartext password.
+        let shown = render(&settings);
+        assert!(shown.contains("[[users]]") && shown.contains("name = \"repl\""), "{shown}");
+        assert!(!shown.contains("password = \"r\""), "{shown}");
+
+        // No implicit passwordless administrator beside listed accounts.
+        let text = "[server]\ndata_dir = \"/d\"\n\n[capture]\npd = \"p:2379\"\n\n\
+                    [[users]]\nname = \"repl\"\npassword = \"x\"\n";
+        std::fs::write(&file, text).expect("write");
+        let cfg = app_config(&settings_of(&file)).expect("config");
+        assert_eq!(cfg.users.names(), ["repl"]);
+        assert_eq!(cfg.users.privileges("repl"), Privileges::NONE);
+
+        let bad = |users: &str| {
+            let text =
+                format!("[server]\ndata_dir = \"/d\"\n[capture]\npd = \"p:2379\"\n[[users]]\n{users}");
+            std::fs::write(&file, text).expect("write");
+            format!("{:#}", app_config(&settings_of(&file)).expect_err(users))
+        };
+        assert!(bad("name = \"a\"\nprivileges = [\"INSERT\"]\n").contains("`INSERT` is not a privilege"));
+        assert!(bad("name = \"a\"\npassword_hash = \"*00\"\n").contains("password_hash"));
+        assert!(bad("name = \"a\"\npassword = \"x\"\npassword_hash = \"*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19\"\n").contains("not both"));
+        assert!(bad("name = \"\"\n").contains("name must not be empty"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn settings_of(file: &Path) -> Settings {
+        let mut args = ServerArgs::default();
+        args.config = Some(file.to_owned());
+        settings(&args, &no_env).expect("settings")
     }
 
     #[test]
@@ -853,6 +1009,8 @@ mod tests {
                 ca_path: Some("a".into()),
                 cert_path: Some("c".into()),
                 key_path: Some("k".into()),
+                password_hash: Some("h".into()),
+                rsa_private_key: Some("r".into()),
                 ..SecuritySection::default()
             },
             ..Settings::default()
@@ -860,6 +1018,7 @@ mod tests {
         let table = toml::Table::try_from(&full).expect("serialize");
         let mut keys: Vec<String> = table
             .iter()
+            .filter(|(s, _)| *s != "users")
             .flat_map(|(s, t)| {
                 t.as_table()
                     .expect("section")
@@ -942,7 +1101,11 @@ mod tests {
         assert!(err(base().with("sorter-memory-quota-bytes", "0")).contains("[sorter]"));
         let cfg = resolve(base(), &no_env).expect("defaults");
         assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
-        assert_eq!(cfg.users.get("root").map(String::as_str), Some(""));
+        assert_eq!(
+            cfg.users.get("root").map(|u| u.credential.clone()),
+            Some(tibinlog_protocol::wire::auth::Credential::Password(Vec::new()))
+        );
+        assert_eq!(cfg.auth_plugin, AuthMethod::CachingSha2Password);
         let cfg = resolve(
             base()
                 .with("filter", "a.*")

@@ -120,7 +120,10 @@ async fn run_in(
                 format!("--status-listen {text:?} is not HOST:PORT (or \"off\")")
             })?),
         };
-    cfg.users = [(args.user.clone(), args.password.clone())].into();
+    cfg.users = std::sync::Arc::new(crate::server::users::Users::single(
+        &args.user,
+        &args.password,
+    ));
     cfg.progress_interval = Duration::from_secs(5);
     let app = match App::start(cfg, shutdown.clone()).await {
         Ok(app) => app,

@@ -33,7 +33,6 @@ mod sha1;
 pub mod source;
 mod status_http;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -143,8 +142,11 @@ pub struct AppConfig {
     pub server_uuid: Option<Sid>,
     /// Where capture starts when the store has no checkpoint; PD's TSO when absent.
     pub start_ts: Option<Ts>,
-    /// User name → password.
-    pub users: HashMap<String, String>,
+    /// Accounts with their password hashes and privileges.
+    pub users: Arc<crate::server::users::Users>,
+    /// The RSA key of caching_sha2 full authentication; `<data_dir>/private_key.pem` (made
+    /// when missing) when absent.
+    pub rsa_private_key: Option<PathBuf>,
     pub tls: Option<TlsFiles>,
     /// Mutual TLS to PD and TiKV.
     pub cluster_tls: Option<crate::security::ClusterTlsFiles>,
@@ -196,7 +198,8 @@ impl AppConfig {
             server_id: 1,
             server_uuid: None,
             start_ts: None,
-            users: HashMap::from([("root".to_owned(), String::new())]),
+            users: Arc::new(crate::server::users::Users::single("root", "")),
+            rsa_private_key: None,
             tls: None,
             cluster_tls: None,
             max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
@@ -205,7 +208,7 @@ impl AppConfig {
             default_heartbeat: Some(Duration::from_secs(30)),
             max_chunk_bytes: None,
             filter_rules: Vec::new(),
-            auth_plugin: AuthMethod::NativePassword,
+            auth_plugin: AuthMethod::CachingSha2Password,
             net_write_timeout: crate::server::session::NET_WRITE_TIMEOUT,
             limits: crate::server::Limits::default(),
             gc_ttl: crate::capture::gc_keeper::DEFAULT_GC_TTL,
@@ -519,14 +522,30 @@ impl App {
         let source: Arc<dyn BinlogSource> =
             Arc::new(StoreSource::new(files.clone(), checksum, msg_tx.clone()));
         let schema: Arc<dyn SchemaProvider> = Arc::new(SchemaView::new(history, files.clone()));
+        let rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>> = {
+            let (configured, dir) = (cfg.rsa_private_key.clone(), cfg.data_dir.clone());
+            let key = tokio::task::spawn_blocking(move || {
+                crate::server::rsa_key::ServerRsaKey::load_or_create(configured.as_deref(), &dir)
+            })
+            .await
+            .context("load the RSA key")??;
+            Some(Arc::new(key))
+        };
         let server_cfg = |listen, mariadb| ServerConfig {
             listen,
             mariadb,
             users: cfg.users.clone(),
+            rsa_key: rsa_key.clone(),
             server_id: cfg.server_id,
             server_uuid,
             tls: cfg.tls.clone(),
-            auth_plugin: cfg.auth_plugin,
+            // MariaDB greets with mysql_native_password, and its replicas' client library
+            // may not have caching_sha2_password.
+            auth_plugin: if mariadb {
+                AuthMethod::NativePassword
+            } else {
+                cfg.auth_plugin
+            },
             net_write_timeout: cfg.net_write_timeout,
             limits: cfg.limits,
             metrics: metrics.server.clone(),

@@ -30,7 +30,8 @@ use sqlparser::ast::{
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
-    ER_BAD_DB_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
+    ER_BAD_DB_ERROR, ER_DBACCESS_DENIED_ERROR, ER_KILL_DENIED_ERROR, ER_NONEXISTING_GRANT,
+    ER_TABLEACCESS_DENIED_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
     ER_STACK_OVERRUN_NEED_MORE, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
     ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
@@ -41,6 +42,7 @@ use super::binlog_events::show_binlog_events;
 use super::reply::{parse_error_near, QueryReply, Reply};
 use super::session::{ConnInfo, Diagnostic, Session};
 use super::source::SourceError;
+use super::users::{need_message, Privileges};
 use super::vars::{global_variables, Scope, VarType};
 use super::words::Words;
 use super::Shared;
@@ -412,9 +414,23 @@ impl Ctx<'_> {
         {
             return Some(self.show_create_database(session, w));
         }
+        if !self.may_select() {
+            let at = if w.is_kw(1, "FULL") || w.is_kw(1, "EXTENDED") { 2 } else { 1 };
+            let table_level = ["COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS"]
+                .iter()
+                .any(|k| w.is_kw(at, k));
+            if w.is_kw(0, "SHOW") && table_level {
+                let from = (at + 1..w.len()).find(|i| w.is_kw(*i, "FROM") || w.is_kw(*i, "IN"));
+                let table = from.and_then(|i| w.get(i + 1)).unwrap_or_default();
+                let table = table.rsplit('.').next().unwrap_or(table);
+                if let Err(denied) = self.require_select("SELECT", table) {
+                    return Some(denied);
+                }
+            }
+        }
         let tokens = w.tokens();
         let point = self.read_point_for_catalog(session);
-        let catalog = point.schema.catalog();
+        let catalog = self.visible_catalog(&point);
         let sql = match show::rewrite(&tokens, &catalog, session.database.as_deref())? {
             Ok(sql) => sql,
             Err(e) => return Some(e.into()),
@@ -536,10 +552,15 @@ impl Ctx<'_> {
         sql: &str,
         point: &super::session::Snapshot,
     ) -> Reply {
-        let catalog = point.schema.catalog();
+        let catalog = self.visible_catalog(point);
         let env = SqlEnv { ctx: self, session };
-        let facts = self.shared.server_facts();
+        let mut facts = self.shared.server_facts();
+        if !self.info.privileges.contains(Privileges::PROCESS) {
+            facts.processlist.retain(|p| p.user == self.info.user);
+        }
+        let who = self.who();
         let qctx = QueryCtx {
+            select_denied_to: (!self.may_select()).then_some(who.as_str()),
             catalog: &catalog,
             env: &env,
             database: session.database.as_deref(),
@@ -579,6 +600,79 @@ impl Ctx<'_> {
         }
     }
 
+    /// The catalog this session may see: none of it without the SELECT privilege (MySQL shows
+    /// only the databases and tables a user has privileges on).
+    fn visible_catalog(
+        &self,
+        point: &super::session::Snapshot,
+    ) -> std::sync::Arc<crate::sql::catalog::CatalogSnapshot> {
+        if self.may_select() {
+            point.schema.catalog()
+        } else {
+            std::sync::Arc::default()
+        }
+    }
+
+    fn may_select(&self) -> bool {
+        self.info.privileges.contains(Privileges::SELECT)
+    }
+
+    /// `'user'@'host'` as access-denied messages name the session.
+    fn who(&self) -> String {
+        format!("'{}'@'{}'", self.info.user, self.info.host)
+    }
+
+    /// 1227 unless the session holds one of `any` (`names` as MySQL lists them).
+    fn require(&self, any: Privileges, names: &str) -> Result<(), Reply> {
+        if self.info.privileges.any(any) {
+            Ok(())
+        } else {
+            Err(Reply::err(ER_SPECIFIC_ACCESS_DENIED_ERROR, need_message(names)))
+        }
+    }
+
+    /// 1142 for `command` on `table` without the SELECT privilege.
+    fn require_select(&self, command: &str, table: &str) -> Result<(), Reply> {
+        if self.may_select() {
+            Ok(())
+        } else {
+            Err(Reply::err(
+                ER_TABLEACCESS_DENIED_ERROR,
+                format!("{command} command denied to user {} for table '{table}'", self.who()),
+            ))
+        }
+    }
+
+    /// `SHOW GRANTS [FOR CURRENT_USER[()] | FOR 'user'[@'host']]`.
+    fn show_grants(&self, w: &Words) -> Reply {
+        let own = &self.info.user;
+        let target = match w.get(3) {
+            None => own.clone(),
+            Some(_) if !w.is_kw(2, "FOR") => return parse_error_near(w.raw(), w.offset(2)),
+            Some(t) if t.eq_ignore_ascii_case("CURRENT_USER") => own.clone(),
+            Some(t) => t.strip_suffix('@').unwrap_or(t).to_owned(),
+        };
+        if target != *own && !self.may_select() {
+            return Reply::err(
+                ER_DBACCESS_DENIED_ERROR,
+                format!("Access denied for user {} to database 'mysql'", self.who()),
+            );
+        }
+        let Some(user) = self.shared.users.get(&target) else {
+            return Reply::err(
+                ER_NONEXISTING_GRANT,
+                format!("There is no such grant defined for user '{target}' on host '%'"),
+            );
+        };
+        let rows = user
+            .privileges
+            .grant_rows(&target)
+            .into_iter()
+            .map(|g| vec![Some(g)])
+            .collect();
+        Reply::text(&[&format!("Grants for {target}@%")], rows)
+    }
+
     /// Takes the session's read lock: keeps the binlog end and the catalog of that end (a
     /// second lock statement keeps the first one, as MySQL's lock stays in place).
     fn lock_reads(&self, session: &mut Session) {
@@ -604,7 +698,16 @@ impl Ctx<'_> {
     /// Statements handled from tokens (see the module docs), or `None`.
     fn fallback(&self, session: &mut Session, w: &Words) -> Option<Reply> {
         if w.starts_with(&["PURGE"]) {
+            if let Err(denied) = self.require(
+                Privileges::SUPER | Privileges::BINLOG_ADMIN,
+                "SUPER or BINLOG_ADMIN",
+            ) {
+                return Some(denied);
+            }
             return Some(self.purge(w));
+        }
+        if w.starts_with(&["SHOW", "GRANTS"]) {
+            return Some(self.show_grants(w));
         }
         if w.starts_with(&["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT"]) {
             // The snapshot is the read lock's point when one is held (FTWRL first, as
@@ -615,6 +718,9 @@ impl Ctx<'_> {
             return Some(Reply::ok());
         }
         if w.starts_with(&["SHOW", "BINLOG", "EVENTS"]) {
+            if let Err(denied) = self.require(Privileges::REPLICATION_SLAVE, "REPLICATION SLAVE") {
+                return Some(denied);
+            }
             return Some(show_binlog_events(self.shared.source.as_ref(), w));
         }
         None
@@ -696,6 +802,9 @@ impl Ctx<'_> {
                 let Some((db, table)) = self.qualify(session, &name_parts(obj_name)) else {
                     return Reply::err(ER_NO_DB_ERROR, "No database selected");
                 };
+                if let Err(denied) = self.require_select("SHOW", &table) {
+                    return denied;
+                }
                 match self.schema(session).create_table(&db, &table) {
                     Some(ddl) => Reply::text(
                         &["Table", "Create Table"],
@@ -706,6 +815,24 @@ impl Ctx<'_> {
             }
             Statement::Kill { id, modifier } => {
                 let query = matches!(modifier, Some(sqlparser::ast::KillType::Query));
+                let owner = u32::try_from(*id).ok().and_then(|id| {
+                    self.shared
+                        .processes()
+                        .into_iter()
+                        .find(|p| p.id == id)
+                        .map(|p| p.user)
+                });
+                if owner.is_some_and(|o| o != self.info.user)
+                    && !self
+                        .info
+                        .privileges
+                        .any(Privileges::SUPER | Privileges::CONNECTION_ADMIN)
+                {
+                    return Reply::err(
+                        ER_KILL_DENIED_ERROR,
+                        format!("You are not owner of thread {id}"),
+                    );
+                }
                 match u32::try_from(*id) {
                     Ok(id) if query && self.shared.kill_query(id) => Reply::ok(),
                     Ok(id) if !query && self.shared.kill(id) => Reply::ok(),
@@ -723,12 +850,26 @@ impl Ctx<'_> {
                 }
             }
             Statement::Flush { read_lock, .. } => {
+                if let Err(denied) = self.require(Privileges::RELOAD, "RELOAD") {
+                    return denied;
+                }
                 if *read_lock {
                     self.lock_reads(session);
                 }
                 Reply::ok()
             }
             Statement::LockTables { .. } => {
+                if !self
+                    .info
+                    .privileges
+                    .contains(Privileges::LOCK_TABLES | Privileges::SELECT)
+                {
+                    let db = session.database.clone().unwrap_or_default();
+                    return Reply::err(
+                        ER_DBACCESS_DENIED_ERROR,
+                        format!("Access denied for user {} to database '{db}'", self.who()),
+                    );
+                }
                 self.lock_reads(session);
                 Reply::ok()
             }
@@ -790,6 +931,29 @@ impl Ctx<'_> {
     /// `SHOW <words>` forms sqlparser leaves generic.
     fn show_words(&self, session: &Session, words: &[&str]) -> Reply {
         match words {
+            ["MASTER", "STATUS"]
+            | ["BINARY", "LOG", "STATUS"]
+            | ["BINLOG", "STATUS"]
+            | ["BINARY", "LOGS"]
+            | ["MASTER", "LOGS"]
+                if !self
+                    .info
+                    .privileges
+                    .any(Privileges::SUPER | Privileges::REPLICATION_CLIENT) =>
+            {
+                Reply::err(
+                    ER_SPECIFIC_ACCESS_DENIED_ERROR,
+                    need_message("SUPER, REPLICATION CLIENT"),
+                )
+            }
+            ["SLAVE", "HOSTS"] | ["REPLICAS"]
+                if !self.info.privileges.contains(Privileges::REPLICATION_SLAVE) =>
+            {
+                Reply::err(
+                    ER_SPECIFIC_ACCESS_DENIED_ERROR,
+                    need_message("REPLICATION SLAVE"),
+                )
+            }
             ["MASTER", "STATUS"] | ["BINARY", "LOG", "STATUS"] | ["BINLOG", "STATUS"] => {
                 let (end, gtids) = match &session.read_lock {
                     Some(l) => (l.end.clone(), l.gtid_executed.to_string()),
@@ -860,18 +1024,6 @@ impl Ctx<'_> {
                     ],
                     rows,
                 }
-            }
-            ["GRANTS"]
-            | ["GRANTS", "FOR", "CURRENT_USER"]
-            | ["GRANTS", "FOR", "CURRENT_USER", ..] => {
-                let u = &self.info.user;
-                Reply::text(
-                    &[&format!("Grants for {u}@%")],
-                    vec![vec![Some(format!(
-                        "GRANT SELECT, RELOAD, SHOW DATABASES, LOCK TABLES, REPLICATION SLAVE, \
-                         REPLICATION CLIENT ON *.* TO `{u}`@`%`"
-                    ))]],
-                )
             }
             [kind @ ("WARNINGS" | "ERRORS"), ..] => Reply::Rows {
                 columns: vec![

@@ -15,12 +15,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tibinlog_protocol::wire::auth::Credential;
 use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
 use tibinlog_protocol::wire::command::{decode_command, Command};
 use tibinlog_protocol::wire::errors::{
     access_denied_message, ErrorCode, ER_ACCESS_DENIED_ERROR, ER_CLIENT_INTERACTION_TIMEOUT,
-    ER_CON_COUNT_ERROR, ER_HANDSHAKE_ERROR, ER_MALFORMED_PACKET,
+    ER_CON_COUNT_ERROR, ER_DBACCESS_DENIED_ERROR, ER_HANDSHAKE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET,
     ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_NET_PACKET_TOO_LARGE, ER_SECURE_TRANSPORT_REQUIRED,
     ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR, ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
 };
@@ -41,6 +40,7 @@ use super::admin;
 use super::dump;
 use super::reply::{QueryReply, Reply};
 use super::session::{ConnInfo, Session};
+use super::users::Privileges;
 use super::transport::{ConnError, PacketIo};
 use super::{SessionSlot, Shared};
 
@@ -161,11 +161,9 @@ async fn handshake(
             "plain connection refused: require_secure_transport".into(),
         ));
     }
-    let credential = shared
-        .users
-        .get(&hello.user)
-        .map(|p| Credential::Password(p.as_bytes().to_vec()));
-    let mut auth = AuthExchange::new(scramble, shared.auth_plugin, credential, tls.is_some());
+    let credential = shared.users.credential(&hello.user);
+    let mut auth = AuthExchange::new(scramble, shared.auth_plugin, credential, tls.is_some())
+        .with_rsa_key(shared.rsa_key.clone());
     let mut step = match auth.on_handshake_response(&hello) {
         Ok(s) => s,
         Err(e) => {
@@ -194,6 +192,22 @@ async fn handshake(
                 return Err(ConnError::AuthFailed { user: hello.user });
             }
             AuthStep::Accept { before_ok } => {
+                if let Some(digest) = auth.learned_fast_digest() {
+                    shared.users.remember(&hello.user, digest);
+                }
+                let privileges = shared.users.privileges(&hello.user);
+                if let Some(db) = hello.database.as_deref() {
+                    if !privileges.contains(Privileges::SELECT)
+                        && !crate::sql::infoschema::is_schema(db)
+                    {
+                        let msg = format!(
+                            "Access denied for user '{}'@'{host}' to database '{db}'",
+                            hello.user
+                        );
+                        send_err(io, ER_DBACCESS_DENIED_ERROR, &msg).await?;
+                        return Err(ConnError::AuthFailed { user: hello.user });
+                    }
+                }
                 let Some(slot) = shared.admit_session() else {
                     send_err(io, ER_CON_COUNT_ERROR, "Too many connections").await?;
                     return Err(ConnError::Internal("max_connections reached".into()));
@@ -214,8 +228,10 @@ async fn handshake(
     };
     let mariadb_client = is_mariadb_client(&hello.connect_attrs);
     debug!(conn = id, attrs = ?hello.connect_attrs, "client attributes");
+    let privileges = shared.users.privileges(&hello.user);
     let info = ConnInfo {
         id,
+        privileges,
         cancel,
         interrupt: shared.interrupt_flag(id),
         mariadb_client,
@@ -347,6 +363,12 @@ async fn command_loop(
                     .map_err(|e| ConnError::Internal(format!("query task failed: {e}")))?;
                 session = s;
                 send_replies(&mut io, &info, replies).await?;
+            }
+            Command::RegisterSlave(_) | Command::BinlogDump(_) | Command::BinlogDumpGtid(_)
+                if !info.privileges.contains(Privileges::REPLICATION_SLAVE) =>
+            {
+                let msg = super::users::need_message("REPLICATION SLAVE");
+                send_err(&mut io, ER_SPECIFIC_ACCESS_DENIED_ERROR, &msg).await?;
             }
             Command::RegisterSlave(r) => {
                 let uuid = session

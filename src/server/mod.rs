@@ -34,11 +34,13 @@ pub mod conn;
 pub mod dump;
 pub mod mariadb;
 mod reply;
+pub mod rsa_key;
 pub mod session;
 pub mod source;
 pub mod status;
 pub mod testing;
 pub mod transport;
+pub mod users;
 pub mod vars;
 mod words;
 
@@ -96,8 +98,11 @@ pub struct TlsFiles {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
-    /// User name → cleartext password.
-    pub users: HashMap<String, String>,
+    /// Accounts, their password hashes and privileges.
+    pub users: Arc<users::Users>,
+    /// The key pair of caching_sha2 full authentication on plain connections; `None` leaves
+    /// full authentication to TLS.
+    pub rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>>,
     /// Greet as MariaDB 10.11 instead of MySQL 8.0. A MariaDB replica uses GTIDs
     /// (`MASTER_USE_GTID`) only with a master whose greeting says version 10 or more, which
     /// would send MySQL clients down their pre-5.6 paths: a MariaDB-flavoured listener is a
@@ -205,7 +210,8 @@ struct ConnEntry {
 /// State shared by every connection.
 pub struct Shared {
     pub identity: vars::ServerIdentity,
-    pub users: HashMap<String, String>,
+    pub users: Arc<users::Users>,
+    pub rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>>,
     pub source: Arc<dyn BinlogSource>,
     pub schema: Arc<dyn SchemaProvider>,
     pub default_heartbeat: Option<Duration>,
@@ -521,6 +527,7 @@ impl Server {
                     .map(|p| p.display().to_string()),
             },
             users: cfg.users,
+            rsa_key: cfg.rsa_key,
             source,
             schema,
             default_heartbeat: cfg.default_heartbeat,

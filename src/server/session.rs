@@ -18,6 +18,8 @@ pub struct ConnInfo {
     pub id: u32,
     pub user: String,
     pub host: String,
+    /// The account's privileges ([`super::users`]).
+    pub privileges: super::users::Privileges,
     /// Our capabilities ∩ the client's.
     pub capabilities: CapabilityFlags,
     /// The schema named in the handshake (CLIENT_CONNECT_WITH_DB).

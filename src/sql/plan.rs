@@ -60,6 +60,9 @@ pub struct QueryCtx<'a> {
     /// The original statement text (for column labels).
     pub sql: &'a str,
     pub cancel: CancellationToken,
+    /// `'user'@'host'` of a session without the SELECT privilege: reading a TiDB table is
+    /// refused (1142) before it is looked up, as MySQL checks privileges first.
+    pub select_denied_to: Option<&'a str>,
 }
 
 /// One result column.
@@ -801,6 +804,12 @@ fn relation(
             let alias = alias.as_ref().map(|a| a.name.value.clone());
             if infoschema::is_schema(&db) {
                 return info_table(ctx, &db, &table, alias, selection);
+            }
+            if let Some(who) = ctx.select_denied_to {
+                return Err(SqlError::new(
+                    tibinlog_protocol::wire::errors::ER_TABLEACCESS_DENIED_ERROR,
+                    format!("SELECT command denied to user {who} for table '{table}'"),
+                ));
             }
             let meta = ctx
                 .catalog

@@ -3,15 +3,15 @@
 
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tibinlog::server::testing::{MemSource, MemTables};
+use tibinlog::server::users::{Privileges, User, Users};
 use tibinlog::server::{EmptySchema, Server, ServerConfig};
 use tibinlog_protocol::binlog::Sid;
-use tibinlog_protocol::wire::auth::{scramble_native, AuthMethod};
+use tibinlog_protocol::wire::auth::{scramble_native, AuthMethod, Credential};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
@@ -63,6 +63,17 @@ impl Fixture {
         Self::start_limited(checksum, plugin, tls, tables, limits).await
     }
 
+    /// A server with these accounts and RSA key (and `tables`), greeting with caching_sha2.
+    pub async fn start_with_users(
+        users: Users,
+        rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>>,
+        tables: Option<MemTables>,
+    ) -> Fixture {
+        let limits = tibinlog::server::Limits::default();
+        let plugin = AuthMethod::CachingSha2Password;
+        Self::start_inner(true, plugin, None, tables, limits, Arc::new(users), rsa_key).await
+    }
+
     async fn start_limited(
         checksum: bool,
         plugin: AuthMethod,
@@ -70,14 +81,36 @@ impl Fixture {
         tables: Option<MemTables>,
         limits: tibinlog::server::Limits,
     ) -> Fixture {
+        let users = Arc::new(Users::new([
+            User {
+                name: "root".into(),
+                credential: Credential::Password(PASSWORD.as_bytes().to_vec()),
+                privileges: Privileges::ALL,
+            },
+            User {
+                name: "repl".into(),
+                credential: Credential::Password(Vec::new()),
+                privileges: Privileges::ALL,
+            },
+        ]));
+        Self::start_inner(checksum, plugin, tls, tables, limits, users, None).await
+    }
+
+    async fn start_inner(
+        checksum: bool,
+        plugin: AuthMethod,
+        tls: Option<tibinlog::server::TlsFiles>,
+        tables: Option<MemTables>,
+        limits: tibinlog::server::Limits,
+        users: Arc<Users>,
+        rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>>,
+    ) -> Fixture {
         let sid = Sid::parse(UUID).expect("uuid");
         let source = MemSource::new(SERVER_ID, sid, checksum);
         let cfg = ServerConfig {
             listen: "127.0.0.1:0".parse().expect("addr"),
-            users: HashMap::from([
-                ("root".to_string(), PASSWORD.to_string()),
-                ("repl".to_string(), String::new()),
-            ]),
+            users,
+            rsa_key,
             server_id: SERVER_ID,
             server_uuid: sid,
             mariadb: false,

@@ -10,22 +10,26 @@
 //!            └─ otherwise ── send AuthSwitchRequest(m) ──► AwaitSwitch(m) ── verify ─► Accept | Reject
 //! ```
 //!
-//! # Why no RSA
+//! # Full authentication
 //!
-//! caching_sha2 "full authentication" on a plain connection needs the server's RSA key pair
-//! (the client requests the public key with `0x02` and sends the password RSA-OAEP encrypted).
-//! This crate has no RSA implementation, so on plain TCP we never ask for full authentication:
-//! a credential that cannot check the fast path (only SHA1(SHA1(pwd)) stored) gets an
-//! AuthSwitchRequest to mysql_native_password instead, which every client in the
-//! compatibility spec (§1.3) supports. Over TLS the client sends its password in clear, which
-//! [`crate::wire::auth::verify_cleartext`] checks against any credential form. A public-key
-//! request is answered with an access-denied rejection.
+//! caching_sha2's "full authentication" sends the cleartext password: as is over TLS, or on a
+//! plain connection XORed with the nonce and RSA-OAEP (SHA-1) encrypted with the server's public
+//! key, which the client may first request with `0x02` (answered `0x01` + PEM). The key pair
+//! lives outside this crate ([`RsaKey`]). Without TLS and without a key, no full authentication
+//! is asked for: a credential that cannot check the fast path (only SHA1(SHA1(pwd)) stored) gets
+//! an AuthSwitchRequest to mysql_native_password instead, which every client in the
+//! compatibility spec (§1.3) supports, and is preferred even with a key (Connector/J refuses
+//! key retrieval unless `allowPublicKeyRetrieval=true`). A cleartext password on a plain
+//! connection is never accepted.
 //!
 //! Only one auth switch per connection is allowed; a client answering with something
 //! unexpected is rejected rather than looped.
 
 use super::{
-    auth::{verify_caching_sha2, verify_cleartext, verify_native, AuthMethod, Credential},
+    auth::{
+        sha2_double_hash, verify_caching_sha2, verify_cleartext, verify_native, AuthMethod,
+        Credential,
+    },
     errors::{ErrorCode, ER_ACCESS_DENIED_ERROR, ER_NOT_SUPPORTED_AUTH_MODE},
     handshake::{
         auth_more_data, auth_switch_request, ClientHandshake, Scramble, FAST_AUTH_SUCCESS,
@@ -52,7 +56,7 @@ pub enum AuthFailure {
     UnknownUser,
     /// The proof did not match the credential.
     WrongPassword,
-    /// The client asked for the RSA public key: we only do full authentication over TLS.
+    /// The client asked for the RSA public key and the server has none (or asked twice).
     PublicKeyRequested,
     /// The client answered an auth switch with an unusable packet or plugin.
     SwitchFailed,
@@ -76,11 +80,24 @@ pub struct AuthRejection {
     pub using_password: bool,
 }
 
+/// The server's RSA key pair for caching_sha2 full authentication on plain connections.
+pub trait RsaKey: Send + Sync + std::fmt::Debug {
+    /// The public key in PEM (`-----BEGIN PUBLIC KEY-----`, SubjectPublicKeyInfo).
+    fn public_pem(&self) -> &[u8];
+    /// The modulus length in bytes (the length of every ciphertext).
+    fn size(&self) -> usize;
+    /// RSA-OAEP (SHA-1, MGF1-SHA-1) decryption; `None` if the ciphertext is not valid.
+    fn decrypt_oaep(&self, ciphertext: &[u8]) -> Option<Vec<u8>>;
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
     Start,
     AwaitSwitch(AuthMethod),
-    AwaitCleartext,
+    /// Full authentication asked for; `key_sent` once the public key went out.
+    AwaitCleartext {
+        key_sent: bool,
+    },
     Done,
 }
 
@@ -95,6 +112,9 @@ pub struct AuthExchange {
     tls: bool,
     /// The plugin the greeting announced; preferred target of an auth switch.
     greeting_method: AuthMethod,
+    rsa: Option<std::sync::Arc<dyn RsaKey>>,
+    /// SHA256(SHA256(password)) after a successful full authentication.
+    learned: Option<[u8; 32]>,
 }
 
 impl AuthExchange {
@@ -111,7 +131,30 @@ impl AuthExchange {
             credential,
             tls,
             greeting_method,
+            rsa: None,
+            learned: None,
         }
+    }
+
+    /// Lets full authentication on plain connections use this key pair.
+    pub fn with_rsa_key(mut self, key: Option<std::sync::Arc<dyn RsaKey>>) -> Self {
+        self.rsa = key;
+        self
+    }
+
+    /// After a successful full authentication: SHA256(SHA256(password)), for the fast-path
+    /// cache of a user stored as `$A$…` ([`Credential::Sha2Crypt`]).
+    pub fn learned_fast_digest(&self) -> Option<[u8; 32]> {
+        self.learned
+    }
+
+    fn can_full_auth(&self) -> bool {
+        self.tls || self.rsa.is_some()
+    }
+
+    fn full_auth(&mut self) -> AuthStep {
+        self.state = State::AwaitCleartext { key_sent: false };
+        AuthStep::Send(auth_more_data(&[PERFORM_FULL_AUTH]))
     }
 
     /// Handles the client's HandshakeResponse41.
@@ -126,22 +169,28 @@ impl AuthExchange {
         let Some(credential) = &self.credential else {
             return Ok(self.reject(AuthFailure::UnknownUser, response));
         };
+        let native = credential.supports(AuthMethod::NativePassword);
         match hello.auth_method() {
             Some(method) if credential.supports(method) => {
                 Ok(self.verify_scramble(method, response))
             }
-            Some(AuthMethod::CachingSha2Password) if self.tls => {
-                self.state = State::AwaitCleartext;
-                Ok(AuthStep::Send(auth_more_data(&[PERFORM_FULL_AUTH])))
+            // Over TLS full authentication costs one round trip; on plain TCP it needs the key
+            // and is only worth it when native cannot check the credential.
+            Some(AuthMethod::CachingSha2Password) if self.tls || (self.rsa.is_some() && !native) => {
+                Ok(self.full_auth())
             }
-            _ => {
+            current => {
                 let target = if credential.supports(self.greeting_method) {
                     self.greeting_method
-                } else if credential.supports(AuthMethod::NativePassword) {
+                } else if native {
                     AuthMethod::NativePassword
                 } else {
                     AuthMethod::CachingSha2Password
                 };
+                if current == Some(target) {
+                    // The client already answered with the only usable plugin.
+                    return Ok(self.reject(AuthFailure::WrongPassword, response));
+                }
                 self.state = State::AwaitSwitch(target);
                 Ok(AuthStep::Send(auth_switch_request(target, &self.nonce)))
             }
@@ -152,20 +201,46 @@ impl AuthExchange {
     pub fn on_client_packet(&mut self, payload: &[u8]) -> Result<AuthStep> {
         match self.state.clone() {
             State::AwaitSwitch(method) => Ok(self.verify_scramble(method, payload)),
-            State::AwaitCleartext => {
+            State::AwaitCleartext { key_sent } => {
                 if payload == [REQUEST_PUBLIC_KEY] {
-                    return Ok(self.reject(AuthFailure::PublicKeyRequested, payload));
+                    return match (&self.rsa, key_sent) {
+                        (Some(key), false) => {
+                            let reply = auth_more_data(key.public_pem());
+                            self.state = State::AwaitCleartext { key_sent: true };
+                            Ok(AuthStep::Send(reply))
+                        }
+                        _ => Ok(self.reject(AuthFailure::PublicKeyRequested, payload)),
+                    };
                 }
-                if !self.tls {
-                    // Unreachable by construction; never accept a cleartext password in clear.
-                    return Ok(self.reject(AuthFailure::PublicKeyRequested, payload));
-                }
-                let password = payload.strip_suffix(&[0]).unwrap_or(payload);
+                let password = if self.tls {
+                    payload.strip_suffix(&[0]).unwrap_or(payload).to_vec()
+                } else {
+                    // Never a cleartext password in clear: only what the key pair decrypts.
+                    let decrypted = self
+                        .rsa
+                        .as_ref()
+                        .filter(|k| payload.len() == k.size())
+                        .and_then(|k| k.decrypt_oaep(payload));
+                    let Some(mut bytes) = decrypted else {
+                        return Ok(self.reject(AuthFailure::WrongPassword, payload));
+                    };
+                    let nonce = self.nonce.as_bytes();
+                    for (i, b) in bytes.iter_mut().enumerate() {
+                        *b ^= nonce[i % nonce.len()];
+                    }
+                    if bytes.last() == Some(&0) {
+                        bytes.pop();
+                    }
+                    bytes
+                };
                 let ok = self
                     .credential
                     .as_ref()
-                    .is_some_and(|c| verify_cleartext(c, password));
-                Ok(self.finish(ok, None, password))
+                    .is_some_and(|c| verify_cleartext(c, &password));
+                if ok {
+                    self.learned = Some(sha2_double_hash(&password));
+                }
+                Ok(self.finish(ok, None, &password))
             }
             State::Start | State::Done => Err(WireError::malformed(
                 "auth exchange",
@@ -185,6 +260,13 @@ impl AuthExchange {
                 self.finish(ok, None, response)
             }
             AuthMethod::CachingSha2Password => {
+                if !credential.supports(method) && !response.is_empty() {
+                    // MySQL's cache miss: ask for the password itself.
+                    if self.can_full_auth() {
+                        return self.full_auth();
+                    }
+                    return self.reject(AuthFailure::WrongPassword, response);
+                }
                 let ok = verify_caching_sha2(credential, nonce, response);
                 // MySQL answers a successful non-empty fast path with 0x01 0x03 before OK;
                 // for the empty password it sends OK straight away.
@@ -217,7 +299,7 @@ impl AuthExchange {
 mod tests {
     use super::*;
     use crate::wire::{
-        auth::{native_double_hash, scramble_caching_sha2, scramble_native, sha2_double_hash},
+        auth::{native_double_hash, scramble_caching_sha2, scramble_native},
         CapabilityFlags,
     };
 
@@ -361,6 +443,127 @@ mod tests {
             AuthStep::Send(auth_switch_request(AuthMethod::CachingSha2Password, &n))
         );
         let step = ex.on_client_packet(&scramble_caching_sha2(n.as_bytes(), b"pw"))?;
+        assert_eq!(
+            step,
+            AuthStep::Accept {
+                before_ok: Some(vec![1, 3])
+            }
+        );
+        Ok(())
+    }
+
+    /// A stand-in key pair: "ciphertext" is the plaintext padded with 0xFF to 32 bytes (the
+    /// real RSA is the server's and is tested there against real clients).
+    #[derive(Debug)]
+    struct PadKey;
+
+    impl RsaKey for PadKey {
+        fn public_pem(&self) -> &[u8] {
+            b"-----BEGIN PUBLIC KEY-----\nPAD\n-----END PUBLIC KEY-----\n"
+        }
+        fn size(&self) -> usize {
+            32
+        }
+        fn decrypt_oaep(&self, c: &[u8]) -> Option<Vec<u8>> {
+            let end = c.iter().position(|b| *b == 0xff).unwrap_or(c.len());
+            Some(c[..end].to_vec())
+        }
+    }
+
+    fn pad_encrypt(n: &Scramble, password: &[u8]) -> Vec<u8> {
+        let mut v: Vec<u8> = password.iter().copied().chain([0]).collect();
+        for (i, b) in v.iter_mut().enumerate() {
+            *b ^= n.as_bytes()[i % 20];
+        }
+        v.resize(32, 0xff);
+        v
+    }
+
+    fn sha2_crypt_user(password: &[u8]) -> Credential {
+        let stored = crate::wire::auth::Sha2Crypt::new(password, *b"saltsaltsaltsaltsalt", 5000);
+        Credential::Sha2Crypt {
+            stored: std::sync::Arc::new(stored),
+            cached: None,
+        }
+    }
+
+    #[test]
+    fn stored_sha2_hash_takes_full_auth_with_the_public_key() -> Result<()> {
+        let n = nonce();
+        let key: std::sync::Arc<dyn RsaKey> = std::sync::Arc::new(PadKey);
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false).with_rsa_key(Some(key.clone()));
+        let step = ex.on_handshake_response(&hello(
+            Some("caching_sha2_password"),
+            scramble_caching_sha2(n.as_bytes(), b"pw"),
+        ))?;
+        assert_eq!(step, AuthStep::Send(vec![0x01, 0x04]), "cache miss: full auth");
+        let step = ex.on_client_packet(&[REQUEST_PUBLIC_KEY])?;
+        assert_eq!(step, AuthStep::Send(auth_more_data(key.public_pem())));
+        assert_eq!(
+            ex.on_client_packet(&pad_encrypt(&n, b"pw"))?,
+            AuthStep::Accept { before_ok: None }
+        );
+        assert_eq!(ex.learned_fast_digest(), Some(sha2_double_hash(b"pw")));
+
+        // A wrong password, a second key request, a cleartext password in clear.
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false).with_rsa_key(Some(key.clone()));
+        ex.on_handshake_response(&hello(Some("caching_sha2_password"), vec![9; 32]))?;
+        assert!(matches!(
+            ex.on_client_packet(&pad_encrypt(&n, b"pW"))?,
+            AuthStep::Reject(_)
+        ));
+        assert_eq!(ex.learned_fast_digest(), None);
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false).with_rsa_key(Some(key.clone()));
+        ex.on_handshake_response(&hello(Some("caching_sha2_password"), vec![9; 32]))?;
+        ex.on_client_packet(&[REQUEST_PUBLIC_KEY])?;
+        assert!(matches!(
+            ex.on_client_packet(&[REQUEST_PUBLIC_KEY])?,
+            AuthStep::Reject(AuthRejection {
+                reason: AuthFailure::PublicKeyRequested,
+                ..
+            })
+        ));
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false).with_rsa_key(Some(key.clone()));
+        ex.on_handshake_response(&hello(Some("caching_sha2_password"), vec![9; 32]))?;
+        assert!(matches!(ex.on_client_packet(b"pw\0")?, AuthStep::Reject(_)));
+
+        // A native client is switched to caching_sha2, then taken to full auth.
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false).with_rsa_key(Some(key));
+        let step = ex.on_handshake_response(&hello(
+            Some("mysql_native_password"),
+            scramble_native(n.as_bytes(), b"pw"),
+        ))?;
+        assert_eq!(
+            step,
+            AuthStep::Send(auth_switch_request(AuthMethod::CachingSha2Password, &n))
+        );
+        let step = ex.on_client_packet(&scramble_caching_sha2(n.as_bytes(), b"pw"))?;
+        assert_eq!(step, AuthStep::Send(vec![0x01, 0x04]));
+        Ok(())
+    }
+
+    #[test]
+    fn stored_sha2_hash_without_key_or_tls_is_refused_and_cached_takes_fast_path() -> Result<()> {
+        let n = nonce();
+        let mut ex = exchange(Some(sha2_crypt_user(b"pw")), false);
+        let step = ex.on_handshake_response(&hello(
+            Some("caching_sha2_password"),
+            scramble_caching_sha2(n.as_bytes(), b"pw"),
+        ))?;
+        assert!(matches!(step, AuthStep::Reject(_)));
+
+        let Credential::Sha2Crypt { stored, .. } = sha2_crypt_user(b"pw") else {
+            return Err(WireError::malformed("test", "not a Sha2Crypt"));
+        };
+        let cached = Credential::Sha2Crypt {
+            stored,
+            cached: Some(sha2_double_hash(b"pw")),
+        };
+        let mut ex = exchange(Some(cached), false);
+        let step = ex.on_handshake_response(&hello(
+            Some("caching_sha2_password"),
+            scramble_caching_sha2(n.as_bytes(), b"pw"),
+        ))?;
         assert_eq!(
             step,
             AuthStep::Accept {

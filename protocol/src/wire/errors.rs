@@ -59,6 +59,8 @@ error_codes! {
     ER_PARSE_ERROR = 1064, b"42000";
     /// Unknown thread id (KILL of a session that does not exist).
     ER_NO_SUCH_THREAD = 1094, b"HY000";
+    /// You are not owner of thread (KILL of another user's session without CONNECTION_ADMIN).
+    ER_KILL_DENIED_ERROR = 1095, b"HY000";
     /// No tables used (`SELECT *` without FROM).
     ER_NO_TABLES_USED = 1096, b"HY000";
     /// Unknown error.
@@ -67,6 +69,10 @@ error_codes! {
     ER_UNKNOWN_TABLE = 1109, b"42S02";
     /// Unknown character set (a charset introducer such as `_latin9'x'`).
     ER_UNKNOWN_CHARACTER_SET = 1115, b"42000";
+    /// There is no such grant defined for user (SHOW GRANTS FOR an unknown account).
+    ER_NONEXISTING_GRANT = 1141, b"42000";
+    /// Command denied to user for table (SELECT or SHOW without the SELECT privilege).
+    ER_TABLEACCESS_DENIED_ERROR = 1142, b"42000";
     /// Table does not exist.
     ER_NO_SUCH_TABLE = 1146, b"42S02";
     /// Got a packet bigger than max_allowed_packet.
