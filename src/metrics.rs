@@ -158,25 +158,25 @@ impl Default for CaptureMetrics {
     }
 }
 
-impl CaptureMetrics {
-    /// Region counts of one store actor (labels are replaced, not added to).
-    pub fn set_regions(&self, store: &str, queued: usize, initializing: usize, normal: usize) {
-        for (state, n) in [
-            ("queued", queued),
-            ("initializing", initializing),
-            ("normal", normal),
-        ] {
-            self.regions
-                .with_label_values(&[store, state])
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
+/// `capture_regions{store, state}` of one store: queued, initializing, normal.
+#[derive(Clone)]
+pub struct RegionGauges([IntGauge; 3]);
+
+impl RegionGauges {
+    /// Region counts of the store (the gauges are replaced, not added to).
+    pub fn set(&self, queued: usize, initializing: usize, normal: usize) {
+        for (g, n) in self.0.iter().zip([queued, initializing, normal]) {
+            g.set(i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
+}
 
-    /// A store actor ended: its regions are no longer counted.
-    pub fn forget_store(&self, store: &str) {
-        for state in ["queued", "initializing", "normal"] {
-            let _ = self.regions.remove_label_values(&[store, state]);
-        }
+impl CaptureMetrics {
+    /// The region gauges of one store actor, resolved once (set per message).
+    pub fn region_gauges(&self, store: &str) -> RegionGauges {
+        RegionGauges(["queued", "initializing", "normal"].map(|state| {
+            self.regions.with_label_values(&[store, state])
+        }))
     }
 
     /// Sums of [`CAPTURE_REGIONS`] over stores: `(queued, initializing, normal)`.
@@ -526,7 +526,7 @@ mod tests {
     fn render_lists_every_stage_under_the_namespace() {
         let m = Metrics::new();
         m.capture.rows.inc_by(3);
-        m.capture.set_regions("1", 2, 1, 5);
+        m.capture.region_gauges("1").set(2, 1, 5);
         m.binlog.fsync_seconds.observe(0.002);
         m.server.commands.with_label_values(&["query"]).inc();
         m.mirror_sorter(&[
@@ -552,7 +552,7 @@ mod tests {
             );
         }
         assert_eq!(m.capture.region_totals(), (2, 1, 5));
-        m.capture.forget_store("1");
+        m.capture.region_gauges("1").set(0, 0, 0);
         assert_eq!(m.capture.region_totals(), (0, 0, 0));
     }
 
@@ -561,7 +561,7 @@ mod tests {
     fn the_dashboard_queries_only_metrics_that_exist() {
         let m = Metrics::new();
         // Vectors render only once a label set exists.
-        m.capture.set_regions("1", 0, 0, 1);
+        m.capture.region_gauges("1").set(0, 0, 1);
         m.server.count_command("COM_QUERY", Some("select"));
         m.probed
             .replica_lag_bytes

@@ -2752,6 +2752,10 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
         user("nobody", hashed(AuthMethod::CachingSha2Password, "x"), &[]),
     ]);
     let key = std::sync::Arc::new(ServerRsaKey::generate().expect("rsa key"));
+    let pem = String::from_utf8(
+        tibinlog_protocol::wire::auth_exchange::RsaKey::public_pem(key.as_ref()).to_vec(),
+    )
+    .expect("pem");
     let f = Fixture::start_with_users(users, Some(key), Some(shop())).await;
     f.source.append_insert(&[(1, "a")]);
 
@@ -2766,7 +2770,7 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
     let first = raw.login("repl", "caching_sha2_password", &scramble).await;
     assert_eq!(first, vec![0x01, 0x03], "the cache answers the fast path");
     let ok = raw.read().await;
-    assert_eq!(ok.get(0).copied(), Some(0x00), "then OK");
+    assert_eq!(<[u8]>::first(&ok).copied(), Some(0x00), "then OK");
     // A wrong password is refused either way.
     let e = mysql_async::Conn::new(f.opts("repl", "replpW"))
         .await
@@ -2887,6 +2891,16 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
     assert_eq!(grants, vec!["GRANT SELECT ON *.* TO `reader`@`%`"]);
     let (code, _) = denied(admin.query("SHOW GRANTS FOR ghost").await);
     assert_eq!(code, 1141);
+    let shown: Vec<(String, String)> = admin
+        .query("SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key'")
+        .await
+        .expect("status");
+    assert_eq!(shown, vec![("Caching_sha2_password_rsa_public_key".to_owned(), pem)]);
+    let plugin: Option<String> = admin
+        .query_first("SELECT @@default_authentication_plugin")
+        .await
+        .expect("variable");
+    assert_eq!(plugin.as_deref(), Some("caching_sha2_password"));
     admin.query_drop(format!("KILL {repl_id}")).await.expect("admin kills repl");
     assert!(repl.ping().await.is_err(), "repl's session is gone");
     drop(raw);

@@ -1,13 +1,44 @@
 //! The login: a handshake response (or SSLRequest) and the packets of the auth exchange that
-//! follow, against a user with a password, one with its native hash, one with its SHA2 hash and
-//! an unknown one, over plain and TLS sockets. Never a panic; never accepted without the
-//! password.
+//! follow, against a user with a password, one with its native hash, one with its SHA2 hash, one
+//! stored as MySQL's `$A$005$…` (with and without its fast-path digest cached) and an unknown
+//! one, over plain and TLS sockets, with and without an RSA key for full authentication (a
+//! stand-in whose "ciphertext" is the nonce-XORed password, so the password stays visible to
+//! the check). Never a panic; never accepted without the password.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tibinlog_protocol::wire::auth::{AuthMethod, Credential};
-use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
+use std::sync::{Arc, OnceLock};
+
+use tibinlog_protocol::wire::auth::{AuthMethod, Credential, Sha2Crypt};
+use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep, RsaKey};
 use tibinlog_protocol::wire::handshake::{decode_client_hello, ClientHello, Scramble};
+
+const NONCE: [u8; 20] = [7; 20];
+
+/// The RSA stand-in: 32-byte "ciphertexts", decrypted by XOR with the nonce so that the exchange's
+/// own XOR gives back the bytes the client sent.
+#[derive(Debug)]
+struct XorKey;
+
+impl RsaKey for XorKey {
+    fn public_pem(&self) -> &[u8] {
+        b"-----BEGIN PUBLIC KEY-----\nX\n-----END PUBLIC KEY-----\n"
+    }
+    fn size(&self) -> usize {
+        32
+    }
+    fn decrypt_oaep(&self, c: &[u8]) -> Option<Vec<u8>> {
+        let end = c.iter().position(|b| *b == 0).map_or(c.len(), |i| i + 1);
+        Some(c[..end].iter().enumerate().map(|(i, b)| b ^ NONCE[i % 20]).collect())
+    }
+}
+
+fn stored() -> Arc<Sha2Crypt> {
+    static STORED: OnceLock<Arc<Sha2Crypt>> = OnceLock::new();
+    STORED
+        .get_or_init(|| Arc::new(Sha2Crypt::new(b"s3cret pw", *b"fuzzsaltfuzzsaltfuzz", 5000)))
+        .clone()
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, rest)) = data.split_first() else {
@@ -31,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let password = b"s3cret pw";
-    let credential = match sel % 4 {
+    let credential = match sel % 6 {
         0 => Some(Credential::Password(password.to_vec())),
         1 => Some(Credential::NativeHash(
             tibinlog_protocol::wire::auth::native_double_hash(password),
@@ -39,16 +70,25 @@ fuzz_target!(|data: &[u8]| {
         2 => Some(Credential::Sha2Hash(
             tibinlog_protocol::wire::auth::sha2_double_hash(password),
         )),
+        3 => Some(Credential::Sha2Crypt {
+            stored: stored(),
+            cached: None,
+        }),
+        4 => Some(Credential::Sha2Crypt {
+            stored: stored(),
+            cached: Some(tibinlog_protocol::wire::auth::sha2_double_hash(password)),
+        }),
         _ => None,
     };
-    let method = if sel & 4 == 0 {
+    let method = if sel & 0x40 == 0 {
         AuthMethod::NativePassword
     } else {
         AuthMethod::CachingSha2Password
     };
-    let tls = sel & 8 != 0;
-    let nonce = Scramble::from_random([7; 20]);
-    let mut ex = AuthExchange::new(nonce, method, credential.clone(), tls);
+    let tls = sel & 0x80 != 0;
+    let key: Option<Arc<dyn RsaKey>> = (sel & 0x20 != 0).then(|| Arc::new(XorKey) as _);
+    let nonce = Scramble::from_random(NONCE);
+    let mut ex = AuthExchange::new(nonce, method, credential.clone(), tls).with_rsa_key(key);
     let Ok(mut step) = ex.on_handshake_response(&hello) else {
         return;
     };

@@ -898,9 +898,7 @@ mod tests {
              privileges = [\"REPLICATION SLAVE\", \"replication_client\"]\n\n\
              [[users]]\nname = \"reader\"\npassword = \"r\"\nprivileges = \"SELECT, SHOW DATABASES\"\n";
         let (dir, file) = temp_file("users", text);
-        let mut args = ServerArgs::default();
-        args.config = Some(file.clone());
-        let settings = settings(&args, &no_env).expect("settings");
+        let settings = settings_of(&file);
         let cfg = app_config(&settings).expect("config");
         assert_eq!(cfg.users.names(), ["admin", "reader", "repl"]);
         let admin = cfg.users.get("admin").expect("admin");
@@ -943,8 +941,10 @@ mod tests {
     }
 
     fn settings_of(file: &Path) -> Settings {
-        let mut args = ServerArgs::default();
-        args.config = Some(file.to_owned());
+        let args = ServerArgs {
+            config: Some(file.to_owned()),
+            ..ServerArgs::default()
+        };
         settings(&args, &no_env).expect("settings")
     }
 

@@ -206,13 +206,11 @@ impl StatusView {
                 .saturating_sub(1) as i64,
         );
         mirror_counter(&p.transactions, self.stats.txns.load(Ordering::Relaxed));
-        let (mut conns, mut dumps) = (0, 0);
-        for (_, s) in &self.servers {
-            conns += s.connection_count();
-            dumps += s.dump_server_ids().len();
-        }
+        let conns: usize = self.servers.iter().map(|(_, s)| s.connection_count()).sum();
         p.connections.set(conns as i64);
-        p.dump_sessions.set(dumps as i64);
+        // One walk over the sessions: the dump sessions are the replicas listed.
+        let replicas = self.replicas();
+        p.dump_sessions.set(replicas.len() as i64);
         for v in [
             &p.replica_lag_bytes,
             &p.replica_lag_seconds,
@@ -221,7 +219,7 @@ impl StatusView {
         ] {
             v.reset();
         }
-        for r in self.replicas() {
+        for r in replicas {
             let labels = [r.server_id.to_string(), r.conn.to_string()];
             let labels = [labels[0].as_str(), labels[1].as_str()];
             p.replica_lag_bytes

@@ -219,6 +219,7 @@ pub fn spawn(
     cancel: CancellationToken,
 ) -> StoreHandle {
     let (tx, rx) = mpsc::channel(COMMAND_CHANNEL);
+    let region_gauges = cfg.metrics.region_gauges(&store_id.to_string());
     let actor = StoreActor {
         store_id,
         generation,
@@ -233,7 +234,7 @@ pub fn spawn(
         outq: VecDeque::new(),
         rows: Vec::new(),
         rows_bytes: 0,
-        store_label: store_id.to_string(),
+        region_gauges,
     };
     tokio::spawn(actor.run(addr, cancel));
     StoreHandle {
@@ -250,8 +251,8 @@ struct Sub {
 
 struct StoreActor {
     store_id: u64,
-    /// `store_id` as a metric label.
-    store_label: String,
+    /// `capture_regions` of this store.
+    region_gauges: crate::metrics::RegionGauges,
     generation: u64,
     cfg: StoreStreamConfig,
     commands: mpsc::Receiver<StoreCommand>,
@@ -342,7 +343,9 @@ impl StoreActor {
             }
             other => other,
         });
-        self.cfg.metrics.forget_store(&self.store_label);
+        // Zeroed through the actor's own handles: a successor actor of the store may already
+        // have resolved the same series.
+        self.region_gauges.set(0, 0, 0);
         if let Err(error) = result {
             tracing::info!(store_id, error = %error, "change data stream failed");
             self.fail(error, &cancel).await;
@@ -537,8 +540,7 @@ impl StoreActor {
 
     /// Sets this store's region gauges.
     fn report_regions(&self) {
-        self.cfg.metrics.set_regions(
-            &self.store_label,
+        self.region_gauges.set(
             self.pending.len(),
             self.scanning,
             self.feeds.len().saturating_sub(self.scanning),

@@ -746,6 +746,12 @@ impl Ctx<'_> {
                 let mut vars = BTreeMap::new();
                 let tls = session.tls.clone().unwrap_or_default();
                 vars.insert("Ssl_cipher".into(), tls.cipher);
+                if let Some(key) = &self.shared.rsa_key {
+                    vars.insert(
+                        "Caching_sha2_password_rsa_public_key".into(),
+                        String::from_utf8_lossy(key.public_pem()).into_owned(),
+                    );
+                }
                 vars.insert("Ssl_version".into(), tls.version);
                 vars.insert(
                     "Threads_connected".into(),

@@ -503,6 +503,7 @@ impl Server {
             })?;
         let shared = Arc::new(Shared {
             identity: vars::ServerIdentity {
+                auth_plugin: cfg.auth_plugin.name(),
                 version: if cfg.mariadb {
                     mariadb_server_version()
                 } else {

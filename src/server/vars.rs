@@ -34,6 +34,8 @@ pub struct ServerIdentity {
     pub require_secure_transport: bool,
     /// `@@ssl_ca`: the CA of client certificates, if one is configured.
     pub ssl_ca: Option<String>,
+    /// `@@default_authentication_plugin`: the plugin the greeting announces.
+    pub auth_plugin: &'static str,
 }
 
 /// How a variable's value is typed. `SELECT @@x` gives an integer for `Bool` (1/0), `Int` and
@@ -124,6 +126,7 @@ const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("binlog_checksum", Text),
     ("binlog_expire_logs_seconds", UInt),
     ("connect_timeout", UInt),
+    ("default_authentication_plugin", Text),
     ("gtid_binlog_pos", Text),
     ("gtid_binlog_state", Text),
     ("gtid_current_pos", Text),
@@ -257,6 +260,10 @@ pub fn global_variables(
     };
     m.insert("require_secure_transport".into(), secure.into());
     m.insert("ssl_ca".into(), id.ssl_ca.clone().unwrap_or_default());
+    m.insert(
+        "default_authentication_plugin".into(),
+        id.auth_plugin.to_owned(),
+    );
     m.insert("tidb_snapshot".into(), String::new());
     m.insert("gtid_executed".into(), executed.to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());

@@ -653,7 +653,8 @@ mod tests {
     fn sha256_crypt_matches_drepper_vectors() {
         // From the SHA-crypt specification's test vectors (salts of at most 16 bytes, where
         // glibc's truncation does not apply).
-        let cases: [(&[u8], &[u8], u32, &[u8]); 3] = [
+        type Vector = (&'static [u8], &'static [u8], u32, &'static [u8]);
+        let cases: [Vector; 3] = [
             (
                 b"Hello world!",
                 b"saltstring",

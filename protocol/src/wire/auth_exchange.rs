@@ -171,6 +171,18 @@ impl AuthExchange {
         };
         let native = credential.supports(AuthMethod::NativePassword);
         match hello.auth_method() {
+            // A client that names another plugin than the greeting's and sends nothing has no
+            // data for it (MariaDB's client library, whose default is mysql_native_password,
+            // does this) and waits for that plugin's nonce: send it as an auth switch.
+            Some(method)
+                if hello.auth_plugin.is_some()
+                    && method != self.greeting_method
+                    && response.is_empty()
+                    && credential.supports(method) =>
+            {
+                self.state = State::AwaitSwitch(method);
+                Ok(AuthStep::Send(auth_switch_request(method, &self.nonce)))
+            }
             Some(method) if credential.supports(method) => {
                 Ok(self.verify_scramble(method, response))
             }
@@ -570,6 +582,27 @@ mod tests {
                 before_ok: Some(vec![1, 3])
             }
         );
+        Ok(())
+    }
+
+    #[test]
+    fn an_empty_answer_for_another_plugin_gets_that_plugins_nonce() -> Result<()> {
+        // MariaDB's client: greeting caching_sha2, answer mysql_native_password with no data.
+        let n = nonce();
+        for password in [&b""[..], b"pw"] {
+            let mut ex = exchange(Some(Credential::Password(password.to_vec())), false);
+            let step = ex.on_handshake_response(&hello(Some("mysql_native_password"), Vec::new()))?;
+            assert_eq!(
+                step,
+                AuthStep::Send(auth_switch_request(AuthMethod::NativePassword, &n))
+            );
+            let step = ex.on_client_packet(&scramble_native(n.as_bytes(), password))?;
+            assert_eq!(step, AuthStep::Accept { before_ok: None });
+        }
+        // A client without CLIENT_PLUGIN_AUTH (no plugin name) cannot take a switch.
+        let mut ex = exchange(Some(Credential::Password(Vec::new())), false);
+        let step = ex.on_handshake_response(&hello(None, Vec::new()))?;
+        assert_eq!(step, AuthStep::Accept { before_ok: None });
         Ok(())
     }
 
