@@ -22,8 +22,10 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
 fi
 # RocksDB's C++ takes most of a build on small machines: reuse the static library of a test
 # build when there is one (it is not instrumented either way).
+# (the test command's default target directory as well as this shell's).
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-lib="$(ls -t "$target"/debug/build/librocksdb-sys-*/out/librocksdb.a 2>/dev/null | head -n 1 || true)"
+lib="$(ls -t "$target"/debug/build/librocksdb-sys-*/out/librocksdb.a \
+  "$HOME"/.cache/tibinlog/target/debug/build/librocksdb-sys-*/out/librocksdb.a 2>/dev/null | head -n 1 || true)"
 if [ -n "$lib" ]; then
   export ROCKSDB_LIB_DIR="$(dirname "$lib")" ROCKSDB_STATIC=1
 fi

@@ -262,6 +262,9 @@ impl AuthExchange {
     }
 
     fn verify_scramble(&mut self, method: AuthMethod, response: &[u8]) -> AuthStep {
+        // Connector/J answers for an empty password with one NUL byte; MySQL's plugins take
+        // that as the empty response (no scramble is one byte long).
+        let response = if response == [0] { &[][..] } else { response };
         let Some(credential) = &self.credential else {
             return self.reject(AuthFailure::UnknownUser, response);
         };
@@ -603,6 +606,26 @@ mod tests {
         let mut ex = exchange(Some(Credential::Password(Vec::new())), false);
         let step = ex.on_handshake_response(&hello(None, Vec::new()))?;
         assert_eq!(step, AuthStep::Accept { before_ok: None });
+        Ok(())
+    }
+
+    #[test]
+    fn a_single_nul_is_the_empty_password() -> Result<()> {
+        for plugin in ["caching_sha2_password", "mysql_native_password"] {
+            let mut ex = exchange(Some(Credential::Password(Vec::new())), false);
+            let step = ex.on_handshake_response(&hello(Some(plugin), vec![0]))?;
+            assert_eq!(step, AuthStep::Accept { before_ok: None }, "{plugin}");
+            let mut ex = exchange(Some(Credential::Password(b"pw".to_vec())), false);
+            let step = ex.on_handshake_response(&hello(Some(plugin), vec![0]))?;
+            assert_eq!(
+                step,
+                AuthStep::Reject(AuthRejection {
+                    reason: AuthFailure::WrongPassword,
+                    using_password: false
+                }),
+                "{plugin}"
+            );
+        }
         Ok(())
     }
 
