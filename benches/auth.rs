@@ -44,10 +44,9 @@ fn time_each(what: &str, n: usize, mut f: impl FnMut()) -> f64 {
 fn checks() {
     let nonce = [0x41u8; 20];
     let pw = b"a-password";
-    let native = Credential::from_mysql_hash(
-        &hash_password(AuthMethod::NativePassword, pw).expect("hash"),
-    )
-    .expect("parse");
+    let native =
+        Credential::from_mysql_hash(&hash_password(AuthMethod::NativePassword, pw).expect("hash"))
+            .expect("parse");
     let native_resp = scramble_native(&nonce, pw);
     time_each("verify mysql_native_password scramble", 20_000, || {
         assert!(verify_native(&native, &nonce, &native_resp));
@@ -76,8 +75,9 @@ fn encrypt(key: &ServerRsaKey, plain: &[u8]) -> Vec<u8> {
     use aws_lc_rs::rsa::{OaepPublicEncryptingKey, PublicEncryptingKey, OAEP_SHA1_MGF1SHA1};
     use tokio_rustls::rustls::pki_types::{pem::PemObject, SubjectPublicKeyInfoDer};
     let spki = SubjectPublicKeyInfoDer::from_pem_slice(key.public_pem()).expect("pem");
-    let public = OaepPublicEncryptingKey::new(PublicEncryptingKey::from_der(spki.as_ref()).expect("der"))
-        .expect("oaep");
+    let public =
+        OaepPublicEncryptingKey::new(PublicEncryptingKey::from_der(spki.as_ref()).expect("der"))
+            .expect("oaep");
     let mut out = vec![0u8; public.ciphertext_size()];
     public
         .encrypt(&OAEP_SHA1_MGF1SHA1, plain, &mut out, None)
@@ -150,7 +150,10 @@ async fn logins(n: usize) {
     for (what, user) in [
         ("mysql_native_password (switched from caching_sha2)", None),
         ("caching_sha2_password fast path", Some("fast")),
-        ("caching_sha2_password full auth, RSA on plain TCP", Some("full")),
+        (
+            "caching_sha2_password full auth, RSA on plain TCP",
+            Some("full"),
+        ),
     ] {
         let began = Instant::now();
         for i in 0..n {

@@ -24,3 +24,6 @@ cargo bench --locked -p tibinlog --bench select
 echo "== one 5 GiB transaction from the simulated TiKV to a dump client: every value checked,"
 echo "   throughput, the server's peak RSS (its prewrites spill to the sorter's RocksDB)"
 HUGE_BYTES="${HUGE_BYTES:-5G}" cargo bench --locked -p tibinlog --bench huge_txn
+echo "== logins: the server's password checks, and whole logins per authentication path"
+echo "   (native, caching_sha2 fast path, caching_sha2 full authentication with RSA)"
+cargo bench --locked -p tibinlog --bench auth

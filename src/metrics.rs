@@ -174,9 +174,10 @@ impl RegionGauges {
 impl CaptureMetrics {
     /// The region gauges of one store actor, resolved once (set per message).
     pub fn region_gauges(&self, store: &str) -> RegionGauges {
-        RegionGauges(["queued", "initializing", "normal"].map(|state| {
-            self.regions.with_label_values(&[store, state])
-        }))
+        RegionGauges(
+            ["queued", "initializing", "normal"]
+                .map(|state| self.regions.with_label_values(&[store, state])),
+        )
     }
 
     /// Sums of [`CAPTURE_REGIONS`] over stores: `(queued, initializing, normal)`.

@@ -1920,16 +1920,25 @@ async fn connector_j_logs_in_by_rsa_key_retrieval() {
 
     let login = |url: String, password: &'static str| {
         let mut cmd = prog.command("JdbcQueries");
-        cmd.arg(url).arg("maxwell").arg(password).stdin(Stdio::null());
+        cmd.arg(url)
+            .arg("maxwell")
+            .arg(password)
+            .stdin(Stdio::null());
         async move {
             let out = cmd.output().await.expect("run java");
-            (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
         }
     };
     // Not allowed to retrieve the key, Connector/J refuses (the account's hash has no fast path
     // before a first full authentication), as it does against MySQL 8.
     let (ok, err) = login(base.clone(), "mx-pw").await;
-    assert!(!ok && err.contains("Public Key Retrieval is not allowed"), "{err}");
+    assert!(
+        !ok && err.contains("Public Key Retrieval is not allowed"),
+        "{err}"
+    );
 
     let retrieving = format!("{base}&allowPublicKeyRetrieval=true");
     let a = jdbc_as(
@@ -1952,7 +1961,10 @@ async fn connector_j_logs_in_by_rsa_key_retrieval() {
 
     // A wrong password is refused; the right one now takes the fast path even without the key.
     let (ok, err) = login(retrieving, "wrong").await;
-    assert!(!ok && err.contains("Access denied for user 'maxwell'"), "{err}");
+    assert!(
+        !ok && err.contains("Access denied for user 'maxwell'"),
+        "{err}"
+    );
     let (ok, err) = login(base, "mx-pw").await;
     assert!(ok, "{err}");
     f.stop().await;

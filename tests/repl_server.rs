@@ -2742,13 +2742,21 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
         privileges: Privileges::parse(privileges).expect("privileges"),
     };
     let users = Users::new([
-        user("admin", hashed(AuthMethod::NativePassword, "adminpw"), &["ALL"]),
+        user(
+            "admin",
+            hashed(AuthMethod::NativePassword, "adminpw"),
+            &["ALL"],
+        ),
         user(
             "repl",
             hashed(AuthMethod::CachingSha2Password, "replpw"),
             &["REPLICATION SLAVE", "REPLICATION CLIENT"],
         ),
-        user("reader", hashed(AuthMethod::NativePassword, "readpw"), &["SELECT"]),
+        user(
+            "reader",
+            hashed(AuthMethod::NativePassword, "readpw"),
+            &["SELECT"],
+        ),
         user("nobody", hashed(AuthMethod::CachingSha2Password, "x"), &[]),
     ]);
     let key = std::sync::Arc::new(ServerRsaKey::generate().expect("rsa key"));
@@ -2776,7 +2784,9 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
         .await
         .expect_err("wrong password");
     assert_eq!(server_code(&e), Some(1045), "{e}");
-    let e = mysql_async::Conn::new(f.opts("ghost", "x")).await.expect_err("unknown user");
+    let e = mysql_async::Conn::new(f.opts("ghost", "x"))
+        .await
+        .expect_err("unknown user");
     assert_eq!(server_code(&e), Some(1045), "{e}");
 
     // repl: the binlog views and dumps, nothing else.
@@ -2805,7 +2815,10 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
     let (code, _) = denied(repl.query("SHOW COLUMNS FROM shop.customers").await);
     assert_eq!(code, 1142);
     let dbs: Vec<String> = repl.query("SHOW DATABASES").await.expect("databases");
-    assert!(!dbs.iter().any(|d| d == "shop"), "no table privilege, no shop: {dbs:?}");
+    assert!(
+        !dbs.iter().any(|d| d == "shop"),
+        "no table privilege, no shop: {dbs:?}"
+    );
     let (code, msg) = denied(repl.query("PURGE BINARY LOGS TO 'binlog.000001'").await);
     assert_eq!(code, 1227);
     assert_eq!(
@@ -2820,7 +2833,11 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
             .await
             .expect("repl again, from the fast-path cache");
         let mut stream = dumper
-            .get_binlog_stream(BinlogStreamRequest::new(7001).with_filename(b"binlog.000001").with_pos(4u64))
+            .get_binlog_stream(
+                BinlogStreamRequest::new(7001)
+                    .with_filename(b"binlog.000001")
+                    .with_pos(4u64),
+            )
             .await
             .expect("dump with REPLICATION SLAVE");
         while let Some(ev) = stream.next().await {
@@ -2860,19 +2877,33 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
     assert_eq!(server_code(&e), Some(1227), "{e}");
 
     // nobody: sees only itself; may not kill others; may not name a database at login.
-    let mut nobody = mysql_async::Conn::new(f.opts("nobody", "x")).await.expect("nobody");
+    let mut nobody = mysql_async::Conn::new(f.opts("nobody", "x"))
+        .await
+        .expect("nobody");
     let ids: Vec<(u32, String)> = nobody
         .query("SELECT ID, USER FROM information_schema.PROCESSLIST")
         .await
         .expect("processlist");
     assert!(ids.iter().all(|(_, u)| u == "nobody"), "{ids:?}");
-    let grants: Vec<String> = nobody.query("SHOW GRANTS FOR CURRENT_USER()").await.expect("g");
+    let grants: Vec<String> = nobody
+        .query("SHOW GRANTS FOR CURRENT_USER()")
+        .await
+        .expect("g");
     assert_eq!(grants, vec!["GRANT USAGE ON *.* TO `nobody`@`%`"]);
     let (code, _) = denied(nobody.query("SHOW GRANTS FOR 'repl'@'%'").await);
     assert_eq!(code, 1044);
     let repl_id = repl.id();
     let (code, msg) = denied(nobody.query(format!("KILL {repl_id}")).await);
-    assert_eq!((code, msg), (1095, format!("You are not owner of thread {repl_id}")));
+    assert_eq!(
+        (code, msg),
+        (1095, format!("You are not owner of thread {repl_id}"))
+    );
+    let (code, _) = denied(nobody.query("USE shop").await);
+    assert_eq!(code, 1044);
+    nobody
+        .query_drop("USE information_schema")
+        .await
+        .expect("USE information_schema");
     let e = mysql_async::Conn::new(
         mysql_async::OptsBuilder::from_opts(f.opts("nobody", "x")).db_name(Some("shop")),
     )
@@ -2881,13 +2912,18 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
     assert_eq!(server_code(&e), Some(1044), "{e}");
 
     // admin: everything, others' grants and sessions included.
-    let mut admin = mysql_async::Conn::new(f.opts("admin", "adminpw")).await.expect("admin");
+    let mut admin = mysql_async::Conn::new(f.opts("admin", "adminpw"))
+        .await
+        .expect("admin");
     let all: Vec<(u32, String)> = admin
         .query("SELECT ID, USER FROM information_schema.PROCESSLIST")
         .await
         .expect("processlist");
     assert!(all.iter().any(|(_, u)| u == "repl") && all.iter().any(|(_, u)| u == "nobody"));
-    let grants: Vec<String> = admin.query("SHOW GRANTS FOR 'reader'@'%'").await.expect("g");
+    let grants: Vec<String> = admin
+        .query("SHOW GRANTS FOR 'reader'@'%'")
+        .await
+        .expect("g");
     assert_eq!(grants, vec!["GRANT SELECT ON *.* TO `reader`@`%`"]);
     let (code, _) = denied(admin.query("SHOW GRANTS FOR ghost").await);
     assert_eq!(code, 1141);
@@ -2895,13 +2931,19 @@ async fn accounts_hashes_rsa_full_auth_and_privileges() {
         .query("SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key'")
         .await
         .expect("status");
-    assert_eq!(shown, vec![("Caching_sha2_password_rsa_public_key".to_owned(), pem)]);
+    assert_eq!(
+        shown,
+        vec![("Caching_sha2_password_rsa_public_key".to_owned(), pem)]
+    );
     let plugin: Option<String> = admin
         .query_first("SELECT @@default_authentication_plugin")
         .await
         .expect("variable");
     assert_eq!(plugin.as_deref(), Some("caching_sha2_password"));
-    admin.query_drop(format!("KILL {repl_id}")).await.expect("admin kills repl");
+    admin
+        .query_drop(format!("KILL {repl_id}"))
+        .await
+        .expect("admin kills repl");
     assert!(repl.ping().await.is_err(), "repl's session is gone");
     drop(raw);
     f.stop().await;

@@ -29,7 +29,13 @@ impl RsaKey for XorKey {
     }
     fn decrypt_oaep(&self, c: &[u8]) -> Option<Vec<u8>> {
         let end = c.iter().position(|b| *b == 0).map_or(c.len(), |i| i + 1);
-        Some(c[..end].iter().enumerate().map(|(i, b)| b ^ NONCE[i % 20]).collect())
+        Some(
+            c[..end]
+                .iter()
+                .enumerate()
+                .map(|(i, b)| b ^ NONCE[i % 20])
+                .collect(),
+        )
     }
 }
 

@@ -916,7 +916,10 @@ mod tests {
         );
         // The printed configuration lists the accounts without the cleartext password.
         let shown = render(&settings);
-        assert!(shown.contains("[[users]]") && shown.contains("name = \"repl\""), "{shown}");
+        assert!(
+            shown.contains("[[users]]") && shown.contains("name = \"repl\""),
+            "{shown}"
+        );
         assert!(!shown.contains("password = \"r\""), "{shown}");
 
         // No implicit passwordless administrator beside listed accounts.
@@ -928,12 +931,14 @@ mod tests {
         assert_eq!(cfg.users.privileges("repl"), Privileges::NONE);
 
         let bad = |users: &str| {
-            let text =
-                format!("[server]\ndata_dir = \"/d\"\n[capture]\npd = \"p:2379\"\n[[users]]\n{users}");
+            let text = format!(
+                "[server]\ndata_dir = \"/d\"\n[capture]\npd = \"p:2379\"\n[[users]]\n{users}"
+            );
             std::fs::write(&file, text).expect("write");
             format!("{:#}", app_config(&settings_of(&file)).expect_err(users))
         };
-        assert!(bad("name = \"a\"\nprivileges = [\"INSERT\"]\n").contains("`INSERT` is not a privilege"));
+        assert!(bad("name = \"a\"\nprivileges = [\"INSERT\"]\n")
+            .contains("`INSERT` is not a privilege"));
         assert!(bad("name = \"a\"\npassword_hash = \"*00\"\n").contains("password_hash"));
         assert!(bad("name = \"a\"\npassword = \"x\"\npassword_hash = \"*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19\"\n").contains("not both"));
         assert!(bad("name = \"\"\n").contains("name must not be empty"));
@@ -1103,7 +1108,9 @@ mod tests {
         assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(
             cfg.users.get("root").map(|u| u.credential.clone()),
-            Some(tibinlog_protocol::wire::auth::Credential::Password(Vec::new()))
+            Some(tibinlog_protocol::wire::auth::Credential::Password(
+                Vec::new()
+            ))
         );
         assert_eq!(cfg.auth_plugin, AuthMethod::CachingSha2Password);
         let cfg = resolve(

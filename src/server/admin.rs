@@ -31,9 +31,9 @@ use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
     ER_BAD_DB_ERROR, ER_DBACCESS_DENIED_ERROR, ER_KILL_DENIED_ERROR, ER_NONEXISTING_GRANT,
-    ER_TABLEACCESS_DENIED_ERROR, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
-    ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
-    ER_STACK_OVERRUN_NEED_MORE, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
+    ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD, ER_OPTION_PREVENTS_STATEMENT,
+    ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_STACK_OVERRUN_NEED_MORE,
+    ER_TABLEACCESS_DENIED_ERROR, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
     ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
 };
 use tibinlog_protocol::wire::response::ColumnSpec;
@@ -415,7 +415,11 @@ impl Ctx<'_> {
             return Some(self.show_create_database(session, w));
         }
         if !self.may_select() {
-            let at = if w.is_kw(1, "FULL") || w.is_kw(1, "EXTENDED") { 2 } else { 1 };
+            let at = if w.is_kw(1, "FULL") || w.is_kw(1, "EXTENDED") {
+                2
+            } else {
+                1
+            };
             let table_level = ["COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS"]
                 .iter()
                 .any(|k| w.is_kw(at, k));
@@ -627,7 +631,10 @@ impl Ctx<'_> {
         if self.info.privileges.any(any) {
             Ok(())
         } else {
-            Err(Reply::err(ER_SPECIFIC_ACCESS_DENIED_ERROR, need_message(names)))
+            Err(Reply::err(
+                ER_SPECIFIC_ACCESS_DENIED_ERROR,
+                need_message(names),
+            ))
         }
     }
 
@@ -638,7 +645,10 @@ impl Ctx<'_> {
         } else {
             Err(Reply::err(
                 ER_TABLEACCESS_DENIED_ERROR,
-                format!("{command} command denied to user {} for table '{table}'", self.who()),
+                format!(
+                    "{command} command denied to user {} for table '{table}'",
+                    self.who()
+                ),
             ))
         }
     }
@@ -849,6 +859,12 @@ impl Ctx<'_> {
                 // The name is the token after USE (quotes removed).
                 match words.get(1) {
                     Some(db) => {
+                        let i = self.info;
+                        if let Some(msg) =
+                            super::conn::db_access_denied(i.privileges, &i.user, &i.host, db)
+                        {
+                            return Reply::err(ER_DBACCESS_DENIED_ERROR, msg);
+                        }
                         session.database = Some(db.to_string());
                         Reply::ok()
                     }

@@ -19,9 +19,10 @@ use tibinlog_protocol::wire::auth_exchange::{AuthExchange, AuthStep};
 use tibinlog_protocol::wire::command::{decode_command, Command};
 use tibinlog_protocol::wire::errors::{
     access_denied_message, ErrorCode, ER_ACCESS_DENIED_ERROR, ER_CLIENT_INTERACTION_TIMEOUT,
-    ER_CON_COUNT_ERROR, ER_DBACCESS_DENIED_ERROR, ER_HANDSHAKE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_MALFORMED_PACKET,
+    ER_CON_COUNT_ERROR, ER_DBACCESS_DENIED_ERROR, ER_HANDSHAKE_ERROR, ER_MALFORMED_PACKET,
     ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_NET_PACKET_TOO_LARGE, ER_SECURE_TRANSPORT_REQUIRED,
-    ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR, ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
+    ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_STMT_HAS_NO_OPEN_CURSOR, ER_UNKNOWN_COM_ERROR,
+    ER_UNKNOWN_STMT_HANDLER, MSG_UNKNOWN_COMMAND,
 };
 use tibinlog_protocol::wire::handshake::{
     decode_client_hello, negotiate, server_capabilities, ClientHello, Greeting, Scramble,
@@ -40,8 +41,8 @@ use super::admin;
 use super::dump;
 use super::reply::{QueryReply, Reply};
 use super::session::{ConnInfo, Session};
-use super::users::Privileges;
 use super::transport::{ConnError, PacketIo};
+use super::users::Privileges;
 use super::{SessionSlot, Shared};
 
 /// Serves one accepted TCP connection until the client quits, a dump ends, or `cancel` fires.
@@ -196,17 +197,13 @@ async fn handshake(
                     shared.users.remember(&hello.user, digest);
                 }
                 let privileges = shared.users.privileges(&hello.user);
-                if let Some(db) = hello.database.as_deref() {
-                    if !privileges.contains(Privileges::SELECT)
-                        && !crate::sql::infoschema::is_schema(db)
-                    {
-                        let msg = format!(
-                            "Access denied for user '{}'@'{host}' to database '{db}'",
-                            hello.user
-                        );
-                        send_err(io, ER_DBACCESS_DENIED_ERROR, &msg).await?;
-                        return Err(ConnError::AuthFailed { user: hello.user });
-                    }
+                let denied = hello
+                    .database
+                    .as_deref()
+                    .and_then(|db| db_access_denied(privileges, &hello.user, &host, db));
+                if let Some(msg) = denied {
+                    send_err(io, ER_DBACCESS_DENIED_ERROR, &msg).await?;
+                    return Err(ConnError::AuthFailed { user: hello.user });
                 }
                 let Some(slot) = shared.admit_session() else {
                     send_err(io, ER_CON_COUNT_ERROR, "Too many connections").await?;
@@ -243,6 +240,17 @@ async fn handshake(
         activity,
     };
     Ok((info, slot))
+}
+
+/// MySQL's 1044 text when an account may not use database `db` (no SELECT privilege).
+pub(super) fn db_access_denied(
+    privileges: Privileges,
+    user: &str,
+    host: &str,
+    db: &str,
+) -> Option<String> {
+    (!privileges.contains(Privileges::SELECT) && !crate::sql::infoschema::is_schema(db))
+        .then(|| format!("Access denied for user '{user}'@'{host}' to database '{db}'"))
 }
 
 /// True for MariaDB's client libraries, by their connect attributes: Connector/C (what
@@ -337,8 +345,12 @@ async fn command_loop(
             Command::Quit => return Ok(()),
             Command::Ping => send_ok(&mut io).await?,
             Command::InitDb(db) => {
-                session.database = Some(db);
-                send_ok(&mut io).await?;
+                if let Some(msg) = db_access_denied(info.privileges, &info.user, &info.host, &db) {
+                    send_err(&mut io, ER_DBACCESS_DENIED_ERROR, &msg).await?;
+                } else {
+                    session.database = Some(db);
+                    send_ok(&mut io).await?;
+                }
             }
             Command::ResetConnection => {
                 session = Session::default();

@@ -13,9 +13,7 @@
 use std::path::Path;
 
 use aws_lc_rs::encoding::AsDer;
-use aws_lc_rs::rsa::{
-    KeySize, OaepPrivateDecryptingKey, PrivateDecryptingKey, OAEP_SHA1_MGF1SHA1,
-};
+use aws_lc_rs::rsa::{KeySize, OaepPrivateDecryptingKey, PrivateDecryptingKey, OAEP_SHA1_MGF1SHA1};
 use tibinlog_protocol::wire::auth_exchange::RsaKey;
 
 /// A loaded key pair.
@@ -219,7 +217,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = ServerRsaKey::load_or_create(None, dir.path()).unwrap();
         assert_eq!(key.size(), 256);
-        assert!(key.public_pem().starts_with(b"-----BEGIN PUBLIC KEY-----\n"));
+        assert!(key
+            .public_pem()
+            .starts_with(b"-----BEGIN PUBLIC KEY-----\n"));
         let c = encrypt(&key, b"secret\0");
         assert_eq!(key.decrypt_oaep(&c).unwrap(), b"secret\0");
         assert!(key.decrypt_oaep(&[1u8; 256]).is_none());
@@ -253,16 +253,16 @@ mod tests {
         let (len, hdr) = match der[at + 1] {
             l if l < 0x80 => (usize::from(l), 2),
             0x81 => (usize::from(der[at + 2]), 3),
-            _ => (
-                usize::from(der[at + 2]) << 8 | usize::from(der[at + 3]),
-                4,
-            ),
+            _ => (usize::from(der[at + 2]) << 8 | usize::from(der[at + 3]), 4),
         };
         let pkcs1 = &der[at + hdr..at + hdr + len];
         assert_eq!(pkcs1_to_pkcs8(pkcs1), der);
         let pkcs1_pem = pem_text("RSA PRIVATE KEY", pkcs1);
         let loaded = ServerRsaKey::from_pem(pkcs1_pem.as_bytes()).unwrap();
         assert_eq!(loaded.public_pem(), key.public_pem());
-        assert!(ServerRsaKey::from_pem(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n").is_err());
+        assert!(ServerRsaKey::from_pem(
+            b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+        )
+        .is_err());
     }
 }

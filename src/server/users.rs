@@ -303,7 +303,10 @@ mod tests {
             Privileges::parse(&["REPLICATION REPLICA"]).unwrap(),
             Privileges::REPLICATION_SLAVE
         );
-        assert_eq!(Privileges::parse(&["all privileges"]).unwrap(), Privileges::ALL);
+        assert_eq!(
+            Privileges::parse(&["all privileges"]).unwrap(),
+            Privileges::ALL
+        );
         let err = Privileges::parse(&["INSERT"]).unwrap_err();
         assert!(err.contains("`INSERT` is not a privilege"), "{err}");
     }
@@ -364,8 +367,10 @@ mod tests {
             },
             User {
                 name: "n".into(),
-                credential: Credential::from_mysql_hash("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19")
-                    .unwrap(),
+                credential: Credential::from_mysql_hash(
+                    "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19",
+                )
+                .unwrap(),
                 privileges: Privileges::NONE,
             },
         ]);
@@ -375,9 +380,15 @@ mod tests {
         users.remember("n", sha2_double_hash(b"pw"));
         assert!(matches!(
             users.credential("s"),
-            Some(Credential::Sha2Crypt { cached: Some(_), .. })
+            Some(Credential::Sha2Crypt {
+                cached: Some(_),
+                ..
+            })
         ));
-        assert!(matches!(users.credential("n"), Some(Credential::NativeHash(_))));
+        assert!(matches!(
+            users.credential("n"),
+            Some(Credential::NativeHash(_))
+        ));
         assert!(users.credential("nobody").is_none());
         assert_eq!(users.privileges("nobody"), Privileges::NONE);
         assert_eq!(users.names(), vec!["n", "s"]);

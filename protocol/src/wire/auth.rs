@@ -263,7 +263,10 @@ impl Sha2Crypt {
 
     /// Whether `password` is the one hashed here.
     pub fn verify(&self, password: &[u8]) -> bool {
-        ct_eq(&sha256_crypt(password, &self.salt, self.rounds), &self.digest)
+        ct_eq(
+            &sha256_crypt(password, &self.salt, self.rounds),
+            &self.digest,
+        )
     }
 
     fn is_empty_password(&self) -> bool {
@@ -701,13 +704,20 @@ mod tests {
         let hexed: String = foobar.iter().map(|b| format!("{b:02X}")).collect();
         let c = Credential::from_mysql_hash(&format!("0x{hexed}"))?;
         assert!(verify_cleartext(&c, b"foobar"));
-        assert!(!c.supports(AuthMethod::CachingSha2Password), "not before it is cached");
+        assert!(
+            !c.supports(AuthMethod::CachingSha2Password),
+            "not before it is cached"
+        );
         assert!(!c.supports(AuthMethod::NativePassword));
         assert!(Credential::from_mysql_hash("$A$005$short").is_err());
-        assert!(Credential::from_mysql_hash("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19")
-            .is_ok_and(|c| verify_cleartext(&c, b"password")));
-        assert!(Credential::from_mysql_hash("0x2A32343730433043303644454534324644313631384242393930303541444341324543394431453139")
-            .is_ok_and(|c| verify_cleartext(&c, b"password")));
+        assert!(
+            Credential::from_mysql_hash("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19")
+                .is_ok_and(|c| verify_cleartext(&c, b"password"))
+        );
+        assert!(Credential::from_mysql_hash(
+            "0x2A32343730433043303644454534324644313631384242393930303541444341324543394431453139"
+        )
+        .is_ok_and(|c| verify_cleartext(&c, b"password")));
         assert!(Credential::from_mysql_hash("secret").is_err());
         Ok(())
     }

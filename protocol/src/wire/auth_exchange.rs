@@ -188,7 +188,9 @@ impl AuthExchange {
             }
             // Over TLS full authentication costs one round trip; on plain TCP it needs the key
             // and is only worth it when native cannot check the credential.
-            Some(AuthMethod::CachingSha2Password) if self.tls || (self.rsa.is_some() && !native) => {
+            Some(AuthMethod::CachingSha2Password)
+                if self.tls || (self.rsa.is_some() && !native) =>
+            {
                 Ok(self.full_auth())
             }
             current => {
@@ -511,7 +513,11 @@ mod tests {
             Some("caching_sha2_password"),
             scramble_caching_sha2(n.as_bytes(), b"pw"),
         ))?;
-        assert_eq!(step, AuthStep::Send(vec![0x01, 0x04]), "cache miss: full auth");
+        assert_eq!(
+            step,
+            AuthStep::Send(vec![0x01, 0x04]),
+            "cache miss: full auth"
+        );
         let step = ex.on_client_packet(&[REQUEST_PUBLIC_KEY])?;
         assert_eq!(step, AuthStep::Send(auth_more_data(key.public_pem())));
         assert_eq!(
@@ -594,7 +600,8 @@ mod tests {
         let n = nonce();
         for password in [&b""[..], b"pw"] {
             let mut ex = exchange(Some(Credential::Password(password.to_vec())), false);
-            let step = ex.on_handshake_response(&hello(Some("mysql_native_password"), Vec::new()))?;
+            let step =
+                ex.on_handshake_response(&hello(Some("mysql_native_password"), Vec::new()))?;
             assert_eq!(
                 step,
                 AuthStep::Send(auth_switch_request(AuthMethod::NativePassword, &n))
