@@ -433,7 +433,23 @@ impl RawClient {
             p.extend_from_slice(&a);
         }
         self.write(&p).await;
-        self.read().await
+        let reply = self.read().await;
+        // An AuthSwitchRequest to mysql_native_password (0xFE, plugin name NUL, nonce NUL), as
+        // a server whose greeting announced another plugin sends a client that answered with
+        // no data: answer with the scramble over its nonce, as every client does.
+        let switch = b"\xfemysql_native_password\0";
+        if reply.starts_with(switch) {
+            let nonce = &reply[switch.len()..];
+            let nonce = nonce.strip_suffix(&[0]).unwrap_or(nonce);
+            let auth = if password.is_empty() {
+                Vec::new()
+            } else {
+                scramble_native(nonce, password.as_bytes())
+            };
+            self.write(&auth).await;
+            return self.read().await;
+        }
+        reply
     }
 
     /// Sends COM_QUERY and reads the whole answer: one [`QueryReply`] per result (several for a
