@@ -1687,6 +1687,41 @@ async fn operators_see_metrics_api_processlist_and_status() {
     assert!(after["Threads_connected"] >= 2);
     assert!(after["Connections"] >= 3);
     assert!(after["Uptime"] < 3600);
+    // Session scope (MySQL's default for SHOW STATUS) counts this connection only.
+    let mut other = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("second session");
+    async fn session_status(c: &mut mysql_async::Conn) -> std::collections::HashMap<String, u64> {
+        let rows: Vec<(String, String)> = c.query("SHOW STATUS").await.expect("status");
+        rows.into_iter()
+            .filter_map(|(k, v)| Some((k, v.parse().ok()?)))
+            .collect()
+    }
+    let first = session_status(&mut other).await;
+    for _ in 0..2 {
+        let _: Option<u64> = other.query_first("SELECT 1").await.expect("select");
+    }
+    let mine = session_status(&mut other).await;
+    let delta = |k: &str| mine[k] - first[k];
+    assert_eq!(delta("Com_select"), 2, "this session's SELECTs only");
+    assert_eq!(delta("Com_show_status"), 1);
+    assert_eq!(
+        delta("Questions"),
+        3,
+        "two SELECTs and the second SHOW STATUS"
+    );
+    assert!(delta("Bytes_received") > 0 && delta("Bytes_sent") > 0);
+    assert!(
+        mine["Bytes_sent"] < after["Bytes_sent"],
+        "less than the whole server sent"
+    );
+    let global_now = global_status(&mut admin).await;
+    assert!(global_now["Com_select"] >= after["Com_select"] + 2);
+    assert!(
+        mine["Com_select"] < global_now["Com_select"],
+        "not the global count"
+    );
+    other.disconnect().await.expect("quit");
 
     // KILL ends the dump session: the replica's stream ends, the views forget it.
     admin

@@ -58,6 +58,20 @@ struct State {
     since: Instant,
     info: Option<String>,
     dump: Option<DumpProgress>,
+    /// The session's own status counters (`SHOW [SESSION] STATUS`).
+    counters: SessionCounters,
+}
+
+/// What `SHOW SESSION STATUS` counts for one connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionCounters {
+    /// Bytes written to and read from the client, as of the current command's start.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// COM_QUERY and COM_STMT_EXECUTE commands (`Questions`).
+    pub questions: u64,
+    /// Statements by MySQL's `Com_` name.
+    pub statements: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// The live record of one connection.
@@ -178,8 +192,29 @@ impl Activity {
                 since: Instant::now(),
                 info: None,
                 dump: None,
+                counters: SessionCounters::default(),
             }),
         }
+    }
+
+    /// A command starts: the connection's byte totals so far, and the command (and its
+    /// statement's `Com_` name) counted.
+    pub fn count(&self, bytes: (u64, u64), command: &str, statement: Option<&'static str>) {
+        self.with(|s| {
+            let c = &mut s.counters;
+            (c.bytes_sent, c.bytes_received) = bytes;
+            if command == "COM_QUERY" || command == "COM_STMT_EXECUTE" {
+                c.questions += 1;
+            }
+            if let Some(name) = statement {
+                *c.statements.entry(name).or_default() += 1;
+            }
+        });
+    }
+
+    /// This session's status counters.
+    pub fn counters(&self) -> SessionCounters {
+        self.with(|s| s.counters.clone())
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {

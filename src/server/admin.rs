@@ -752,7 +752,7 @@ impl Ctx<'_> {
                 }
                 name_value_rows(vars, filter.as_ref())
             }
-            Statement::ShowStatus { filter, .. } => {
+            Statement::ShowStatus { filter, global, .. } => {
                 let mut vars = BTreeMap::new();
                 let tls = session.tls.clone().unwrap_or_default();
                 vars.insert("Ssl_cipher".into(), tls.cipher);
@@ -796,6 +796,20 @@ impl Ctx<'_> {
                 }
                 for (name, n) in crate::metrics::ServerMetrics::counts(&m.statements) {
                     vars.insert(format!("Com_{name}"), n.to_string());
+                }
+                if !global {
+                    // Session scope (MySQL's default): this connection's own counters.
+                    let c = self.info.activity.counters();
+                    vars.insert("Bytes_sent".into(), c.bytes_sent.to_string());
+                    vars.insert("Bytes_received".into(), c.bytes_received.to_string());
+                    vars.insert("Questions".into(), c.questions.to_string());
+                    for name in COM_NAMES {
+                        let n = c.statements.get(name).copied().unwrap_or(0);
+                        vars.insert(format!("Com_{name}"), n.to_string());
+                    }
+                    for (name, n) in &c.statements {
+                        vars.insert(format!("Com_{name}"), n.to_string());
+                    }
                 }
                 let uptime = self.shared.started.elapsed().as_secs();
                 vars.insert("Uptime".into(), uptime.to_string());

@@ -338,9 +338,10 @@ async fn command_loop(
             _ => None,
         };
         info.activity.begin(command_name(&cmd), statement);
-        shared
-            .metrics
-            .count_command(cmd.name(), statement.map(super::activity::com_name));
+        let com = statement.map(super::activity::com_name);
+        shared.metrics.count_command(cmd.name(), com);
+        info.activity
+            .count((io.sent_bytes(), io.received_bytes()), cmd.name(), com);
         match cmd {
             Command::Quit => return Ok(()),
             Command::Ping => send_ok(&mut io).await?,
