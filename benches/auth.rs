@@ -23,12 +23,10 @@ use tibinlog_protocol::wire::auth::{
 use tibinlog_protocol::wire::auth_exchange::RsaKey;
 use tokio_util::sync::CancellationToken;
 
-fn env_num(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "common/util.rs"]
+#[allow(dead_code)]
+mod util;
+use util::{env_num, mysql_opts};
 
 /// Runs `f` `n` times; prints and returns the mean in microseconds.
 fn time_each(what: &str, n: usize, mut f: impl FnMut()) -> f64 {
@@ -138,12 +136,8 @@ async fn logins(n: usize) {
     let cancel = CancellationToken::new();
     let run = tokio::spawn(server.run(cancel.clone()));
     let opts = |user: &str| -> mysql_async::Opts {
-        mysql_async::OptsBuilder::default()
-            .ip_or_hostname("127.0.0.1")
-            .tcp_port(port)
-            .user(Some(user))
+        mysql_async::OptsBuilder::from_opts(mysql_opts(port, user))
             .pass(Some("pw"))
-            .prefer_socket(false)
             .into()
     };
     let mut results = Vec::new();

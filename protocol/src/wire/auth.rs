@@ -261,8 +261,14 @@ impl Sha2Crypt {
         out
     }
 
-    /// Whether `password` is the one hashed here.
+    /// Whether `password` is the one hashed here. A password longer than
+    /// [`SHA2_CRYPT_MAX_PASSWORD_LEN`] is refused before hashing, as MySQL refuses it: the
+    /// hash's cost grows with the length times the rounds, so an unbounded one would let any
+    /// client spend the server's CPU.
     pub fn verify(&self, password: &[u8]) -> bool {
+        if password.len() > SHA2_CRYPT_MAX_PASSWORD_LEN {
+            return false;
+        }
         ct_eq(
             &sha256_crypt(password, &self.salt, self.rounds),
             &self.digest,
@@ -273,6 +279,9 @@ impl Sha2Crypt {
         self.verify(b"")
     }
 }
+
+/// The longest password caching_sha2_password hashes (MySQL's limit for the stored form).
+pub const SHA2_CRYPT_MAX_PASSWORD_LEN: usize = 256;
 
 /// crypt's base-64 alphabet.
 const CRYPT_B64: &[u8; 64] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -741,6 +750,22 @@ mod tests {
             &scramble_caching_sha2(&nonce, b"pw")
         ));
         Ok(())
+    }
+
+    #[test]
+    fn an_overlong_password_is_refused_without_hashing() {
+        let salt = *b"abcdefghij0123456789";
+        let longest = vec![b'x'; SHA2_CRYPT_MAX_PASSWORD_LEN];
+        let made = Sha2Crypt::new(&longest, salt, SHA2_CRYPT_DEFAULT_ROUNDS);
+        assert!(made.verify(&longest));
+        let over = vec![b'x'; SHA2_CRYPT_MAX_PASSWORD_LEN + 1];
+        let made = Sha2Crypt::new(&over, salt, SHA2_CRYPT_DEFAULT_ROUNDS);
+        assert!(!made.verify(&over));
+        let credential = Credential::Sha2Crypt {
+            stored: std::sync::Arc::new(made),
+            cached: None,
+        };
+        assert!(!verify_cleartext(&credential, &over));
     }
 
     #[test]
