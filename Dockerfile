@@ -5,11 +5,12 @@
 #       --pd pd:2379 --listen 0.0.0.0:3306 --data-dir /var/lib/tibinlog
 #
 # The build stage compiles RocksDB (C++, through the rocksdb crate): bindgen needs libclang,
-# the C++ part needs g++. protoc comes from a crate, nothing to install for it.
+# the C++ part needs g++, the etcd client's protos need protoc (the project's own come with a
+# protoc crate).
 
 FROM rust:1-bookworm AS build
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends clang libclang-dev g++ \
+    && apt-get install -y --no-install-recommends clang libclang-dev g++ protobuf-compiler libprotobuf-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the demo: tibinlog on its embedded simulated TiDB cluster with a live workload. Installs
-# only what the build needs (a C++ compiler and libclang), never the tests' peers.
+# only what the build needs (a C++ compiler, libclang, protoc), never the tests' peers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh build

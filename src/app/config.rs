@@ -119,6 +119,8 @@ pub const KNOBS: &[Knob] = &[
         "@@server_id, in every event header; must differ from every replica's [default: 1]"),
     knob("server", "server_uuid", "server-uuid", Text, "UUID",
         "@@server_uuid, the GTID source [default: derived from the TiDB cluster id]"),
+    knob("server", "instance_id", "instance-id", Text, "NAME",
+        "this instance's name: in its PD service GC safe point (tibinlog-<server_uuid>-<instance_id>) and among the instances of an HA group; letters, digits, '.', '_', '-' [default: generated once into <data_dir>/instance-id]"),
     knob("server", "default_heartbeat_seconds", "default-heartbeat-seconds", Integer, "SECONDS",
         "heartbeat period of dump sessions whose client did not set one; 0 = none [default: 30]"),
     knob("server", "net_write_timeout_seconds", "net-write-timeout-seconds", Integer, "SECONDS",
@@ -223,6 +225,7 @@ pub struct ServerSection {
     pub data_dir: Option<PathBuf>,
     pub server_id: u32,
     pub server_uuid: Option<String>,
+    pub instance_id: Option<String>,
     pub default_heartbeat_seconds: u64,
     pub net_write_timeout_seconds: u64,
     pub max_connections: u32,
@@ -243,6 +246,7 @@ impl Default for ServerSection {
             data_dir: None,
             server_id: 1,
             server_uuid: None,
+            instance_id: None,
             default_heartbeat_seconds: 30,
             net_write_timeout_seconds: crate::server::session::NET_WRITE_TIMEOUT.as_secs(),
             max_connections: crate::server::DEFAULT_MAX_CONNECTIONS,
@@ -734,6 +738,9 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
         let sid = Sid::parse(u.trim()).map_err(|e| anyhow::anyhow!("server uuid {u:?}: {e}"))?;
         cfg.server_uuid = Some(sid);
     }
+    if let Some(id) = &s.server.instance_id {
+        cfg.instance_id = Some(super::check_instance_id(id.trim())?.to_owned());
+    }
     cfg.start_ts = s.capture.start_ts.map(Ts);
     cfg.users = std::sync::Arc::new(users_of(s)?);
     cfg.rsa_private_key = s.security.rsa_private_key.clone();
@@ -1001,6 +1008,7 @@ mod tests {
                 mariadb_listen: Some("a".into()),
                 data_dir: Some("/d".into()),
                 server_uuid: Some("u".into()),
+                instance_id: Some("i".into()),
                 ..ServerSection::default()
             },
             capture: CaptureSection {

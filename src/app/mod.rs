@@ -140,6 +140,9 @@ pub struct AppConfig {
     pub server_id: u32,
     /// Derived from the cluster id when absent.
     pub server_uuid: Option<Sid>,
+    /// This instance's name (its PD service safe point, its place in an HA group); read from
+    /// or generated into `<data_dir>/instance-id` when absent.
+    pub instance_id: Option<String>,
     /// Where capture starts when the store has no checkpoint; PD's TSO when absent.
     pub start_ts: Option<Ts>,
     /// Accounts with their password hashes and privileges.
@@ -197,6 +200,7 @@ impl AppConfig {
             filter: TableFilter::all(),
             server_id: 1,
             server_uuid: None,
+            instance_id: None,
             start_ts: None,
             users: Arc::new(crate::server::users::Users::single("root", "")),
             rsa_private_key: None,
@@ -226,6 +230,57 @@ impl AppConfig {
     pub fn binlog_dir(&self) -> PathBuf {
         self.data_dir.join("binlog")
     }
+}
+
+/// The PD service id of an instance's capture safe point: one per instance, so each member of
+/// an HA group holds the history it still needs.
+pub fn gc_service_id(server_uuid: &Sid, instance_id: &str) -> String {
+    format!("tibinlog-{server_uuid}-{instance_id}")
+}
+
+/// File in the data directory that keeps the generated instance id.
+pub const INSTANCE_ID_FILE: &str = "instance-id";
+
+/// `id` when it is a valid instance id: 1 to 64 letters, digits, `.`, `_` or `-` (it becomes
+/// part of a PD service id and of etcd keys).
+pub fn check_instance_id(id: &str) -> anyhow::Result<&str> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if !ok {
+        anyhow::bail!("instance id {id:?}: use 1 to 64 letters, digits, '.', '_' or '-'");
+    }
+    Ok(id)
+}
+
+/// The instance id: the configured one, else the one kept in the data directory, else a new
+/// random one written there (so it survives restarts and never depends on the host's name).
+pub fn instance_id(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<String> {
+    if let Some(id) = configured {
+        return Ok(check_instance_id(id)?.to_owned());
+    }
+    let path = data_dir.join(INSTANCE_ID_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            return check_instance_id(text.trim())
+                .map(str::to_owned)
+                .with_context(|| format!("in {}", path.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+    }
+    let mut random = [0u8; 6];
+    aws_lc_rs::rand::fill(&mut random).map_err(|_| anyhow::anyhow!("no random bytes"))?;
+    let id = hex::encode(random);
+    std::fs::create_dir_all(data_dir).with_context(|| format!("create {}", data_dir.display()))?;
+    let tmp = data_dir.join(format!("{INSTANCE_ID_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{id}\n"))
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("write {}", path.display()))?;
+    Ok(id)
 }
 
 /// File in the data directory that records the table filter its binlog was written with.
@@ -318,6 +373,7 @@ pub struct App {
     local_addr: SocketAddr,
     mariadb_addr: Option<SocketAddr>,
     server_uuid: Sid,
+    instance_id: String,
     start_ts: Ts,
     binlog_dir: PathBuf,
     files: BinlogFiles,
@@ -386,6 +442,7 @@ impl App {
             None => None,
         };
         record_filter(&cfg.data_dir, &cfg.filter_rules)?;
+        let instance_id = instance_id(cfg.instance_id.as_deref(), &cfg.data_dir)?;
         let metrics = Arc::new(crate::metrics::Metrics::new());
         let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
         store_cfg.max_binlog_size = cfg.max_binlog_size;
@@ -439,7 +496,9 @@ impl App {
             c.sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
             c.sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
             c.sorter.metrics = sorter_metrics.clone();
-            c.gc_service_id = format!("tibinlog-{server_uuid}");
+            // One safe point per instance: the members of an HA group each hold theirs, so
+            // the history stays until the slowest of them has it.
+            c.gc_service_id = gc_service_id(&server_uuid, &instance_id);
             c.tls = cluster_tls.clone();
             c.gc_ttl = cfg.gc_ttl;
             c.prewrite_memory_bytes = cfg.prewrite_memory_bytes;
@@ -588,7 +647,7 @@ impl App {
         let maria_shared = maria.as_ref().map(Server::shared);
         tokio::spawn(reader::hold_snapshots(
             sql_pd,
-            format!("tibinlog-{server_uuid}-sql"),
+            format!("tibinlog-{server_uuid}-{instance_id}-sql"),
             shared.snapshot_hold(),
             stop.clone(),
         ));
@@ -667,6 +726,7 @@ impl App {
             local_addr,
             mariadb_addr,
             server_uuid,
+            instance_id,
             start_ts,
             binlog_dir: cfg.binlog_dir(),
             files,
@@ -720,6 +780,16 @@ impl App {
     /// The GTID source id.
     pub fn server_uuid(&self) -> Sid {
         self.server_uuid
+    }
+
+    /// This instance's id (configured, or kept in the data directory).
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    /// The PD service id of the capture's GC safe point.
+    pub fn gc_service_id(&self) -> String {
+        gc_service_id(&self.server_uuid, &self.instance_id)
     }
 
     /// Where capture started (the recovered checkpoint or the start ts).
@@ -1443,6 +1513,31 @@ mod tests {
             "an older part is skipped"
         );
         assert_eq!(w.stats.skipped.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_instance_id_is_made_once_and_kept_in_the_data_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let made = instance_id(None, dir.path()).expect("made");
+        assert_eq!(made.len(), 12);
+        assert_eq!(instance_id(None, dir.path()).expect("kept"), made);
+        let other = tempfile::tempdir().expect("tempdir");
+        assert_ne!(instance_id(None, other.path()).expect("made"), made);
+        // A configured one wins (and is not written).
+        assert_eq!(
+            instance_id(Some("node-b.1"), dir.path()).expect("configured"),
+            "node-b.1"
+        );
+        assert_eq!(instance_id(None, dir.path()).expect("kept"), made);
+        for bad in ["", "a/b", "a b", &"x".repeat(65)] {
+            assert!(instance_id(Some(bad), dir.path()).is_err(), "{bad:?}");
+        }
+        std::fs::write(dir.path().join(INSTANCE_ID_FILE), "bad id\n").expect("write");
+        assert!(instance_id(None, dir.path()).is_err());
+        assert_eq!(
+            gc_service_id(&server_uuid_for_cluster(1), "n1"),
+            format!("tibinlog-{}-n1", server_uuid_for_cluster(1))
+        );
     }
 
     #[test]

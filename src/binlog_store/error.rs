@@ -72,6 +72,14 @@ pub enum StoreError {
     /// Invalid configuration.
     #[error("invalid binlog store config: {reason}")]
     Config { reason: &'static str },
+    /// A relayed transaction is not the one this store would write next (another position,
+    /// GNO, server UUID or event run): the two binlogs differ.
+    #[error("relayed transaction refused at {file}:{offset}: {reason}")]
+    RelayMismatch {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
 }
 
 impl StoreError {
@@ -84,6 +92,7 @@ impl StoreError {
                 | Self::BadRow { .. }
                 | Self::CheckpointRegressed { .. }
                 | Self::UnknownFile { .. }
+                | Self::RelayMismatch { .. }
         )
     }
 

@@ -340,6 +340,11 @@ impl BinlogStore {
         if wants_checksum != checksum {
             // binlog_checksum changed: the new setting starts with a new file, as in MySQL.
             store.rotate()?;
+        } else if seq_in_file > 0 && recovered_end >= store.cfg.max_binlog_size {
+            // The last transaction took the file past its size and the crash came before the
+            // rotation that follows it (or cut its ROTATE): rotate now, where an uninterrupted
+            // run rotated, so the next transaction starts the next file as it would have.
+            store.rotate()?;
         }
         tracing::info!(
             file = %file_name(&store.cfg.basename, store.durable_end().file_seq),

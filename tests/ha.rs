@@ -1,0 +1,310 @@
+//! High availability (ARCHITECTURE "High availability"): the bytes of the binlog are a function
+//! of the upstream history and the point capture starts from, so an instance that takes over
+//! from another's last transaction writes what the other wrote after it, byte for byte.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use tibinlog::binlog_store::map::TxnEntry;
+use tibinlog::ha::{Candidate, ElectionConfig, ElectionError, MemberInfo};
+use tibinlog::model::Ts;
+use tokio_util::sync::CancellationToken;
+
+mod common;
+use common::app::{app_config, finish_workload, start_app_with, start_sim, wait_checkpoint};
+use common::etcd::{CutProxy, Etcd};
+
+const SEED: u64 = 20_261_203;
+/// Transactions of the workload (DDL and faults included).
+const TXNS: u64 = 600;
+/// Small files: the cuts land in different files and the runs rotate many times.
+const MAX_BINLOG_SIZE: u64 = 48 << 10;
+
+/// Copies the data directory `from` into `to`, without the sorter (a cache, wiped at start).
+fn copy_data_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read dir") {
+        let e = e.expect("dir entry");
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if e.file_type().expect("file type").is_dir() {
+            if e.file_name() != "sorter" {
+                copy_data_dir(&src, &dst);
+            }
+        } else {
+            std::fs::copy(&src, &dst).expect("copy");
+        }
+    }
+}
+
+/// Leaves in `binlog_dir` only what was written up to the end of `cut`: later files removed
+/// from the directory and the index, the file of `cut` truncated after it. The map keeps its
+/// later records: recovery drops those whose binlog is gone, as after a crash.
+fn cut_binlog(binlog_dir: &Path, cut: &TxnEntry) {
+    let name = |seq: u32| format!("binlog.{seq:06}");
+    let mut kept = String::new();
+    let index = std::fs::read_to_string(binlog_dir.join("binlog.index")).expect("index");
+    for line in index.lines() {
+        let seq: u32 = line
+            .rsplit('.')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .expect("index line");
+        if seq > cut.file_seq {
+            std::fs::remove_file(binlog_dir.join(name(seq))).expect("remove");
+        } else {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    std::fs::write(binlog_dir.join("binlog.index"), kept).expect("write index");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(binlog_dir.join(name(cut.file_seq)))
+        .expect("open");
+    f.set_len(cut.end_pos).expect("truncate");
+}
+
+/// Every file of the binlog directory but the map (whose records are in write order, so a
+/// resumed run's differs) as (name, bytes), sorted.
+fn binlog_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("dir entry"))
+        .filter(|e| e.file_name() != "binlog.map")
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).expect("read"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// One instance captures the whole history; others start from copies of its binlog cut at
+/// different transactions (one the last of its file, so the resumed run makes the rotation),
+/// each resuming capture from the checkpoint its copy has. At the end every binlog file and the
+/// index are byte-identical to the first instance's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn instances_resuming_from_different_points_write_identical_binlogs() {
+    let run = start_sim(SEED, TXNS).await;
+    let root = tempfile::tempdir().expect("tempdir");
+    let first_dir = root.path().join("first");
+    let mut cfg = app_config(&run, &first_dir);
+    cfg.max_binlog_size = MAX_BINLOG_SIZE;
+    let first = start_app_with(cfg.clone()).await;
+    let truth = finish_workload(&run, &first).await;
+    let last_commit = truth
+        .iter()
+        .filter_map(|t| t["commit_ts"].as_u64())
+        .max()
+        .expect("transactions");
+    let files = first.files();
+    let entries: Vec<TxnEntry> = truth
+        .iter()
+        .filter(|t| t["ddl"].is_null())
+        .filter_map(|t| files.find_txn(Ts(t["start_ts"].as_u64()?)))
+        .collect();
+    assert!(entries.len() > 100, "{} row transactions", entries.len());
+    let binlog_dir = first.binlog_dir().to_path_buf();
+    first.stop().await.expect("clean stop");
+    let reference = binlog_files(&binlog_dir);
+    assert!(
+        reference.len() > 4,
+        "the run rotated: {} files",
+        reference.len() - 1
+    );
+
+    let n = entries.len();
+    let last_of_a_file = entries
+        .windows(2)
+        .skip(n / 10)
+        .find(|w| w[0].file_seq != w[1].file_seq)
+        .map(|w| w[0])
+        .expect("a transaction that ends a file");
+    let cuts = [
+        entries[n / 5],
+        entries[n / 2],
+        last_of_a_file,
+        entries[n - 2],
+    ];
+    for (i, cut) in cuts.iter().enumerate() {
+        let dir = root.path().join(format!("resumed-{i}"));
+        copy_data_dir(&first_dir, &dir);
+        cut_binlog(&dir.join("binlog"), cut);
+        let mut c = cfg.clone();
+        c.data_dir = dir.clone();
+        let resumed = start_app_with(c).await;
+        assert!(
+            resumed.start_ts() <= cut.commit_ts,
+            "cut {i}: capture resumed at {} after the cut's commit {}",
+            resumed.start_ts().0,
+            cut.commit_ts.0
+        );
+        wait_checkpoint(&resumed, last_commit).await;
+        resumed.stop().await.expect("clean stop");
+        let got = binlog_files(&dir.join("binlog"));
+        let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&got), names(&reference), "cut {i}: files");
+        for ((name, bytes), (_, want)) in got.iter().zip(&reference) {
+            if bytes != want {
+                let at = bytes.iter().zip(want).position(|(a, b)| a != b);
+                panic!(
+                    "cut {i} (gno {} in binlog.{:06} at {}): {name} differs at byte {at:?} \
+                     (lengths {} and {})",
+                    cut.gno,
+                    cut.file_seq,
+                    cut.end_pos,
+                    bytes.len(),
+                    want.len()
+                );
+            }
+        }
+    }
+}
+
+/// A candidate of group `prefix` named `id`, reaching etcd at `endpoint`.
+async fn candidate(endpoint: String, prefix: &str, id: &str, ttl: Duration) -> Candidate {
+    Candidate::connect(ElectionConfig {
+        endpoints: vec![endpoint],
+        prefix: prefix.into(),
+        member: MemberInfo {
+            instance_id: id.into(),
+            mysql: format!("{id}.example:3306"),
+        },
+        lease_ttl: ttl,
+    })
+    .await
+    .expect("connect to etcd")
+}
+
+/// The owner is cut off from etcd: its fence is lost (it stops writing) before the standby's
+/// campaign wins, and once it reaches etcd again its conditional write is refused there too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_owner_is_fenced_before_another_takes_over() {
+    let Some(etcd) = Etcd::start().await else {
+        return;
+    };
+    let ttl = Duration::from_secs(2);
+    let proxy = CutProxy::start(etcd.client_addr()).await;
+    let a = candidate(proxy.endpoint(), "/t/cut", "a", ttl).await;
+    let b = candidate(etcd.endpoint(), "/t/cut", "b", ttl).await;
+    let cancel = CancellationToken::new();
+
+    let owner_a = a.campaign(&cancel).await.expect("a wins");
+    assert_eq!(b.owner().await.expect("owner"), Some(a.member().clone()));
+    let fence_a = owner_a.fence();
+    assert_eq!(fence_a.check(), Ok(()));
+    assert!(owner_a
+        .publish_end("binlog.000001:4")
+        .await
+        .expect("publish"));
+    assert_eq!(
+        b.published_end().await.expect("end").as_deref(),
+        Some("binlog.000001:4")
+    );
+    let mut observed = b.observe(cancel.clone());
+    observed
+        .wait_for(|o| o.as_ref().is_some_and(|m| m.instance_id == "a"))
+        .await
+        .expect("observe a");
+    let b_campaign = {
+        let (b, cancel) = (b.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let o = b.campaign(&cancel).await;
+            (Instant::now(), o)
+        })
+    };
+    // The keep-alives keep a owning past several TTLs.
+    tokio::time::sleep(ttl * 2).await;
+    assert_eq!(fence_a.check(), Ok(()), "keep-alives hold the lease");
+    assert!(!b_campaign.is_finished());
+
+    proxy.cut();
+    tokio::time::timeout(ttl * 3, fence_a.lost())
+        .await
+        .expect("the fence is lost within its TTL");
+    let a_fenced_at = Instant::now();
+    assert!(fence_a.check().is_err());
+    let (b_won_at, owner_b) = tokio::time::timeout(ttl * 5, b_campaign)
+        .await
+        .expect("b wins once a's lease expires")
+        .expect("campaign task");
+    let owner_b = owner_b.expect("b wins");
+    assert!(
+        a_fenced_at <= b_won_at,
+        "a stopped writing {:?} after b took over",
+        a_fenced_at - b_won_at
+    );
+    observed
+        .wait_for(|o| o.as_ref().is_some_and(|m| m.instance_id == "b"))
+        .await
+        .expect("observe b");
+    assert!(owner_b
+        .publish_end("binlog.000001:999")
+        .await
+        .expect("publish"));
+
+    // Back in reach, the old owner still cannot write: a lost fence is lost for good.
+    proxy.heal();
+    assert!(
+        owner_a.publish_end("binlog.000001:5").await.is_err(),
+        "refused locally: the fence is lost"
+    );
+    assert_eq!(
+        b.published_end().await.expect("end").as_deref(),
+        Some("binlog.000001:999")
+    );
+    cancel.cancel();
+}
+
+/// A clean stop resigns: the standby wins without waiting for the lease; the old ownership's
+/// fence is lost and a conditional write with its revision fails at etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resigning_owner_hands_over_and_a_restarted_etcd_keeps_the_owner() {
+    let Some(mut etcd) = Etcd::start().await else {
+        return;
+    };
+    let ttl = Duration::from_secs(30);
+    let a = candidate(etcd.endpoint(), "/t/resign", "a", ttl).await;
+    let b = candidate(etcd.endpoint(), "/t/resign", "b", ttl).await;
+    let cancel = CancellationToken::new();
+    let owner_a = a.campaign(&cancel).await.expect("a wins");
+    let fence_a = owner_a.fence();
+
+    // etcd restarts (SIGKILL): the lease outlives it, the keep-alive stream is reopened.
+    etcd.restart().await;
+    assert!(owner_a.publish_end("after restart").await.expect("publish"));
+    assert_eq!(fence_a.check(), Ok(()));
+
+    let b_campaign = {
+        let (b, cancel) = (b.clone(), cancel.clone());
+        tokio::spawn(async move { b.campaign(&cancel).await })
+    };
+    // With a 30 s TTL, b can only win this soon if a resigned.
+    owner_a.resign().await.expect("resign");
+    assert!(fence_a.is_lost());
+    let owner_b = tokio::time::timeout(ttl / 2, b_campaign)
+        .await
+        .expect("b wins at once")
+        .expect("campaign task")
+        .expect("b wins");
+    assert_eq!(b.owner().await.expect("owner"), Some(b.member().clone()));
+    assert!(owner_b.publish_end("b").await.expect("publish"));
+
+    // A campaign that is cancelled gives its lease back.
+    let c = candidate(etcd.endpoint(), "/t/resign", "c", ttl).await;
+    let stop = CancellationToken::new();
+    let c_campaign = {
+        let (c, stop) = (c.clone(), stop.clone());
+        tokio::spawn(async move { c.campaign(&stop).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.cancel();
+    assert!(matches!(
+        c_campaign.await.expect("task"),
+        Err(ElectionError::Stopped)
+    ));
+    cancel.cancel();
+}
