@@ -36,7 +36,7 @@ pub const CAPTURE_RESOLVED_TS_MS: &str = "capture_resolved_ts_ms";
 pub const CAPTURE_RESOLVED_LAG_SECONDS: &str = "capture_resolved_lag_seconds";
 /// Wall clock minus the durable checkpoint (the binlog holds everything committed before it).
 pub const CAPTURE_CHECKPOINT_LAG_SECONDS: &str = "capture_checkpoint_lag_seconds";
-/// 0 running, 1 retrying after an error, 2 stopped for good.
+/// 0 running, 1 retrying after an error, 2 stopped for good, 3 HA standby.
 pub const CAPTURE_STATE: &str = "capture_state";
 /// Restarts of capture after errors.
 pub const CAPTURE_RESTARTS_TOTAL: &str = "capture_restarts_total";
@@ -350,7 +350,10 @@ impl Default for ProbedMetrics {
                 CAPTURE_CHECKPOINT_LAG_SECONDS,
                 "Wall clock minus the durable checkpoint",
             ),
-            capture_state: gauge(CAPTURE_STATE, "0 running, 1 retrying, 2 stopped"),
+            capture_state: gauge(
+                CAPTURE_STATE,
+                "0 running, 1 retrying, 2 stopped, 3 HA standby",
+            ),
             capture_restarts: counter(CAPTURE_RESTARTS_TOTAL, "Restarts of capture after errors"),
             binlog_files: gauge(BINLOG_FILES, "Binlog files in the index"),
             binlog_bytes: gauge(BINLOG_BYTES, "Bytes of the binlog files"),

@@ -5,20 +5,36 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use tibinlog::app::HaConfig;
 use tibinlog::binlog_store::map::TxnEntry;
+use tibinlog::capture::pd::{PdClient, PdConfig};
 use tibinlog::ha::{Candidate, ElectionConfig, ElectionError, MemberInfo};
 use tibinlog::model::Ts;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::app::{app_config, finish_workload, start_app_with, start_sim, wait_checkpoint};
+use common::app::{
+    app_config, finish_workload, opts, start_app_with, start_sim, start_sim_at_rate,
+    wait_checkpoint, wait_until,
+};
 use common::etcd::{CutProxy, Etcd};
+use mysql_async::prelude::*;
 
 const SEED: u64 = 20_261_203;
 /// Transactions of the workload (DDL and faults included).
 const TXNS: u64 = 600;
 /// Small files: the cuts land in different files and the runs rotate many times.
 const MAX_BINLOG_SIZE: u64 = 48 << 10;
+
+/// Warnings and errors of the apps go to the test's output (shown when a test fails).
+fn log_warnings() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
 
 /// Copies the data directory `from` into `to`, without the sorter (a cache, wiped at start).
 fn copy_data_dir(from: &Path, to: &Path) {
@@ -88,7 +104,21 @@ fn binlog_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// index are byte-identical to the first instance's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn instances_resuming_from_different_points_write_identical_binlogs() {
+    log_warnings();
     let run = start_sim(SEED, TXNS).await;
+    // The resumed copies go back into the history: a service safe point of the test's own
+    // holds it (in a group, each member's own safe point does).
+    let pd = PdClient::connect(
+        PdConfig::new(vec![run.sim.cluster().pd_url()]),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("connect to PD");
+    let min = pd
+        .update_service_gc_safe_point("ha-test", 3600, run.start_ts.prev())
+        .await
+        .expect("hold a service safe point");
+    assert!(min <= run.start_ts.prev());
     let root = tempfile::tempdir().expect("tempdir");
     let first_dir = root.path().join("first");
     let mut cfg = app_config(&run, &first_dir);
@@ -142,7 +172,31 @@ async fn instances_resuming_from_different_points_write_identical_binlogs() {
             resumed.start_ts().0,
             cut.commit_ts.0
         );
-        wait_checkpoint(&resumed, last_commit).await;
+        let mut checkpoint = resumed.checkpoint();
+        let reached = tokio::time::timeout(
+            Duration::from_secs(60),
+            checkpoint.wait_for(|c| c.0 >= last_commit),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        if !reached {
+            let mut conn = mysql_async::Conn::new(opts(resumed.local_addr(), "root"))
+                .await
+                .expect("connect");
+            let status: Vec<(String, String)> = conn
+                .query("SHOW STATUS LIKE 'Tibinlog%'")
+                .await
+                .expect("status");
+            panic!(
+                "cut {i} (gno {}, commit {}): checkpoint {} short of {last_commit} after 60 s; \
+                 started at {}, {} written; {status:?}",
+                cut.gno,
+                cut.commit_ts.0,
+                checkpoint.borrow().0,
+                resumed.start_ts().0,
+                resumed.txns_written()
+            );
+        }
         resumed.stop().await.expect("clean stop");
         let got = binlog_files(&dir.join("binlog"));
         let names = |v: &[(String, Vec<u8>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
@@ -307,4 +361,83 @@ async fn a_resigning_owner_hands_over_and_a_restarted_etcd_keeps_the_owner() {
         Err(ElectionError::Stopped)
     ));
     cancel.cancel();
+}
+
+/// Two app instances in one HA group on a running workload: the first owns and writes, the
+/// second stands by writing nothing; the owner is killed (no resign: its lease runs out), the
+/// standby takes over and regenerates the binlog from its own (empty) one; the killed one
+/// comes back as a standby; at the end the owner stops cleanly (resigns), the other takes over
+/// at once and catches up. Both binlogs hold every transaction once and are byte-identical.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog() {
+    log_warnings();
+    let Some(etcd) = Etcd::start().await else {
+        return;
+    };
+    let run = start_sim_at_rate(SEED + 1, 400, 150.0).await;
+    let root = tempfile::tempdir().expect("tempdir");
+    let cfg = |name: &str| {
+        let mut c = app_config(&run, &root.path().join(name));
+        c.max_binlog_size = MAX_BINLOG_SIZE;
+        c.instance_id = Some(name.into());
+        c.ha = Some(HaConfig {
+            etcd: vec![etcd.endpoint()],
+            prefix: Some("/t/app".into()),
+            lease_ttl: Duration::from_secs(2),
+            advertise: None,
+        });
+        c
+    };
+    let a = start_app_with(cfg("a")).await;
+    wait_until("a owns and writes", || a.txns_written() > 20).await;
+    let b = start_app_with(cfg("b")).await;
+    let observer = candidate(
+        etcd.endpoint(),
+        "/t/app",
+        "observer",
+        Duration::from_secs(2),
+    )
+    .await;
+    assert_eq!(
+        observer
+            .owner()
+            .await
+            .expect("owner")
+            .map(|m| m.instance_id),
+        Some("a".into())
+    );
+    assert_eq!(b.txns_written(), 0, "a standby writes nothing");
+    a.kill().await;
+    wait_until("b takes over and writes", || b.txns_written() > 0).await;
+    assert_eq!(
+        observer
+            .owner()
+            .await
+            .expect("owner")
+            .map(|m| m.instance_id),
+        Some("b".into())
+    );
+    let a = start_app_with(cfg("a")).await;
+    let truth = finish_workload(&run, &b).await;
+    let b_dir = b.binlog_dir().to_path_buf();
+    b.stop().await.expect("b stops cleanly");
+    let last_commit = truth
+        .iter()
+        .filter_map(|t| t["commit_ts"].as_u64())
+        .max()
+        .expect("transactions");
+    wait_checkpoint(&a, last_commit).await;
+    let gtids = a.files().gtid_executed().to_string();
+    assert_eq!(
+        gtids,
+        format!("{}:1-{}", a.server_uuid(), truth.len()),
+        "every transaction once"
+    );
+    let a_dir = a.binlog_dir().to_path_buf();
+    a.stop().await.expect("a stops cleanly");
+    let (got, want) = (binlog_files(&a_dir), binlog_files(&b_dir));
+    assert_eq!(got.len(), want.len(), "same files");
+    for ((name, bytes), (_, other)) in got.iter().zip(&want) {
+        assert!(bytes == other, "{name} differs between the instances");
+    }
 }

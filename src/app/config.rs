@@ -187,6 +187,16 @@ pub const KNOBS: &[Knob] = &[
         "its private key"),
     knob("filter", "rules", "filter", List, "RULE,…",
         "table filter rules (TiDB table-filter syntax); fixed for the life of a data directory [default: every table]"),
+    knob("ha", "enabled", "ha", Bool, "BOOL",
+        "join an HA group on etcd: capture only while this instance owns it, stand by otherwise [default: false]"),
+    knob("ha", "etcd", "etcd", List, "URL,…",
+        "etcd endpoints of the group [default: the PD endpoints, whose client URLs serve etcd]"),
+    knob("ha", "prefix", "ha-prefix", Text, "KEY",
+        "etcd key prefix of the group [default: /tibinlog/<server_uuid>]"),
+    knob("ha", "lease_ttl_seconds", "ha-lease-ttl-seconds", Integer, "SECONDS",
+        "TTL of the owner's lease: a dead owner is replaced after at most this long [default: 10]"),
+    knob("ha", "advertise", "ha-advertise", Text, "HOST:PORT",
+        "the MySQL address the group's other members reach this one at [default: the listen address]"),
 ];
 
 /// The whole configuration, typed, as the file spells it.
@@ -199,6 +209,7 @@ pub struct Settings {
     pub binlog: BinlogSection,
     pub security: SecuritySection,
     pub filter: FilterSection,
+    pub ha: HaSection,
     /// More accounts (`[[users]]`), each with its password hash and privileges.
     pub users: Vec<UserSection>,
 }
@@ -363,6 +374,29 @@ impl Default for SecuritySection {
 pub struct FilterSection {
     #[serde(deserialize_with = "one_or_many")]
     pub rules: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HaSection {
+    pub enabled: bool,
+    #[serde(deserialize_with = "one_or_many")]
+    pub etcd: Vec<String>,
+    pub prefix: Option<String>,
+    pub lease_ttl_seconds: u64,
+    pub advertise: Option<String>,
+}
+
+impl Default for HaSection {
+    fn default() -> Self {
+        HaSection {
+            enabled: false,
+            etcd: Vec::new(),
+            prefix: None,
+            lease_ttl_seconds: crate::ha::DEFAULT_LEASE_TTL.as_secs(),
+            advertise: None,
+        }
+    }
 }
 
 /// A list given as an array or as one comma-separated string.
@@ -826,6 +860,22 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
     cfg.pending_txn_bytes = s.capture.pending_txn_bytes;
     cfg.prewrite_memory_bytes = s.capture.prewrite_memory_bytes;
     cfg.exit_on_capture_stop = s.capture.exit_on_capture_stop;
+    if s.ha.enabled {
+        if s.ha.lease_ttl_seconds == 0 {
+            anyhow::bail!("[ha] lease_ttl_seconds must be at least 1");
+        }
+        if let Some(p) = &s.ha.prefix {
+            if !p.starts_with('/') || p.ends_with('/') {
+                anyhow::bail!("[ha] prefix {p:?}: give a key like /tibinlog/group-1 (leading '/', no trailing '/')");
+            }
+        }
+        cfg.ha = Some(super::HaConfig {
+            etcd: s.ha.etcd.clone(),
+            prefix: s.ha.prefix.clone(),
+            lease_ttl: Duration::from_secs(s.ha.lease_ttl_seconds),
+            advertise: s.ha.advertise.clone(),
+        });
+    }
     cfg.sorter_memory_quota_bytes = s.sorter.memory_quota_bytes;
     cfg.sorter_block_cache_bytes = s.sorter.block_cache_bytes;
     cfg.max_chunk_bytes = Some(s.sorter.max_chunk_bytes);
@@ -1025,6 +1075,11 @@ mod tests {
                 password_hash: Some("h".into()),
                 rsa_private_key: Some("r".into()),
                 ..SecuritySection::default()
+            },
+            ha: HaSection {
+                prefix: Some("/p".into()),
+                advertise: Some("a".into()),
+                ..HaSection::default()
             },
             ..Settings::default()
         };

@@ -187,6 +187,22 @@ pub struct AppConfig {
     pub exit_on_capture_stop: bool,
     /// The status listener (Prometheus metrics, JSON API, status page); none when absent.
     pub status_listen: Option<SocketAddr>,
+    /// High availability: capture only while this instance owns its group on etcd.
+    pub ha: Option<HaConfig>,
+}
+
+/// An instance's place in an HA group (see [`crate::ha`]).
+#[derive(Debug, Clone)]
+pub struct HaConfig {
+    /// etcd endpoints; the PD endpoints when empty (PD embeds etcd).
+    pub etcd: Vec<String>,
+    /// Key prefix of the group; `/tibinlog/<server_uuid>` when absent.
+    pub prefix: Option<String>,
+    /// TTL of the owner's lease.
+    pub lease_ttl: Duration,
+    /// The MySQL address the other members and consumers reach this one at; the listen
+    /// address when absent.
+    pub advertise: Option<String>,
 }
 
 impl AppConfig {
@@ -223,6 +239,7 @@ impl AppConfig {
             sorter_block_cache_bytes: crate::sorter::DEFAULT_BLOCK_CACHE_BYTES,
             exit_on_capture_stop: false,
             status_listen: None,
+            ha: None,
         }
     }
 
@@ -512,9 +529,14 @@ impl App {
         };
         // A capture that cannot start for good still leaves a binlog to serve, unless there is
         // none yet (a new deployment with, say, a start ts PD already collected: say so now).
-        let feed = match start_changefeed(&feed_cfg, &stop).await {
-            Err(e) if recovery.created && crate::changefeed::is_definite(&e) => return Err(e),
-            r => r,
+        // In an HA group capture starts once this instance owns the group (see `relay`).
+        let feed = if cfg.ha.is_some() {
+            None
+        } else {
+            Some(match start_changefeed(&feed_cfg, &stop).await {
+                Err(e) if recovery.created && crate::changefeed::is_definite(&e) => return Err(e),
+                r => r,
+            })
         };
         let capture = Arc::new(CaptureStatus::default());
 
@@ -548,10 +570,13 @@ impl App {
         // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
         // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
         let catalog = match &feed {
-            Ok(f) => f.schema().borrow().clone(),
-            Err(_) => Arc::default(),
+            Some(Ok(f)) => f.schema().borrow().clone(),
+            _ => Arc::default(),
         };
         let history = Arc::new(SchemaHistory::new(catalog));
+        // Set once this instance owns its HA group; the writer checks it before every write.
+        let fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>> = Arc::default();
+        let writer_fence = cfg.ha.is_some().then(|| fence.clone());
 
         let writer = {
             let (stats, failure, stop, abrupt) =
@@ -570,6 +595,7 @@ impl App {
                     last_flush: std::time::Instant::now(),
                     checkpoint_every: INTERMEDIATE_CHECKPOINT,
                     expiry_seen: 0,
+                    fence: writer_fence,
                 };
                 if let Err(e) = w.run(msg_rx, &abrupt) {
                     failure.set(e.context("binlog writer"));
@@ -580,7 +606,8 @@ impl App {
 
         let source: Arc<dyn BinlogSource> =
             Arc::new(StoreSource::new(files.clone(), checksum, msg_tx.clone()));
-        let schema: Arc<dyn SchemaProvider> = Arc::new(SchemaView::new(history, files.clone()));
+        let schema: Arc<dyn SchemaProvider> =
+            Arc::new(SchemaView::new(history.clone(), files.clone()));
         let rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>> = {
             let (configured, dir) = (cfg.rsa_private_key.clone(), cfg.data_dir.clone());
             let key = tokio::task::spawn_blocking(move || {
@@ -633,7 +660,7 @@ impl App {
             Ok(s) => s,
             Err(e) => {
                 stop.cancel();
-                if let Ok(f) = feed {
+                if let Some(Ok(f)) = feed {
                     f.close().await;
                 }
                 drop(msg_tx);
@@ -646,7 +673,7 @@ impl App {
         let shared = server.shared();
         let maria_shared = maria.as_ref().map(Server::shared);
         tokio::spawn(reader::hold_snapshots(
-            sql_pd,
+            sql_pd.clone(),
             format!("tibinlog-{server_uuid}-{instance_id}-sql"),
             shared.snapshot_hold(),
             stop.clone(),
@@ -676,8 +703,35 @@ impl App {
             cfg.expire_logs_seconds,
             stop.clone(),
         ));
+        let standby_gc = {
+            let mut g = crate::capture::gc_keeper::GcKeeperConfig::new(gc_service_id(
+                &server_uuid,
+                &instance_id,
+            ));
+            g.ttl = cfg.gc_ttl;
+            g
+        };
+        let owner = match &cfg.ha {
+            Some(ha) => Some(
+                OwnerGate::connect(
+                    ha,
+                    &cfg.pd_addrs,
+                    server_uuid,
+                    &instance_id,
+                    local_addr,
+                    fence,
+                    history.clone(),
+                    files.clone(),
+                    abrupt.clone(),
+                    (sql_pd.clone(), standby_gc, checkpoint.clone()),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         let relay = tokio::spawn(relay(
             feed,
+            owner,
             feed_cfg,
             msg_tx,
             queue,
@@ -900,6 +954,172 @@ async fn start_changefeed(
         .context("start the changefeed")
 }
 
+/// An HA member's way to ownership: the campaign, then the fence for the writer and the
+/// published binlog end.
+struct OwnerGate {
+    candidate: crate::ha::Candidate,
+    /// Holds this instance's service safe point at its own checkpoint while it stands by, so
+    /// the history it would capture from on taking over stays.
+    pd: PdClient,
+    gc: crate::capture::gc_keeper::GcKeeperConfig,
+    checkpoint: watch::Receiver<Ts>,
+    /// Set by [`App::kill`]: the ownership is dropped without resigning, as in a crash.
+    abrupt: Arc<AtomicBool>,
+    fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
+    history: Arc<SchemaHistory>,
+    files: BinlogFiles,
+}
+
+impl OwnerGate {
+    #[allow(clippy::too_many_arguments)]
+    async fn connect(
+        ha: &HaConfig,
+        pd_addrs: &[String],
+        server_uuid: Sid,
+        instance_id: &str,
+        local_addr: SocketAddr,
+        fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
+        history: Arc<SchemaHistory>,
+        files: BinlogFiles,
+        abrupt: Arc<AtomicBool>,
+        (pd, gc, checkpoint): (
+            PdClient,
+            crate::capture::gc_keeper::GcKeeperConfig,
+            watch::Receiver<Ts>,
+        ),
+    ) -> anyhow::Result<OwnerGate> {
+        let endpoints = if ha.etcd.is_empty() {
+            pd_addrs.to_vec()
+        } else {
+            ha.etcd.clone()
+        };
+        let cfg = crate::ha::ElectionConfig {
+            endpoints: endpoints.clone(),
+            prefix: ha
+                .prefix
+                .clone()
+                .unwrap_or_else(|| format!("/tibinlog/{server_uuid}")),
+            member: crate::ha::MemberInfo {
+                instance_id: instance_id.to_owned(),
+                mysql: ha
+                    .advertise
+                    .clone()
+                    .unwrap_or_else(|| local_addr.to_string()),
+            },
+            lease_ttl: ha.lease_ttl,
+        };
+        let candidate = crate::ha::Candidate::connect(cfg)
+            .await
+            .with_context(|| format!("connect to etcd at {}", endpoints.join(",")))?;
+        Ok(OwnerGate {
+            candidate,
+            pd,
+            gc,
+            checkpoint,
+            abrupt,
+            fence,
+            history,
+            files,
+        })
+    }
+
+    /// Campaigns until this instance owns the group (retrying etcd errors); `None` when the
+    /// app stops first. Once won, the ownership's end publisher runs until the app stops.
+    async fn campaign(
+        &self,
+        stop: &CancellationToken,
+        verdicts: &Verdicts,
+    ) -> Option<Arc<crate::ha::Fence>> {
+        verdicts.status.standby();
+        let keeper_stop = stop.child_token();
+        let _keeper_guard = keeper_stop.clone().drop_guard();
+        let keeper = crate::capture::gc_keeper::GcKeeper::spawn(
+            self.pd.clone(),
+            self.gc.clone(),
+            self.checkpoint.clone(),
+            keeper_stop,
+        );
+        tokio::spawn(async move {
+            if let Err(e) = keeper.join().await {
+                tracing::error!(
+                    error = %e,
+                    "this standby cannot hold the history it would take over from"
+                );
+            }
+        });
+        let mut retry = FIRST_RETRY;
+        let ownership = loop {
+            info!(instance = %self.candidate.member().instance_id, "standing by: campaigning for the ownership");
+            match self.candidate.campaign(stop).await {
+                Ok(o) => break o,
+                Err(crate::ha::ElectionError::Stopped) => return None,
+                Err(e) => {
+                    warn!(error = %e, retry_in = ?retry, "campaign failed");
+                    tokio::select! {
+                        () = stop.cancelled() => return None,
+                        () = tokio::time::sleep(retry) => {}
+                    }
+                    retry = (retry * 2).min(MAX_RETRY);
+                }
+            }
+        };
+        let fence = ownership.fence();
+        let _ = self.fence.set(fence.clone());
+        tokio::spawn(publish_end(
+            ownership,
+            self.files.clone(),
+            stop.clone(),
+            self.abrupt.clone(),
+        ));
+        Some(fence)
+    }
+}
+
+/// Publishes the durable binlog end under the group's prefix while this instance owns it
+/// (conditional on the owner key, see [`crate::ha::Ownership::publish_end`]); resigns when the
+/// app stops, so a standby takes over at once.
+async fn publish_end(
+    ownership: crate::ha::Ownership,
+    files: BinlogFiles,
+    stop: CancellationToken,
+    abrupt: Arc<AtomicBool>,
+) {
+    let fence = ownership.fence();
+    let mut end = files.subscribe();
+    loop {
+        let text = {
+            let (pos, gtids) = files.status();
+            serde_json::json!({
+                "file": files.file_name(pos.file_seq),
+                "pos": pos.offset,
+                "gtid_executed": gtids.to_string(),
+            })
+            .to_string()
+        };
+        if let Err(e) = ownership.publish_end(&text).await {
+            debug!(error = %e, "publishing the binlog end");
+        }
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = fence.lost() => break,
+            changed = end.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                // At most ten a second.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    if !fence.is_lost() && !abrupt.load(Ordering::SeqCst) {
+        if let Err(e) = ownership.resign().await {
+            warn!(error = %e, "resigning the ownership");
+        } else {
+            info!("resigned the ownership");
+        }
+    }
+}
+
 /// Where the relay reports what happened to capture.
 struct Verdicts {
     status: Arc<CaptureStatus>,
@@ -915,8 +1135,10 @@ struct Verdicts {
 /// a definite one ([`crate::changefeed::is_definite`]) it stops for good with one error line,
 /// and the server keeps serving the binlog (the writer stays up for purges) until the app
 /// stops, or the app stops now if so configured.
+#[allow(clippy::too_many_arguments)]
 async fn relay(
-    first: anyhow::Result<Changefeed>,
+    first: Option<anyhow::Result<Changefeed>>,
+    owner: Option<OwnerGate>,
     mut cfg: ChangefeedConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
     queue: ByteBudget,
@@ -924,7 +1146,42 @@ async fn relay(
     stop: CancellationToken,
     verdicts: Verdicts,
 ) {
-    let mut next = first;
+    let mut next = match (first, owner) {
+        (Some(f), _) => f,
+        (None, Some(owner)) => {
+            // A standby until the campaign is won; then capture resumes from this instance's
+            // own checkpoint, regenerating whatever the old owner wrote after it.
+            let Some(fence) = owner.campaign(&stop, &verdicts).await else {
+                let _ = out.send(WriterMsg::Stop).await;
+                return;
+            };
+            {
+                let (stop, failure) = (stop.clone(), verdicts.failure.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = fence.lost() => {
+                            failure.set(anyhow::anyhow!(
+                                "lost the ownership of the HA group: stopped writing; start again \
+                                 to rejoin as a standby"
+                            ));
+                            stop.cancel();
+                        }
+                        () = stop.cancelled() => {}
+                    }
+                });
+            }
+            cfg.start_ts = *flushed.borrow();
+            let feed = start_changefeed(&cfg, &stop).await;
+            if let Ok(f) = &feed {
+                owner.history.start_from(f.schema().borrow().clone());
+            }
+            feed
+        }
+        (None, None) => {
+            let _ = out.send(WriterMsg::Stop).await;
+            return;
+        }
+    };
     let mut retry = FIRST_RETRY;
     loop {
         let error = match next {
@@ -1047,6 +1304,10 @@ struct Writer {
     /// The file the last expiry check saw open: expiry runs again when the binlog rotated
     /// (as MySQL purges expired files at rotation), besides [`expire_binlogs`]' timer.
     expiry_seen: u32,
+    /// In an HA group: the ownership's fence, once won. Every event and every flush checks it:
+    /// a lost fence fails the writer before another byte is written (the unflushed tail is
+    /// dropped, as after a crash; a restart rejoins as a standby).
+    fence: Option<Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>>,
 }
 
 impl Writer {
@@ -1100,7 +1361,21 @@ impl Writer {
         Ok(())
     }
 
+    /// Fails unless this instance may write (always, outside an HA group).
+    fn check_fence(&self) -> anyhow::Result<()> {
+        let Some(fence) = &self.fence else {
+            return Ok(());
+        };
+        match fence.get() {
+            Some(f) => f.check().map_err(|e| anyhow::anyhow!("not writing: {e}")),
+            None => Err(anyhow::anyhow!(
+                "not writing: this instance does not own its HA group"
+            )),
+        }
+    }
+
     fn on_event(&mut self, ev: ChangeEvent) -> anyhow::Result<()> {
+        self.check_fence()?;
         match ev {
             ChangeEvent::Rows(p) => {
                 if p.first {
@@ -1196,6 +1471,7 @@ impl Writer {
 
     /// Group commit with checkpoint `ts`, then the changefeed may move on.
     fn checkpoint(&mut self, ts: Ts) -> anyhow::Result<()> {
+        self.check_fence()?;
         self.store()?.flush(ts)?;
         self.last_flush = std::time::Instant::now();
         self.stats.checkpoint.store(ts.0, Ordering::Relaxed);
@@ -1405,8 +1681,22 @@ mod tests {
             last_flush: std::time::Instant::now(),
             checkpoint_every: Duration::ZERO,
             expiry_seen: 0,
+            fence: None,
         };
         (w, rx)
+    }
+
+    #[test]
+    fn an_ha_member_that_does_not_own_its_group_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut w, _rx) = writer(dir.path());
+        w.fence = Some(Arc::default());
+        let e = w.on_event(txn(10, 9)).expect_err("refused");
+        assert!(format!("{e:#}").contains("does not own"), "{e:#}");
+        assert!(w.on_event(ChangeEvent::Resolved(Ts(10))).is_err());
+        let store = w.store.as_ref().expect("store");
+        assert_eq!(store.last_written(), None);
+        assert_eq!(store.checkpoint(), None);
     }
 
     #[test]

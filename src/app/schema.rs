@@ -70,6 +70,15 @@ impl SchemaHistory {
         });
     }
 
+    /// The catalog capture starts from, when it starts after the history was made (an HA
+    /// standby that takes over): it holds from the beginning unless a DDL already moved it.
+    pub fn start_from(&self, catalog: Catalog) {
+        let mut v = self.lock();
+        if v.len() == 1 && v[0].ddl.is_none() {
+            v[0].catalog = catalog;
+        }
+    }
+
     /// A DDL already in the binlog was read again (the capture restarted behind the binlog's
     /// end): if this history does not know it, its catalog holds from now on.
     pub fn replayed(&self, ddl: TxnOrder, catalog: Catalog) {

@@ -193,6 +193,7 @@ impl StatusView {
             crate::server::status::CaptureState::Running => 0,
             crate::server::status::CaptureState::Retrying => 1,
             crate::server::status::CaptureState::Stopped => 2,
+            crate::server::status::CaptureState::Standby => 3,
         });
         mirror_counter(&p.capture_restarts, report.restarts);
         let list = self.files.list();

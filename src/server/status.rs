@@ -14,6 +14,9 @@ pub enum CaptureState {
     /// Failed with an error that retrying cannot fix: capture stopped for good, the server
     /// keeps serving the binlog written so far.
     Stopped,
+    /// A member of an HA group that does not own it: no capture; it serves the binlog it has
+    /// and takes over when the owner goes.
+    Standby,
 }
 
 impl CaptureState {
@@ -22,6 +25,7 @@ impl CaptureState {
             Self::Running => "running",
             Self::Retrying => "retrying",
             Self::Stopped => "stopped",
+            Self::Standby => "standby",
         }
     }
 }
@@ -61,6 +65,11 @@ impl CaptureStatus {
     fn with<R>(&self, f: impl FnOnce(&mut CaptureReport) -> R) -> R {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut g)
+    }
+
+    /// An HA standby: waiting for the ownership.
+    pub fn standby(&self) {
+        self.with(|r| r.state = CaptureState::Standby);
     }
 
     /// Capture runs again.
