@@ -279,7 +279,8 @@ async fn a_cut_off_owner_is_fenced_before_another_takes_over() {
     tokio::time::timeout(ttl * 3, fence_a.lost())
         .await
         .expect("the fence is lost within its TTL");
-    let a_fenced_at = Instant::now();
+    // From this instant on a refused every write, whenever the test saw it.
+    let a_fenced_at = fence_a.valid_until();
     assert!(fence_a.check().is_err());
     let (b_won_at, owner_b) = tokio::time::timeout(ttl * 5, b_campaign)
         .await

@@ -713,7 +713,7 @@ impl App {
         };
         let owner = match &cfg.ha {
             Some(ha) => Some(
-                OwnerGate::connect(
+                match OwnerGate::connect(
                     ha,
                     &cfg.pd_addrs,
                     server_uuid,
@@ -725,7 +725,17 @@ impl App {
                     abrupt.clone(),
                     (sql_pd.clone(), standby_gc, checkpoint.clone()),
                 )
-                .await?,
+                .await
+                {
+                    Ok(gate) => gate,
+                    Err(e) => {
+                        // Nothing may keep running after a failed start.
+                        stop.cancel();
+                        drop(msg_tx);
+                        let _ = writer.await;
+                        return Err(e);
+                    }
+                },
             ),
             None => None,
         };
@@ -1159,14 +1169,19 @@ async fn relay(
                 let (stop, failure) = (stop.clone(), verdicts.failure.clone());
                 tokio::spawn(async move {
                     tokio::select! {
+                        biased;
+                        () = stop.cancelled() => {}
+                        // A clean stop resigns, which loses the fence too: not a failure.
                         () = fence.lost() => {
+                            if stop.is_cancelled() {
+                                return;
+                            }
                             failure.set(anyhow::anyhow!(
                                 "lost the ownership of the HA group: stopped writing; start again \
                                  to rejoin as a standby"
                             ));
                             stop.cancel();
                         }
-                        () = stop.cancelled() => {}
                     }
                 });
             }

@@ -150,6 +150,12 @@ impl Fence {
         }
     }
 
+    /// The instant from which writes are refused: the end of the lease as last extended (the
+    /// fence may be lost earlier, never later).
+    pub fn valid_until(&self) -> Instant {
+        self.base + Duration::from_micros(self.valid_until_us.load(Ordering::SeqCst))
+    }
+
     /// How long the lease is still counted on (zero when lost).
     pub fn remaining(&self) -> Duration {
         if self.is_lost() {
