@@ -460,19 +460,35 @@ impl BinlogStore {
             }
         }
         self.txn = None;
-        let gno = txn.gtid.gno;
-        self.seq_in_file = txn.gtid.sequence_number;
+        self.committed(
+            (txn.commit_ts, txn.start_ts, txn.part),
+            txn.gtid.gno,
+            txn.gtid.sequence_number,
+            txn.timestamp,
+        )
+    }
+
+    /// The bookkeeping after a transaction's last byte is in `pending` (written here or
+    /// relayed): GTID state, its mapping entry, and the rotation after a full file.
+    fn committed(
+        &mut self,
+        (commit_ts, start_ts, part): TxnOrder,
+        gno: u64,
+        sequence_number: i64,
+        timestamp: u32,
+    ) -> Result<Committed> {
+        self.seq_in_file = sequence_number;
         self.next_gno = gno + 1;
         self.gtid_executed.add(self.cfg.server_uuid, gno);
-        self.last_written = Some((txn.commit_ts, txn.start_ts, txn.part));
-        self.last_timestamp = txn.timestamp;
+        self.last_written = Some((commit_ts, start_ts, part));
+        self.last_timestamp = timestamp;
         let entry = TxnEntry {
-            start_ts: txn.start_ts,
-            commit_ts: txn.commit_ts,
+            start_ts,
+            commit_ts,
             gno,
             file_seq: self.file_seq,
             end_pos: self.pos,
-            part: txn.part,
+            part,
         };
         self.unsynced.push(entry);
         if self.pos >= self.cfg.max_binlog_size {
@@ -509,28 +525,12 @@ impl BinlogStore {
         let scanned = self.check_relayed(events)?;
         self.pending.extend_from_slice(events);
         self.pos += events.len() as u64;
-        let gno = scanned.gno;
-        self.seq_in_file = scanned.sequence_number;
-        self.next_gno = gno + 1;
-        self.gtid_executed.add(self.cfg.server_uuid, gno);
-        self.last_written = Some((commit_ts, start_ts, part));
-        self.last_timestamp = scanned.timestamp;
-        let entry = TxnEntry {
-            start_ts,
-            commit_ts,
-            gno,
-            file_seq: self.file_seq,
-            end_pos: self.pos,
-            part,
-        };
-        self.unsynced.push(entry);
-        if self.pos >= self.cfg.max_binlog_size {
-            self.rotate()?;
-        }
-        Ok(Committed {
-            gno,
-            end: entry.end(),
-        })
+        self.committed(
+            (commit_ts, start_ts, part),
+            scanned.gno,
+            scanned.sequence_number,
+            scanned.timestamp,
+        )
     }
 
     /// The checks of [`Self::relay_txn`]; the transaction's GTID as scanned.
