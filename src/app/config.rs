@@ -197,6 +197,10 @@ pub const KNOBS: &[Knob] = &[
         "TTL of the owner's lease: a dead owner is replaced after at most this long [default: 10]"),
     knob("ha", "advertise", "ha-advertise", Text, "HOST:PORT",
         "the MySQL address the group's other members reach this one at [default: the listen address]"),
+    knob("ha", "user", "ha-user", Text, "NAME",
+        "the account a standby follows the owner's binlog with (REPLICATION SLAVE on every member) [default: the [security] user]"),
+    knob("ha", "password", "ha-password", Text, "PASSWORD",
+        "its password in clear [default: the [security] password]"),
 ];
 
 /// The whole configuration, typed, as the file spells it.
@@ -385,6 +389,8 @@ pub struct HaSection {
     pub prefix: Option<String>,
     pub lease_ttl_seconds: u64,
     pub advertise: Option<String>,
+    pub user: Option<String>,
+    pub password: Option<String>,
 }
 
 impl Default for HaSection {
@@ -395,6 +401,8 @@ impl Default for HaSection {
             prefix: None,
             lease_ttl_seconds: crate::ha::DEFAULT_LEASE_TTL.as_secs(),
             advertise: None,
+            user: None,
+            password: None,
         }
     }
 }
@@ -684,6 +692,9 @@ pub fn render(s: &Settings) -> String {
     if !shown.security.password.is_empty() {
         shown.security.password = "(set, not shown)".to_owned();
     }
+    if shown.ha.password.is_some() {
+        shown.ha.password = Some("(set, not shown)".to_owned());
+    }
     for u in &mut shown.users {
         if u.password.is_some() {
             u.password = Some("(set, not shown)".to_owned());
@@ -874,6 +885,12 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
             prefix: s.ha.prefix.clone(),
             lease_ttl: Duration::from_secs(s.ha.lease_ttl_seconds),
             advertise: s.ha.advertise.clone(),
+            user: s.ha.user.clone().unwrap_or_else(|| s.security.user.clone()),
+            password: s
+                .ha
+                .password
+                .clone()
+                .unwrap_or_else(|| s.security.password.clone()),
         });
     }
     cfg.sorter_memory_quota_bytes = s.sorter.memory_quota_bytes;

@@ -27,6 +27,7 @@
 pub mod catalog;
 pub mod config;
 pub mod demo;
+mod follow;
 pub mod reader;
 pub mod schema;
 mod sha1;
@@ -47,7 +48,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
+use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig, StoreError};
 use crate::budget::ByteBudget;
 use crate::capture::pd::{PdClient, PdConfig};
 use crate::capture::puller::PullerConfig;
@@ -55,6 +56,7 @@ use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
 use crate::server::status::{CaptureState, CaptureStatus};
+use crate::server::source::RelayTag;
 use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
 
 use schema::{SchemaHistory, SchemaView};
@@ -203,6 +205,9 @@ pub struct HaConfig {
     /// The MySQL address the other members and consumers reach this one at; the listen
     /// address when absent.
     pub advertise: Option<String>,
+    /// The account a standby follows the owner's binlog with, and its password.
+    pub user: String,
+    pub password: String,
 }
 
 impl AppConfig {
@@ -596,6 +601,8 @@ impl App {
                     checkpoint_every: INTERMEDIATE_CHECKPOINT,
                     expiry_seen: 0,
                     fence: writer_fence,
+                    relay_checkpoint: None,
+                    relay_error: None,
                 };
                 if let Err(e) = w.run(msg_rx, &abrupt) {
                     failure.set(e.context("binlog writer"));
@@ -716,7 +723,7 @@ impl App {
                 match OwnerGate::connect(
                     ha,
                     &cfg.pd_addrs,
-                    server_uuid,
+                    (server_uuid, cfg.server_id),
                     &instance_id,
                     local_addr,
                     fence,
@@ -978,6 +985,8 @@ struct OwnerGate {
     fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
     history: Arc<SchemaHistory>,
     files: BinlogFiles,
+    /// How this instance follows the owner while it stands by.
+    follow: follow::FollowConfig,
 }
 
 impl OwnerGate {
@@ -985,7 +994,7 @@ impl OwnerGate {
     async fn connect(
         ha: &HaConfig,
         pd_addrs: &[String],
-        server_uuid: Sid,
+        (server_uuid, server_id): (Sid, u32),
         instance_id: &str,
         local_addr: SocketAddr,
         fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
@@ -1021,7 +1030,13 @@ impl OwnerGate {
         let candidate = crate::ha::Candidate::connect(cfg)
             .await
             .with_context(|| format!("connect to etcd at {}", endpoints.join(",")))?;
+        let follow = follow::FollowConfig {
+            user: ha.user.clone(),
+            password: ha.password.clone(),
+            replica_server_id: follow::replica_server_id(instance_id, server_id),
+        };
         Ok(OwnerGate {
+            follow,
             candidate,
             pd,
             gc,
@@ -1057,6 +1072,20 @@ impl OwnerGate {
                 );
             }
         });
+        // A new member takes the owner's history first: winning with nothing would start a
+        // binlog of its own. Only a group without an owner (its first start) has none to take.
+        let me = self.candidate.member().instance_id.clone();
+        while self.files.snapshot_point().is_none() && self.files.gtid_executed().is_empty() {
+            match self.candidate.owner().await {
+                Ok(None) => break,
+                Ok(Some(m)) if m.instance_id == me => break,
+                Ok(Some(_)) | Err(_) => {}
+            }
+            tokio::select! {
+                () = stop.cancelled() => return None,
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        }
         let mut retry = FIRST_RETRY;
         let ownership = loop {
             info!(instance = %self.candidate.member().instance_id, "standing by: campaigning for the ownership");
@@ -1159,9 +1188,23 @@ async fn relay(
     let mut next = match (first, owner) {
         (Some(f), _) => f,
         (None, Some(owner)) => {
-            // A standby until the campaign is won; then capture resumes from this instance's
-            // own checkpoint, regenerating whatever the old owner wrote after it.
-            let Some(fence) = owner.campaign(&stop, &verdicts).await else {
+            // A standby follows the owner's binlog until its campaign is won; then capture
+            // resumes from this instance's own checkpoint, regenerating whatever the old owner
+            // wrote after it (what the follower still had queued is dropped by the writer).
+            let follow_stop = stop.child_token();
+            let follower = follow::follow(
+                &owner.candidate,
+                owner.follow.clone(),
+                out.clone(),
+                follow_stop.clone(),
+            );
+            let won = async {
+                let fence = owner.campaign(&stop, &verdicts).await;
+                follow_stop.cancel();
+                fence
+            };
+            let ((), fence) = tokio::join!(follower, won);
+            let Some(fence) = fence else {
                 let _ = out.send(WriterMsg::Stop).await;
                 return;
             };
@@ -1323,6 +1366,10 @@ struct Writer {
     /// a lost fence fails the writer before another byte is written (the unflushed tail is
     /// dropped, as after a crash; a restart rejoins as a standby).
     fence: Option<Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>>,
+    /// An HA standby: the checkpoint the relayed transactions proved, not yet flushed.
+    relay_checkpoint: Option<Ts>,
+    /// An HA standby: why the owner's binlog was refused (until the follower asks again).
+    relay_error: Option<String>,
 }
 
 impl Writer {
@@ -1354,6 +1401,51 @@ impl Writer {
                 }
                 WriterMsg::Purge(req) => self.on_purge(req),
                 WriterMsg::Stop => break,
+                WriterMsg::Relayed { events, tag } => {
+                    self.on_relayed(&events, tag)?;
+                    if rx.is_empty() {
+                        // Group commit: nothing more is queued.
+                        self.relay_flush()?;
+                    }
+                }
+                WriterMsg::RelayedCheckpoint { ts, file, pos } => {
+                    if !self.owns() {
+                        let store = self.store()?;
+                        let at = store.files().parse_position(&file, pos);
+                        if at == Some(store.write_pos()) {
+                            self.relay_checkpoint = self.relay_checkpoint.max(Some(Ts(ts)));
+                        }
+                        self.relay_flush()?;
+                    }
+                }
+                WriterMsg::RelayedFirstFile { timestamp } => {
+                    if !self.owns() && self.store()?.is_pristine() {
+                        if self.store()?.adopt_first_file(timestamp)? {
+                            info!(timestamp, "took the owner's first binlog file");
+                        }
+                    }
+                }
+                WriterMsg::RelayFrom(reply) => {
+                    let answer = if self.owns() {
+                        Err("this instance owns the group".to_owned())
+                    } else {
+                        self.relay_flush()?;
+                        match self.relay_error.take() {
+                            Some(e) => Err(e),
+                            None => {
+                                let store = self.store()?;
+                                let pristine = store.is_pristine();
+                                let end = store.write_pos();
+                                Ok(source::RelayStart {
+                                    file: self.files.file_name(end.file_seq),
+                                    pos: if pristine { 4 } else { end.offset },
+                                    pristine,
+                                })
+                            }
+                        }
+                    };
+                    let _ = reply.send(answer);
+                }
                 WriterMsg::Reset => {
                     self.skipping = None;
                     if self.in_txn {
@@ -1373,6 +1465,60 @@ impl Writer {
         }
         store.close().context("close the binlog store")?;
         info!("binlog store closed");
+        Ok(())
+    }
+
+    /// This instance owns its HA group (it won the campaign).
+    fn owns(&self) -> bool {
+        self.fence.as_ref().is_some_and(|f| f.get().is_some())
+    }
+
+    /// A standby appends a transaction of the owner's binlog. A refusal (the bytes are not
+    /// what this store would write next) stops the relay until the follower asks again; it is
+    /// not the writer's failure. An owner ignores what a follower still had queued: its
+    /// capture regenerates it.
+    fn on_relayed(&mut self, events: &[u8], tag: RelayTag) -> anyhow::Result<()> {
+        if self.owns() || self.relay_error.is_some() {
+            return Ok(());
+        }
+        let (start, commit) = (Ts(tag.start_ts), Ts(tag.commit_ts));
+        match self.store()?.relay_txn(events, start, commit, tag.part) {
+            Ok(c) => {
+                self.stats.txns.fetch_add(1, Ordering::Relaxed);
+                self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
+                // Everything committed before it is in the binlog (binlog order).
+                self.relay_checkpoint = self.relay_checkpoint.max(Some(commit.prev()));
+                Ok(())
+            }
+            Err(e @ (StoreError::RelayMismatch { .. } | StoreError::OutOfOrder { .. })) => {
+                tracing::error!(error = %e, "the owner's binlog differs from what this instance would write; not following it");
+                self.relay_error = Some(format!(
+                    "the owner's binlog differs from this instance's ({e}); the members of a group \
+                     must share server_id, server_uuid, max_binlog_size, the filter and the version"
+                ));
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A standby's group commit, with the newest checkpoint the relay proved.
+    fn relay_flush(&mut self) -> anyhow::Result<()> {
+        let pending = self.relay_checkpoint.take();
+        let store = self.store()?;
+        let Some(ts) = pending.max(store.checkpoint()) else {
+            return Ok(());
+        };
+        store.flush(ts)?;
+        self.last_flush = std::time::Instant::now();
+        self.stats.checkpoint.store(ts.0, Ordering::Relaxed);
+        // The store's checkpoint is the truth here: a new member's first one can be below the
+        // timestamp it started with, which its GC keeper and a later takeover must follow.
+        self.flushed.send_if_modified(|cur| {
+            let changed = *cur != ts;
+            *cur = ts;
+            changed
+        });
         Ok(())
     }
 
@@ -1697,6 +1843,8 @@ mod tests {
             checkpoint_every: Duration::ZERO,
             expiry_seen: 0,
             fence: None,
+            relay_checkpoint: None,
+            relay_error: None,
         };
         (w, rx)
     }
@@ -1712,6 +1860,107 @@ mod tests {
         let store = w.store.as_ref().expect("store");
         assert_eq!(store.last_written(), None);
         assert_eq!(store.checkpoint(), None);
+    }
+
+    /// A standby's writer: the owner's transactions are appended with the checkpoint each
+    /// proves, group-committed when nothing more is queued; the owner's snapshot point is taken
+    /// where the binlogs end alike; a transaction whose bytes differ is refused, the follower
+    /// learns why when it asks where to resume, and following goes on from the last good one.
+    #[test]
+    fn a_standby_writer_appends_the_owner_s_transactions_and_refuses_others() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let owner_dir = dir.path().join("owner");
+        let (mut owner, _) =
+            BinlogStore::open(StoreConfig::new(&owner_dir, 1, Sid([7; 16]))).expect("open");
+        let mut txns = Vec::new();
+        let mut from = owner.write_pos().offset;
+        for (start, commit) in [(5, 10), (6, 20), (7, 20), (8, 30)] {
+            owner.begin_txn(Ts(start), Ts(commit)).expect("begin");
+            let c = owner.commit_txn().expect("commit");
+            txns.push((from, c.end.offset, start, commit));
+            from = c.end.offset;
+        }
+        owner.flush(Ts(35)).expect("flush");
+        let owner_end = owner.write_pos();
+        let bytes = std::fs::read(owner_dir.join("binlog.000001")).expect("read");
+        let relayed = |i: usize, flip: bool| {
+            let (a, b, start, commit) = txns[i];
+            let mut events = bytes[a as usize..b as usize].to_vec();
+            if flip {
+                events[30] ^= 1;
+            }
+            WriterMsg::Relayed {
+                events,
+                tag: RelayTag {
+                    start_ts: start,
+                    commit_ts: commit,
+                    part: 0,
+                },
+            }
+        };
+
+        let (w, flushed) = writer(&dir.path().join("standby"));
+        let (tx, rx) = mpsc::channel(64);
+        let thread = std::thread::spawn(move || {
+            let mut w = w;
+            w.run(rx, &AtomicBool::new(false)).map(|()| w)
+        });
+        let ask = |tx: &mpsc::Sender<WriterMsg<ChangeEvent>>| {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            tx.blocking_send(WriterMsg::RelayFrom(reply)).expect("send");
+            answer.blocking_recv().expect("answer")
+        };
+        assert_eq!(
+            ask(&tx),
+            Ok(source::RelayStart {
+                file: "binlog.000001".into(),
+                pos: 4,
+                pristine: true
+            })
+        );
+        for m in [relayed(0, false), relayed(1, false), relayed(2, true)] {
+            tx.blocking_send(m).expect("send");
+        }
+        // Refused, and nothing after it is taken until the follower asks again.
+        tx.blocking_send(relayed(3, false)).expect("send");
+        let refused = ask(&tx).expect_err("the flipped transaction is refused");
+        assert!(refused.contains("differs"), "{refused}");
+        assert_eq!(*flushed.borrow(), Ts(19), "the checkpoint the second one proves");
+        assert_eq!(
+            ask(&tx),
+            Ok(source::RelayStart {
+                file: "binlog.000001".into(),
+                pos: txns[1].1,
+                pristine: false
+            })
+        );
+        for m in [relayed(2, false), relayed(3, false)] {
+            tx.blocking_send(m).expect("send");
+        }
+        // A snapshot point elsewhere is not taken; the owner's end is.
+        tx.blocking_send(WriterMsg::RelayedCheckpoint {
+            ts: 99,
+            file: "binlog.000001".into(),
+            pos: txns[2].1,
+        })
+        .expect("send");
+        assert!(ask(&tx).is_ok());
+        assert_eq!(*flushed.borrow(), Ts(29));
+        tx.blocking_send(WriterMsg::RelayedCheckpoint {
+            ts: 35,
+            file: "binlog.000001".into(),
+            pos: owner_end.offset,
+        })
+        .expect("send");
+        tx.blocking_send(WriterMsg::Stop).expect("send");
+        let w = thread.join().expect("writer thread").expect("writer");
+        assert_eq!(*flushed.borrow(), Ts(35));
+        assert_eq!(w.stats.txns.load(Ordering::Relaxed), 4);
+        let standby = std::fs::read(dir.path().join("standby/binlog.000001")).expect("read");
+        assert_eq!(standby.len() as u64, owner_end.offset);
+        // Only the open file's BINLOG_IN_USE flag differs (the standby closed its store).
+        assert_eq!(standby[..21], bytes[..21]);
+        assert_eq!(standby[23..], bytes[23..owner_end.offset as usize]);
     }
 
     #[test]

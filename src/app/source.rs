@@ -16,6 +16,7 @@ use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, Purged, StoreError}
 use crate::server::{
     BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SnapshotPoint, SourceError,
 };
+use crate::server::source::RelayTag;
 use crate::sql::error::SqlWarning;
 
 /// How long a purge waits for the writer thread.
@@ -54,6 +55,26 @@ pub enum WriterMsg<E> {
     Reset,
     /// Close the store and end the thread.
     Stop,
+    /// An HA standby: a transaction of the owner's binlog, its events as they are there.
+    Relayed { events: Vec<u8>, tag: RelayTag },
+    /// An HA standby: the owner's stream is at snapshot point `ts`, `file`/`pos`.
+    RelayedCheckpoint { ts: u64, file: String, pos: u64 },
+    /// An HA standby: the header timestamp of the owner's first file, for a store with
+    /// nothing in it yet.
+    RelayedFirstFile { timestamp: u32 },
+    /// An HA standby: make what was relayed durable and answer where following resumes (or
+    /// why the owner's binlog was refused since the last ask).
+    RelayFrom(tokio::sync::oneshot::Sender<Result<RelayStart, String>>),
+}
+
+/// Where a standby resumes following the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayStart {
+    pub file: String,
+    pub pos: u64,
+    /// Nothing is in the store yet: the stream starts at the first file's start, whose
+    /// timestamp the store takes.
+    pub pristine: bool,
 }
 
 /// [`BinlogSource`] over the store's files.
@@ -219,6 +240,15 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
             ts: p.ts.0,
             end: BinlogPosition::new(self.files.file_name(p.end.file_seq), p.end.offset),
             gtid_executed: p.gtid_executed,
+        })
+    }
+
+    fn txn_ending_at(&self, file: &str, pos: u64) -> Option<RelayTag> {
+        let p = self.files.parse_position(file, pos)?;
+        self.files.txn_ending_at(p).map(|e| RelayTag {
+            start_ts: e.start_ts.0,
+            commit_ts: e.commit_ts.0,
+            part: e.part,
         })
     }
 

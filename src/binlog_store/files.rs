@@ -249,6 +249,14 @@ impl BinlogFiles {
             .copied()
     }
 
+    /// The durable transaction that ends exactly at `pos`, if retained (a standby following
+    /// this binlog learns each transaction's timestamps from it).
+    pub fn txn_ending_at(&self, pos: BinlogPos) -> Option<TxnEntry> {
+        let st = self.shared.read();
+        let i = st.entries.partition_point(|e| e.end() < pos);
+        st.entries.get(i).filter(|e| e.end() == pos).copied()
+    }
+
     fn resolve(&self, file: &str) -> Result<u32, DumpError> {
         let unknown = || DumpError::UnknownFile {
             file: file.to_owned(),

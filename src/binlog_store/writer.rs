@@ -176,6 +176,53 @@ impl BinlogStore {
             .is_some_and(|l| (commit_ts, start_ts, part) <= l)
     }
 
+    /// True while the store holds nothing but its first file's prologue: no transaction was
+    /// ever written and no checkpoint recorded (a new member of an HA group).
+    pub fn is_pristine(&self) -> bool {
+        self.file_seq == 1
+            && self.next_gno == 1
+            && self.last_written.is_none()
+            && self.txn.is_none()
+            && self.checkpoint.is_none()
+    }
+
+    /// A new member of an HA group takes the owner's first file: the prologue of a
+    /// [pristine](Self::is_pristine) store is rewritten in place with the owner's header
+    /// `timestamp` (the TSO its capture started from stamps it; nothing else in the prologue
+    /// depends on more than the configuration). False when it already had it. Refused once
+    /// anything is in the store.
+    pub fn adopt_first_file(&mut self, timestamp: u32) -> Result<bool> {
+        if !self.is_pristine() {
+            return Err(StoreError::TxnState {
+                call: "adopt_first_file",
+                state: "the store has transactions or a checkpoint",
+            });
+        }
+        if self.last_timestamp == timestamp {
+            return Ok(false);
+        }
+        let (buf, end) = prologue(&self.cfg, &mut self.ew, &GtidSet::new(), timestamp)?;
+        if end != self.pos || self.pos != self.written || !self.pending.is_empty() {
+            return Err(StoreError::TxnState {
+                call: "adopt_first_file",
+                state: "the first file is not just its prologue",
+            });
+        }
+        // Same length, one small write within the first page, then fsync: the file is the
+        // old prologue or the new one.
+        self.file
+            .write_all_at(&buf, 0)
+            .map_err(StoreError::io("write", &self.path))?;
+        self.file
+            .sync_data()
+            .map_err(StoreError::io("fsync", &self.path))?;
+        self.last_timestamp = timestamp;
+        if let Some(f) = self.shared.write().files.first_mut() {
+            f.last_secs = timestamp;
+        }
+        Ok(true)
+    }
+
     /// The GNO the next transaction gets.
     pub fn next_gno(&self) -> u64 {
         self.next_gno
@@ -842,6 +889,29 @@ pub(crate) fn create_file(
     previous: &GtidSet,
     timestamp: u32,
 ) -> Result<(File, u64)> {
+    let (buf, end) = prologue(cfg, ew, previous, timestamp)?;
+    let path = cfg.data_dir.join(file_name(&cfg.basename, seq));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(StoreError::io("create", &path))?;
+    f.write_all(&buf).map_err(StoreError::io("write", &path))?;
+    f.sync_all().map_err(StoreError::io("fsync", &path))?;
+    sync_dir(&cfg.data_dir)?;
+    Ok((f, end))
+}
+
+/// A file's first bytes: magic, FORMAT_DESCRIPTION (BINLOG_IN_USE set), PREVIOUS_GTIDS; and
+/// the offset after them.
+fn prologue(
+    cfg: &StoreConfig,
+    ew: &mut EventWriter,
+    previous: &GtidSet,
+    timestamp: u32,
+) -> Result<(Vec<u8>, u64)> {
     let alg = if cfg.checksum {
         ChecksumAlg::Crc32
     } else {
@@ -858,16 +928,5 @@ pub(crate) fn create_file(
         &FormatDescription::mysql80(&cfg.server_version, 0, alg),
     )?;
     let end = ew.write(&mut buf, 4 + n as u64, timestamp, &PreviousGtids(previous))?;
-    let path = cfg.data_dir.join(file_name(&cfg.basename, seq));
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(StoreError::io("create", &path))?;
-    f.write_all(&buf).map_err(StoreError::io("write", &path))?;
-    f.sync_all().map_err(StoreError::io("fsync", &path))?;
-    sync_dir(&cfg.data_dir)?;
-    Ok((f, end))
+    Ok((buf, end))
 }

@@ -123,6 +123,11 @@ pub trait BinlogSource: Send + Sync + 'static {
     fn snapshot_point(&self) -> Option<SnapshotPoint> {
         None
     }
+    /// The TiDB identity of the transaction that ends exactly at `pos` of `file`: what a
+    /// standby of an HA group needs besides its bytes (see [`RelayTag`]).
+    fn txn_ending_at(&self, _file: &str, _pos: u64) -> Option<RelayTag> {
+        None
+    }
     /// A reader positioned at `pos` of `file`, which must be an event boundary (4 = the
     /// FORMAT_DESCRIPTION).
     fn open(&self, file: &str, pos: u64) -> Result<Box<dyn BinlogReader>, SourceError>;
@@ -224,6 +229,15 @@ pub trait BinlogReader: Send {
     }
     /// File and offset of the next event this reader returns.
     fn position(&self) -> BinlogPosition;
+}
+
+/// What a dump session for a standby of an HA group sends after each transaction: the
+/// transaction's TiDB timestamps and its statement number (see `BinlogStore::relay_txn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayTag {
+    pub start_ts: u64,
+    pub commit_ts: u64,
+    pub part: u32,
 }
 
 /// A binlog position lined up with a TiDB timestamp (see [`BinlogSource::snapshot_point`]).

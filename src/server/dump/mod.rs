@@ -56,6 +56,7 @@ use super::transport::{ConnError, PacketIo};
 use super::Shared;
 
 pub mod plan;
+pub mod relay;
 mod session;
 
 pub use plan::DumpRequest;
@@ -97,6 +98,8 @@ pub async fn run(
                 ),
                 non_block: req.non_blocking(),
                 write_timeout: session.net_write_timeout(shared.net_write_timeout),
+                relay: session.user_var(relay::USER_VAR).is_some()
+                    && matches!(req, DumpRequest::Position { .. }),
             };
             let mut d = self::session::DumpSession::new(
                 shared, io, info, dump_plan, reader, pacing, cancel,

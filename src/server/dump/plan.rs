@@ -575,6 +575,24 @@ impl DumpPlan {
         Ok(())
     }
 
+    /// A relay event ([`super::relay`]) for a standby of an HA group, with the stream's
+    /// checksum; it takes no room in the file (log_pos 0).
+    pub fn on_relay(&mut self, relay: &super::relay::Relay, emit: Emit<'_>) -> Result<(), PlanError> {
+        let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
+        let mut ev = Vec::with_capacity(64);
+        w.write_with(
+            &mut ev,
+            EventMeta {
+                timestamp: 0,
+                log_pos: LogPos::Fixed(0),
+                flags: flags::ARTIFICIAL | flags::IGNORABLE,
+            },
+            relay,
+        )?;
+        emit(&ev);
+        Ok(())
+    }
+
     /// One event of a MariaDB-flavoured session (after the GTID skipping).
     fn on_mariadb_event(
         &mut self,

@@ -16,6 +16,8 @@ use super::super::source::{BinlogPosition, BinlogReader, EventBatch};
 use super::super::transport::{ConnError, PacketIo};
 use super::super::Shared;
 use super::plan::{DumpPlan, PlanError, ReadFrom};
+use super::relay::Relay;
+use tibinlog_protocol::binlog::EventType;
 
 /// Events read from the source per blocking batch, and the byte cap of one batch. Small row
 /// events are ~100 bytes: the event cap lets a batch reach the byte cap, so a session that
@@ -50,6 +52,9 @@ pub(super) struct Pacing {
     /// The session's `net_write_timeout`: a client that reads nothing for this long ends the
     /// dump (and releases the binlog file it holds from purges), as on MySQL.
     pub write_timeout: Duration,
+    /// A standby of an HA group: relay events after each transaction and at snapshot points
+    /// ([`super::relay`]).
+    pub relay: bool,
 }
 
 pub(super) struct DumpSession {
@@ -62,6 +67,7 @@ pub(super) struct DumpSession {
     heartbeat: Option<Duration>,
     non_block: bool,
     write_timeout: Duration,
+    relay: bool,
     deprecate_eof: bool,
     cancel: CancellationToken,
     conn_id: u32,
@@ -87,6 +93,7 @@ impl DumpSession {
             heartbeat: pacing.heartbeat,
             non_block: pacing.non_block,
             write_timeout: pacing.write_timeout,
+            relay: pacing.relay,
             deprecate_eof: tibinlog_protocol::wire::response::deprecate_eof(info.capabilities),
             cancel,
             conn_id: info.id,
@@ -143,7 +150,9 @@ impl DumpSession {
                 self.io.flush_within(self.write_timeout).await?;
                 continue;
             }
-            if self.plan.on_caught_up(&mut queue_event(&mut self.io))? {
+            let mut sent = self.plan.on_caught_up(&mut queue_event(&mut self.io))?;
+            sent |= self.send_relay_checkpoint()?;
+            if sent {
                 self.io.flush_within(self.write_timeout).await?;
             }
             self.publish(0, true);
@@ -199,6 +208,8 @@ impl DumpSession {
                     Err(_elapsed) => {
                         if self.heartbeat.is_some() {
                             self.plan.on_heartbeat(&mut queue_event(&mut self.io))?;
+                            // A checkpoint can move without new events (an idle upstream).
+                            self.send_relay_checkpoint()?;
                             self.io.flush_within(self.write_timeout).await?;
                         }
                     }
@@ -210,6 +221,27 @@ impl DumpSession {
                 },
             }
         }
+    }
+
+    /// A relay session caught up at the newest snapshot point learns its timestamp. True if
+    /// something was queued.
+    fn send_relay_checkpoint(&mut self) -> Result<bool, ConnError> {
+        if !self.relay {
+            return Ok(false);
+        }
+        let Some(p) = self.shared.source.snapshot_point() else {
+            return Ok(false);
+        };
+        if p.end.file != self.plan.file() || p.end.pos != self.plan.pos() {
+            return Ok(false);
+        }
+        let relay = Relay::Checkpoint {
+            ts: p.ts,
+            file: p.end.file,
+            pos: p.end.pos,
+        };
+        self.plan.on_relay(&relay, &mut queue_event(&mut self.io))?;
+        Ok(true)
     }
 
     /// Tells the process list where the session is; `event_secs` is the header timestamp of
@@ -231,8 +263,18 @@ impl DumpSession {
             if let Some(ts) = batch.get_mut(i).first_chunk::<4>() {
                 last_secs = u32::from_le_bytes(*ts);
             }
-            self.plan
-                .on_event(batch.get_mut(i), &mut queue_event(&mut self.io))?;
+            let ev = batch.get_mut(i);
+            let ends_txn = self.relay
+                && matches!(ev.get(4).copied().map(EventType), Some(EventType::XID | EventType::QUERY));
+            self.plan.on_event(ev, &mut queue_event(&mut self.io))?;
+            if ends_txn {
+                // XID, or a DDL's QUERY ("BEGIN" ends nothing: no transaction ends there).
+                let tag = self.shared.source.txn_ending_at(self.plan.file(), self.plan.pos());
+                if let Some(tag) = tag {
+                    self.plan
+                        .on_relay(&Relay::Txn(tag), &mut queue_event(&mut self.io))?;
+                }
+            }
             if self.plan.until_reached() {
                 break;
             }
