@@ -244,7 +244,12 @@ fn split_addr(addr: &str) -> Result<(String, u16), String> {
     let port = port
         .parse()
         .map_err(|_| format!("the owner's address {addr:?} has a bad port"))?;
-    Ok((host.trim_start_matches('[').trim_end_matches(']').to_owned(), port))
+    Ok((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+        port,
+    ))
 }
 
 /// Appends the event as it is in the owner's file: header, body and checksum as received.

@@ -55,8 +55,8 @@ use crate::capture::puller::PullerConfig;
 use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
-use crate::server::status::{CaptureState, CaptureStatus};
 use crate::server::source::RelayTag;
+use crate::server::status::{CaptureState, CaptureStatus};
 use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
 
 use schema::{SchemaHistory, SchemaView};
@@ -1925,7 +1925,11 @@ mod tests {
         tx.blocking_send(relayed(3, false)).expect("send");
         let refused = ask(&tx).expect_err("the flipped transaction is refused");
         assert!(refused.contains("differs"), "{refused}");
-        assert_eq!(*flushed.borrow(), Ts(19), "the checkpoint the second one proves");
+        assert_eq!(
+            *flushed.borrow(),
+            Ts(19),
+            "the checkpoint the second one proves"
+        );
         assert_eq!(
             ask(&tx),
             Ok(source::RelayStart {

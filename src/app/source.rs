@@ -13,10 +13,10 @@ use tibinlog_protocol::wire::errors::ER_WARN_PURGE_LOG_IN_USE;
 use tokio::sync::{mpsc, watch};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, Purged, StoreError};
+use crate::server::source::RelayTag;
 use crate::server::{
     BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SnapshotPoint, SourceError,
 };
-use crate::server::source::RelayTag;
 use crate::sql::error::SqlWarning;
 
 /// How long a purge waits for the writer thread.

@@ -577,7 +577,11 @@ impl DumpPlan {
 
     /// A relay event ([`super::relay`]) for a standby of an HA group, with the stream's
     /// checksum; it takes no room in the file (log_pos 0).
-    pub fn on_relay(&mut self, relay: &super::relay::Relay, emit: Emit<'_>) -> Result<(), PlanError> {
+    pub fn on_relay(
+        &mut self,
+        relay: &super::relay::Relay,
+        emit: Emit<'_>,
+    ) -> Result<(), PlanError> {
         let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
         let mut ev = Vec::with_capacity(64);
         w.write_with(

@@ -265,11 +265,17 @@ impl DumpSession {
             }
             let ev = batch.get_mut(i);
             let ends_txn = self.relay
-                && matches!(ev.get(4).copied().map(EventType), Some(EventType::XID | EventType::QUERY));
+                && matches!(
+                    ev.get(4).copied().map(EventType),
+                    Some(EventType::XID | EventType::QUERY)
+                );
             self.plan.on_event(ev, &mut queue_event(&mut self.io))?;
             if ends_txn {
                 // XID, or a DDL's QUERY ("BEGIN" ends nothing: no transaction ends there).
-                let tag = self.shared.source.txn_ending_at(self.plan.file(), self.plan.pos());
+                let tag = self
+                    .shared
+                    .source
+                    .txn_ending_at(self.plan.file(), self.plan.pos());
                 if let Some(tag) = tag {
                     self.plan
                         .on_relay(&Relay::Txn(tag), &mut queue_event(&mut self.io))?;
