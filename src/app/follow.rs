@@ -289,10 +289,10 @@ mod tests {
         assert_ne!(id, replica_server_id("a1b2c4", 1));
         assert_ne!(replica_server_id("x", id_of("x")), id_of("x"));
         assert_eq!(
-            split_addr("127.0.0.1:3306").unwrap(),
+            split_addr("127.0.0.1:3306").expect("v4"),
             ("127.0.0.1".into(), 3306)
         );
-        assert_eq!(split_addr("[::1]:4000").unwrap(), ("::1".into(), 4000));
+        assert_eq!(split_addr("[::1]:4000").expect("v6"), ("::1".into(), 4000));
         assert!(split_addr("host").is_err());
         assert!(split_addr("host:x").is_err());
     }

@@ -1419,10 +1419,11 @@ impl Writer {
                     }
                 }
                 WriterMsg::RelayedFirstFile { timestamp } => {
-                    if !self.owns() && self.store()?.is_pristine() {
-                        if self.store()?.adopt_first_file(timestamp)? {
-                            info!(timestamp, "took the owner's first binlog file");
-                        }
+                    if !self.owns()
+                        && self.store()?.is_pristine()
+                        && self.store()?.adopt_first_file(timestamp)?
+                    {
+                        info!(timestamp, "took the owner's first binlog file");
                     }
                 }
                 WriterMsg::RelayFrom(reply) => {
