@@ -98,6 +98,54 @@ fn binlog_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// How an HA member presents its group to MySQL clients: `Tibinlog_ha_role`,
+/// `Tibinlog_ha_owner` and `Tibinlog_ha_following` of `SHOW STATUS`, the `Tibinlog_Owner`
+/// column of `SHOW MASTER STATUS`, and the ports `SHOW REPLICAS` lists.
+#[derive(Debug, PartialEq, Eq)]
+struct HaView {
+    role: String,
+    owner: String,
+    following: String,
+    master_status_owner: String,
+    replica_ports: Vec<u16>,
+}
+
+async fn ha_view(addr: std::net::SocketAddr) -> HaView {
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let vars: Vec<(String, String)> = conn
+        .query("SHOW STATUS LIKE 'Tibinlog_ha_%'")
+        .await
+        .expect("SHOW STATUS");
+    let var = |name: &str| {
+        vars.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("{name} missing from {vars:?}"))
+    };
+    let row: mysql_async::Row = conn
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .expect("SHOW MASTER STATUS")
+        .expect("a row");
+    let master_status_owner: String = row.get("Tibinlog_Owner").expect("Tibinlog_Owner column");
+    let replicas: Vec<mysql_async::Row> = conn.query("SHOW REPLICAS").await.expect("SHOW REPLICAS");
+    let mut replica_ports: Vec<u16> = replicas
+        .iter()
+        .map(|r| r.get("Port").expect("Port"))
+        .collect();
+    replica_ports.sort_unstable();
+    let _ = conn.disconnect().await;
+    HaView {
+        role: var("Tibinlog_ha_role"),
+        owner: var("Tibinlog_ha_owner"),
+        following: var("Tibinlog_ha_following"),
+        master_status_owner,
+        replica_ports,
+    }
+}
+
 /// Every binlog file of `short` is the start of the file of that name in `long` (the FORMAT_
 /// DESCRIPTION's BINLOG_IN_USE flag aside: a file the other has closed has it cleared), and
 /// `long` has no file `short` lacks before `short`'s last.
@@ -443,6 +491,28 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
     })
     .await;
     assert_binlog_prefix(b.binlog_dir(), a.binlog_dir());
+    // Both say who owns; b follows a, and a lists b among its replicas.
+    let a_owns = format!("a ({})", a.local_addr());
+    assert_eq!(
+        ha_view(b.local_addr()).await,
+        HaView {
+            role: "standby".into(),
+            owner: a_owns.clone(),
+            following: "ON".into(),
+            master_status_owner: a_owns.clone(),
+            replica_ports: Vec::new(),
+        }
+    );
+    assert_eq!(
+        ha_view(a.local_addr()).await,
+        HaView {
+            role: "owner".into(),
+            owner: a_owns.clone(),
+            following: "OFF".into(),
+            master_status_owner: a_owns,
+            replica_ports: vec![b.local_addr().port()],
+        }
+    );
     let observer = candidate(
         etcd.endpoint(),
         "/t/app",

@@ -29,6 +29,7 @@ use super::source::WriterMsg;
 use crate::changefeed::ChangeEvent;
 use crate::ha::{Candidate, MemberInfo};
 use crate::server::dump::relay::{Relay, USER_VAR};
+use crate::server::status::CaptureStatus;
 
 /// Heartbeat period the standby asks the owner for: a checkpoint reaches it at least this
 /// often, and a silent owner is noticed after three of them.
@@ -45,6 +46,9 @@ pub(super) struct FollowConfig {
     pub password: String,
     /// The server id this standby registers with (never the group's own server id).
     pub replica_server_id: u32,
+    /// This member's MySQL address: the host and port it registers with, so that the owner's
+    /// `SHOW REPLICAS` lists its standbys.
+    pub advertise: String,
 }
 
 /// The replica server id of an instance: a hash of its id, never 0 nor the group's own.
@@ -62,6 +66,7 @@ pub(super) async fn follow(
     candidate: &Candidate,
     cfg: FollowConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
+    status: &CaptureStatus,
     stop: CancellationToken,
 ) {
     let me = candidate.member().instance_id.clone();
@@ -71,6 +76,9 @@ pub(super) async fn follow(
             () = stop.cancelled() => return,
             o = candidate.owner() => o,
         };
+        if let Ok(o) = &owner {
+            status.ha_owner(o.as_ref().map(|m| (m.instance_id.clone(), m.mysql.clone())));
+        }
         let owner = match owner {
             Ok(Some(m)) if m.instance_id != me => m,
             Ok(_) => {
@@ -94,12 +102,22 @@ pub(super) async fn follow(
         // Dropped mid-way on a stop: a half-sent message is sent or not, never torn.
         let session = tokio::select! {
             () = stop.cancelled() => return,
-            r = follow_once(candidate, &owner, &cfg, &out, &stop) => r,
+            r = follow_once(candidate, &owner, &cfg, &out, status, &stop) => r,
         };
         match session {
-            Ok(()) => retry = FIRST_RETRY,
-            Err(Stop::Stopped) => return,
+            Ok(()) => {
+                status.ha_following(Some(String::new()));
+                retry = FIRST_RETRY;
+            }
+            Err(Stop::Stopped) => {
+                status.ha_following(Some(String::new()));
+                return;
+            }
             Err(Stop::Retry(e)) => {
+                status.ha_following(Some(format!(
+                    "{} ({}): {e}",
+                    owner.instance_id, owner.mysql
+                )));
                 warn!(owner = %owner.instance_id, addr = %owner.mysql, error = %e, retry_in = ?retry,
                     "following the owner's binlog");
                 tokio::select! {
@@ -130,6 +148,7 @@ async fn follow_once(
     owner: &MemberInfo,
     cfg: &FollowConfig,
     out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
+    status: &CaptureStatus,
     stop: &CancellationToken,
 ) -> Result<(), Stop> {
     let start = {
@@ -161,13 +180,17 @@ async fn follow_once(
     if start.pos > u64::from(u32::MAX) {
         return Err(Stop::Retry(format!("position {} is past 4 GiB", start.pos)));
     }
+    let (my_host, my_port) = split_addr(&cfg.advertise).unwrap_or_default();
     let mut stream = conn
         .get_binlog_stream(
             BinlogStreamRequest::new(cfg.replica_server_id)
                 .with_filename(start.file.as_bytes())
-                .with_pos(start.pos),
+                .with_pos(start.pos)
+                .with_hostname(my_host.as_bytes())
+                .with_port(my_port),
         )
         .await?;
+    status.ha_following(None);
     info!(owner = %owner.instance_id, addr = %owner.mysql, file = %start.file, pos = start.pos,
         "following the owner's binlog");
     let mut pristine = start.pristine;

@@ -1034,6 +1034,7 @@ impl OwnerGate {
             user: ha.user.clone(),
             password: ha.password.clone(),
             replica_server_id: follow::replica_server_id(instance_id, server_id),
+            advertise: candidate.member().mysql.clone(),
         };
         Ok(OwnerGate {
             follow,
@@ -1104,6 +1105,10 @@ impl OwnerGate {
         };
         let fence = ownership.fence();
         let _ = self.fence.set(fence.clone());
+        let me = self.candidate.member();
+        verdicts
+            .status
+            .ha_owner(Some((me.instance_id.clone(), me.mysql.clone())));
         tokio::spawn(publish_end(
             ownership,
             self.files.clone(),
@@ -1192,10 +1197,14 @@ async fn relay(
             // resumes from this instance's own checkpoint, regenerating whatever the old owner
             // wrote after it (what the follower still had queued is dropped by the writer).
             let follow_stop = stop.child_token();
+            verdicts
+                .status
+                .ha_member(&owner.candidate.member().instance_id);
             let follower = follow::follow(
                 &owner.candidate,
                 owner.follow.clone(),
                 out.clone(),
+                &verdicts.status,
                 follow_stop.clone(),
             );
             let won = async {

@@ -292,6 +292,13 @@ impl StatusView {
                 "scan_bytes_total": c.scan_bytes.get(),
                 "region_errors_total": c.region_errors.get(),
             },
+            "ha": report.ha.as_ref().map(|h| json!({
+                "role": h.role(),
+                "instance_id": h.instance_id,
+                "owner": h.owner.as_ref().map(|(id, addr)| json!({"instance_id": id, "mysql": addr})),
+                "following": h.following,
+                "follow_error": h.follow_error,
+            })),
             "sorter": {
                 "in_flight_bytes": sorter.in_flight_bytes,
                 "write_bytes_total": sorter.write_bytes_total,

@@ -998,21 +998,29 @@ impl Ctx<'_> {
                         (end, gtids.to_string())
                     }
                 };
+                let mut columns = vec![
+                    ColumnSpec::text("File"),
+                    ColumnSpec::unsigned("Position"),
+                    ColumnSpec::text("Binlog_Do_DB"),
+                    ColumnSpec::text("Binlog_Ignore_DB"),
+                    ColumnSpec::text("Executed_Gtid_Set"),
+                ];
+                let mut row = vec![
+                    Some(end.file),
+                    Some(end.pos.to_string()),
+                    Some(String::new()),
+                    Some(String::new()),
+                    Some(gtids),
+                ];
+                // In an HA group a sixth column names the owner (clients read the first five
+                // by position or by name).
+                if let Some(owner) = self.shared.capture.as_ref().and_then(|c| c.ha_owner_text()) {
+                    columns.push(ColumnSpec::text("Tibinlog_Owner"));
+                    row.push(Some(owner));
+                }
                 Reply::Rows {
-                    columns: vec![
-                        ColumnSpec::text("File"),
-                        ColumnSpec::unsigned("Position"),
-                        ColumnSpec::text("Binlog_Do_DB"),
-                        ColumnSpec::text("Binlog_Ignore_DB"),
-                        ColumnSpec::text("Executed_Gtid_Set"),
-                    ],
-                    rows: vec![vec![
-                        Some(end.file),
-                        Some(end.pos.to_string()),
-                        Some(String::new()),
-                        Some(String::new()),
-                        Some(gtids),
-                    ]],
+                    columns,
+                    rows: vec![row],
                 }
             }
             ["BINARY", "LOGS"] | ["MASTER", "LOGS"] => Reply::Rows {

@@ -1,5 +1,6 @@
 //! What capture is doing, as the app reports it: `SHOW STATUS` shows it
-//! (`Tibinlog_capture_state`, `…_error`, `…_restarts`) and the progress log repeats it.
+//! (`Tibinlog_capture_state`, `…_error`, `…_restarts`; in an HA group `Tibinlog_ha_role`,
+//! `…_owner`, `…_instance_id`, `…_following`, `…_follow_error`) and the progress log repeats it.
 
 use std::sync::Mutex;
 
@@ -40,6 +41,40 @@ pub struct CaptureReport {
     pub restarts: u64,
     /// The last [`RECENT_ERRORS`] errors with their Unix time, oldest first.
     pub recent_errors: std::collections::VecDeque<(u64, String)>,
+    /// A member of an HA group: who owns it, as this member knows.
+    pub ha: Option<HaReport>,
+}
+
+/// An HA member's view of its group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HaReport {
+    /// This member's instance id.
+    pub instance_id: String,
+    /// The owner's instance id and MySQL address, as last learned from etcd (`None` while
+    /// no member owns the group or etcd cannot be reached).
+    pub owner: Option<(String, String)>,
+    /// A standby: it is reading the owner's binlog now.
+    pub following: bool,
+    /// A standby: why following the owner failed last (empty until it does).
+    pub follow_error: String,
+}
+
+impl HaReport {
+    /// `owner` or `standby`.
+    pub fn role(&self) -> &'static str {
+        match &self.owner {
+            Some((id, _)) if *id == self.instance_id => "owner",
+            _ => "standby",
+        }
+    }
+
+    /// `<instance id> (<MySQL address>)`, or empty.
+    pub fn owner_text(&self) -> String {
+        self.owner
+            .as_ref()
+            .map(|(id, addr)| format!("{id} ({addr})"))
+            .unwrap_or_default()
+    }
 }
 
 /// Errors [`CaptureReport::recent_errors`] keeps.
@@ -96,17 +131,67 @@ impl CaptureStatus {
         });
     }
 
+    /// This instance is a member of an HA group.
+    pub fn ha_member(&self, instance_id: &str) {
+        self.with(|r| {
+            r.ha = Some(HaReport {
+                instance_id: instance_id.to_owned(),
+                ..HaReport::default()
+            })
+        });
+    }
+
+    /// The group's owner as last learned (`None`: none known).
+    pub fn ha_owner(&self, owner: Option<(String, String)>) {
+        self.with(|r| {
+            if let Some(h) = &mut r.ha {
+                h.owner = owner;
+            }
+        });
+    }
+
+    /// A standby started (`None`) or failed (`Some(error)`) following the owner, or stopped
+    /// following it (`Some("")`).
+    pub fn ha_following(&self, outcome: Option<String>) {
+        self.with(|r| {
+            if let Some(h) = &mut r.ha {
+                h.following = outcome.is_none();
+                if let Some(e) = outcome.filter(|e| !e.is_empty()) {
+                    h.follow_error = e;
+                }
+            }
+        });
+    }
+
     pub fn report(&self) -> CaptureReport {
         self.with(|r| r.clone())
     }
 
     /// `SHOW STATUS` rows.
-    pub fn status_vars(&self) -> [(&'static str, String); 3] {
+    pub fn status_vars(&self) -> Vec<(&'static str, String)> {
         let r = self.report();
-        [
+        let mut vars = vec![
             ("Tibinlog_capture_state", r.state.name().to_owned()),
             ("Tibinlog_capture_last_error", r.last_error),
             ("Tibinlog_capture_restarts", r.restarts.to_string()),
-        ]
+        ];
+        if let Some(h) = r.ha {
+            vars.extend([
+                ("Tibinlog_ha_follow_error", h.follow_error.clone()),
+                (
+                    "Tibinlog_ha_following",
+                    if h.following { "ON" } else { "OFF" }.to_owned(),
+                ),
+                ("Tibinlog_ha_instance_id", h.instance_id.clone()),
+                ("Tibinlog_ha_owner", h.owner_text()),
+                ("Tibinlog_ha_role", h.role().to_owned()),
+            ]);
+        }
+        vars
+    }
+
+    /// The owner as `SHOW MASTER STATUS` names it in an HA group (`None` outside one).
+    pub fn ha_owner_text(&self) -> Option<String> {
+        self.with(|r| r.ha.as_ref().map(HaReport::owner_text))
     }
 }
