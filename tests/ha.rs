@@ -146,6 +146,30 @@ async fn ha_view(addr: std::net::SocketAddr) -> HaView {
     }
 }
 
+/// `schema.table.column type` of every column SQL clients see, sorted.
+async fn columns(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let rows: Vec<(String, String, String, String)> = conn
+        .query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS",
+        )
+        .await
+        .expect("information_schema.COLUMNS");
+    let _ = conn.disconnect().await;
+    let mut out: Vec<String> = rows
+        .into_iter()
+        .filter(|(db, ..)| {
+            !["information_schema", "mysql", "performance_schema"].contains(&db.as_str())
+        })
+        .map(|(db, t, c, ty)| format!("{db}.{t}.{c} {ty}"))
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no tables seen at {addr}");
+    out
+}
+
 /// Every binlog file of `short` is the start of the file of that name in `long` (the FORMAT_
 /// DESCRIPTION's BINLOG_IN_USE flag aside: a file the other has closed has it cleared), and
 /// `long` has no file `short` lacks before `short`'s last.
@@ -156,7 +180,10 @@ fn assert_binlog_prefix(short: &Path, long: &Path) {
     let long: std::collections::BTreeMap<_, _> = binlog_files(long).into_iter().collect();
     let data: Vec<_> = short
         .iter()
-        .filter(|(n, _)| !n.ends_with(".index"))
+        .filter(|(n, _)| {
+            n.strip_prefix("binlog.")
+                .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        })
         .collect();
     assert!(!data.is_empty(), "no binlog files");
     for (name, bytes) in data {
@@ -476,11 +503,11 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
     };
     let a = start_app_with(cfg("a")).await;
     wait_until("a owns and writes", || a.txns_written() > 20).await;
-    // b is new, and its store starts with a timestamp of its own (seconds after a's): it
+    // b is new, and its store starts with a timestamp of its own (seconds before a's): it
     // takes a's first file and follows a's binlog as it grows.
     let b = start_app_with({
         let mut c = cfg("b");
-        c.start_ts = Some(Ts::compose(a.start_ts().physical_ms() + 5_000, 0));
+        c.start_ts = Some(Ts::compose(a.start_ts().physical_ms() - 2_000, 0));
         c
     })
     .await;
@@ -528,10 +555,11 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
             .map(|m| m.instance_id),
         Some("a".into())
     );
+    let a_wrote = a.files().gtid_executed().last_gno(&sid);
     a.kill().await;
-    let relayed = b.files().gtid_executed().last_gno(&sid);
+    // b relays what a made durable, then takes over and captures what comes after.
     wait_until("b takes over and writes", || {
-        b.files().gtid_executed().last_gno(&sid) > relayed + 20
+        b.files().gtid_executed().last_gno(&sid) > a_wrote + 20
     })
     .await;
     assert_eq!(
@@ -544,6 +572,13 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
     );
     let a = start_app_with(cfg("a")).await;
     let truth = finish_workload(&run, &b).await;
+    // a follows b now: once it holds all of b's binlog, SQL sees the same tables on both (a
+    // read the schema at its checkpoint when it started and after each DDL it relayed).
+    wait_until("a follows b to its end", || {
+        a.files().gtid_executed() == b.files().gtid_executed()
+    })
+    .await;
+    assert_eq!(columns(a.local_addr()).await, columns(b.local_addr()).await);
     let b_dir = b.binlog_dir().to_path_buf();
     b.stop().await.expect("b stops cleanly");
     let last_commit = truth

@@ -49,6 +49,9 @@ pub(super) struct FollowConfig {
     /// This member's MySQL address: the host and port it registers with, so that the owner's
     /// `SHOW REPLICAS` lists its standbys.
     pub advertise: String,
+    /// Where the catalog after a relayed DDL is read (TiDB's meta at its commit ts).
+    pub pd: crate::capture::pd::PdClient,
+    pub filter: crate::mounter::TableFilter,
 }
 
 /// The replica server id of an instance: a hash of its id, never 0 nor the group's own.
@@ -195,6 +198,8 @@ async fn follow_once(
         "following the owner's binlog");
     let mut pristine = start.pristine;
     let mut txn: Vec<u8> = Vec::with_capacity(1 << 16);
+    // The type of the transaction's last event: a QUERY ends a DDL.
+    let mut last = EventType(0);
     let mut check = tokio::time::interval(OWNER_CHECK);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -219,6 +224,7 @@ async fn follow_once(
             EventType::GTID => {
                 txn.clear();
                 raw_event(&ev, &mut txn)?;
+                last = ty;
             }
             EventType::IGNORABLE if h.flags_raw() & flags::ARTIFICIAL != 0 => {
                 match Relay::parse(ev.data()) {
@@ -227,9 +233,27 @@ async fn follow_once(
                             return Err(Stop::Retry("a relay event outside a transaction".into()));
                         }
                         let events = std::mem::replace(&mut txn, Vec::with_capacity(1 << 16));
-                        out.send(WriterMsg::Relayed { events, tag })
-                            .await
-                            .map_err(|_| Stop::Stopped)?;
+                        // A DDL changes what SQL reads see from its position on.
+                        let catalog = if last == EventType::QUERY {
+                            let ts = crate::model::Ts(tag.commit_ts);
+                            match super::catalog_at(&cfg.pd, ts, cfg.filter.clone()).await {
+                                Ok(c) => Some(c),
+                                Err(e) => {
+                                    warn!(error = %format!("{e:#}"), commit_ts = tag.commit_ts,
+                                        "no catalog after a relayed DDL; SQL reads keep the one before");
+                                    None
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        out.send(WriterMsg::Relayed {
+                            events,
+                            tag,
+                            catalog,
+                        })
+                        .await
+                        .map_err(|_| Stop::Stopped)?;
                     }
                     Some(Relay::Checkpoint { ts, file, pos }) => {
                         out.send(WriterMsg::RelayedCheckpoint { ts, file, pos })
@@ -253,7 +277,10 @@ async fn follow_once(
             | EventType::ROTATE
             | EventType::FORMAT_DESCRIPTION
             | EventType::PREVIOUS_GTIDS => {}
-            _ if !txn.is_empty() => raw_event(&ev, &mut txn)?,
+            _ if !txn.is_empty() => {
+                raw_event(&ev, &mut txn)?;
+                last = ty;
+            }
             _ => {}
         }
     }

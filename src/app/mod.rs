@@ -576,6 +576,14 @@ impl App {
         // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
         let catalog = match &feed {
             Some(Ok(f)) => f.schema().borrow().clone(),
+            // An HA member serves reads before (or without) capturing: the schema at its
+            // checkpoint.
+            None if cfg.ha.is_some() => catalog_at(&sql_pd, start_ts, cfg.filter.clone())
+                .await
+                .unwrap_or_else(|e| {
+                    warn!(error = %format!("{e:#}"), "no catalog for SQL reads until this member captures");
+                    Arc::default()
+                }),
             _ => Arc::default(),
         };
         let history = Arc::new(SchemaHistory::new(catalog));
@@ -731,6 +739,7 @@ impl App {
                     files.clone(),
                     abrupt.clone(),
                     (sql_pd.clone(), standby_gc, checkpoint.clone()),
+                    cfg.filter.clone(),
                 )
                 .await
                 {
@@ -971,6 +980,31 @@ async fn start_changefeed(
         .context("start the changefeed")
 }
 
+/// The included tables as TiDB's schema had them at `ts` (read from its meta keys), for an
+/// HA standby, which captures nothing: at start (its checkpoint) and after each DDL it relays
+/// (that DDL's commit ts).
+pub(crate) async fn catalog_at(
+    pd: &PdClient,
+    ts: Ts,
+    filter: TableFilter,
+) -> anyhow::Result<crate::mounter::Catalog> {
+    let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
+        pd.clone(),
+        crate::capture::snapshot::SnapshotConfig::default(),
+    ));
+    let reader = crate::capture::snapshot::BlockingSnapshotReader::new(
+        reader,
+        tokio::runtime::Handle::current(),
+    );
+    let store = tokio::task::spawn_blocking(move || {
+        crate::mounter::SchemaStore::bootstrap(&reader, ts, filter)
+    })
+    .await
+    .context("schema read task")?
+    .with_context(|| format!("read the schema at {}", ts.0))?;
+    Ok(crate::changefeed::schema_snapshot(&store))
+}
+
 /// An HA member's way to ownership: the campaign, then the fence for the writer and the
 /// published binlog end.
 struct OwnerGate {
@@ -1006,6 +1040,7 @@ impl OwnerGate {
             crate::capture::gc_keeper::GcKeeperConfig,
             watch::Receiver<Ts>,
         ),
+        filter: TableFilter,
     ) -> anyhow::Result<OwnerGate> {
         let endpoints = if ha.etcd.is_empty() {
             pd_addrs.to_vec()
@@ -1035,6 +1070,8 @@ impl OwnerGate {
             password: ha.password.clone(),
             replica_server_id: follow::replica_server_id(instance_id, server_id),
             advertise: candidate.member().mysql.clone(),
+            pd: pd.clone(),
+            filter,
         };
         Ok(OwnerGate {
             follow,
@@ -1410,8 +1447,12 @@ impl Writer {
                 }
                 WriterMsg::Purge(req) => self.on_purge(req),
                 WriterMsg::Stop => break,
-                WriterMsg::Relayed { events, tag } => {
-                    self.on_relayed(&events, tag)?;
+                WriterMsg::Relayed {
+                    events,
+                    tag,
+                    catalog,
+                } => {
+                    self.on_relayed(&events, tag, catalog)?;
                     if rx.is_empty() {
                         // Group commit: nothing more is queued.
                         self.relay_flush()?;
@@ -1487,7 +1528,12 @@ impl Writer {
     /// what this store would write next) stops the relay until the follower asks again; it is
     /// not the writer's failure. An owner ignores what a follower still had queued: its
     /// capture regenerates it.
-    fn on_relayed(&mut self, events: &[u8], tag: RelayTag) -> anyhow::Result<()> {
+    fn on_relayed(
+        &mut self,
+        events: &[u8],
+        tag: RelayTag,
+        catalog: Option<crate::mounter::Catalog>,
+    ) -> anyhow::Result<()> {
         if self.owns() || self.relay_error.is_some() {
             return Ok(());
         }
@@ -1498,6 +1544,12 @@ impl Writer {
                 self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
                 // Everything committed before it is in the binlog (binlog order).
                 self.relay_checkpoint = self.relay_checkpoint.max(Some(commit.prev()));
+                if let Some(cat) = catalog {
+                    let end = self.files.end_pos();
+                    let readers = self.files.snapshot_point().map_or(end, |p| p.end.min(end));
+                    self.history
+                        .push(c.end, (commit, start, tag.part), cat, readers);
+                }
                 Ok(())
             }
             Err(e @ (StoreError::RelayMismatch { .. } | StoreError::OutOfOrder { .. })) => {
@@ -1906,6 +1958,7 @@ mod tests {
                     commit_ts: commit,
                     part: 0,
                 },
+                catalog: None,
             }
         };
 

@@ -56,7 +56,12 @@ pub enum WriterMsg<E> {
     /// Close the store and end the thread.
     Stop,
     /// An HA standby: a transaction of the owner's binlog, its events as they are there.
-    Relayed { events: Vec<u8>, tag: RelayTag },
+    /// `catalog`: the included tables after it, when it is a DDL.
+    Relayed {
+        events: Vec<u8>,
+        tag: RelayTag,
+        catalog: Option<crate::mounter::Catalog>,
+    },
     /// An HA standby: the owner's stream is at snapshot point `ts`, `file`/`pos`.
     RelayedCheckpoint { ts: u64, file: String, pos: u64 },
     /// An HA standby: the header timestamp of the owner's first file, for a store with
