@@ -24,25 +24,22 @@ use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use mysql_async::{BinlogStreamRequest, GnoInterval, Sid as MySid};
+use mysql_async::BinlogStreamRequest;
 use serde_json::Value as Json;
 use tibinlog::capture::pd::{PdClient, PdConfig};
 use tibinlog::model::Ts;
 use tibinlog::sim::ts::SimRng;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::app::{dense_set, master_gtids, opts, truth_after};
-use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog, Assembler, SeenTxn};
+use common::app::{dense_set, master_gtids, truth_after};
+use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog};
+use common::proc::{client_settled, follow, lock, Follow, Proc, POLL, WAIT};
 
 /// Seed of the workload and of the kill schedule unless `TIBINLOG_CRASH_SEED` is set.
 const DEFAULT_SEED: u64 = 1_729;
@@ -64,12 +61,6 @@ const PAUSE_SHARE: f64 = 0.4;
 const SIZE_POLL: Duration = Duration::from_millis(10);
 /// Binlog files rotate past this size, so kills also land around rotations.
 const MAX_BINLOG_SIZE: u64 = 64 << 10;
-/// Upper bound of any single wait.
-const WAIT: Duration = Duration::from_secs(180);
-/// Interval of polls and client reconnect attempts.
-const POLL: Duration = Duration::from_millis(50);
-/// `server_id` the streaming client registers with.
-const CLIENT_SERVER_ID: u32 = 1001;
 /// PD service id of the test's own safe point, held until the server holds its own.
 const TEST_SERVICE_ID: &str = "crash-loop-test";
 
@@ -82,25 +73,11 @@ const HEADER_LEN: usize = 19;
 /// Bytes of one record of the mapping file.
 const MAP_RECORD_LEN: u64 = 48;
 
-/// The `tibinlog` binary under test.
-fn binary() -> PathBuf {
-    std::env::var_os("TIBINLOG_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tibinlog")))
-}
-
 fn seed() -> u64 {
     match std::env::var("TIBINLOG_CRASH_SEED") {
         Ok(s) => s.trim().parse().expect("TIBINLOG_CRASH_SEED is a u64"),
         Err(_) => DEFAULT_SEED,
     }
-}
-
-/// The last `n` lines of a log file.
-fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// The last `n` lines of the log at `path` that contain one of `words`.
@@ -111,117 +88,6 @@ fn log_grep(path: &Path, words: &[&str], n: usize) -> String {
         .filter(|l| words.iter().any(|w| l.contains(w)))
         .collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// A `tibinlog` subprocess: stdout lines on a channel, stderr appended to a log file, killed on
-/// drop.
-struct Proc {
-    name: &'static str,
-    child: Child,
-    lines: mpsc::UnboundedReceiver<String>,
-    log: PathBuf,
-    started: Instant,
-}
-
-impl Proc {
-    fn spawn(name: &'static str, args: &[String], log: &Path) -> Proc {
-        let err = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .expect("open log file");
-        let mut child = Command::new(binary())
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn tibinlog {name}: {e}"));
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(out).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc {
-            name,
-            child,
-            lines: rx,
-            log: log.to_path_buf(),
-            started: Instant::now(),
-        }
-    }
-
-    fn tail(&self) -> String {
-        log_tail(&self.log, 60)
-    }
-
-    /// The next stdout line that is a JSON object with an `event`; `None` once stdout closed
-    /// (the process is exiting).
-    async fn next_event(&mut self, deadline: Instant) -> Option<Json> {
-        loop {
-            let line = tokio::time::timeout_at(deadline, self.lines.recv())
-                .await
-                .unwrap_or_else(|_| {
-                    panic!(
-                        "tibinlog {}: no output in time; log:\n{}",
-                        self.name,
-                        self.tail()
-                    )
-                })?;
-            if let Ok(j) = serde_json::from_str::<Json>(&line) {
-                if j.get("event").is_some() {
-                    return Some(j);
-                }
-            }
-        }
-    }
-
-    /// Waits for the `event` line.
-    async fn wait_event(&mut self, event: &str) -> Json {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            match self.next_event(deadline).await {
-                Some(j) if j["event"] == event => return j,
-                Some(_) => {}
-                None => {
-                    let st = self.exit_status().await;
-                    panic!(
-                        "tibinlog {} exited ({st}) before `{event}`; log:\n{}",
-                        self.name,
-                        self.tail()
-                    );
-                }
-            }
-        }
-    }
-
-    async fn exit_status(&mut self) -> ExitStatus {
-        tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("process exits in time")
-            .expect("wait for the process")
-    }
-
-    /// SIGKILL, then reap. Panics if the process had already exited by itself.
-    async fn kill9(&mut self) {
-        if let Some(st) = self.child.try_wait().expect("try_wait") {
-            panic!(
-                "tibinlog {} had exited by itself ({st}); log:\n{}",
-                self.name,
-                self.tail()
-            );
-        }
-        self.child.start_kill().expect("SIGKILL");
-        self.exit_status().await;
-    }
 }
 
 /// The server process across its restarts: same data dir, same port (unless another process
@@ -506,160 +372,6 @@ fn tear_tail(binlog_dir: &Path, rng: &mut SimRng, client_max_gno: u64) -> Torn {
         torn.map = Some(n);
     }
     torn
-}
-
-/// What the streaming client saw.
-#[derive(Debug, Default)]
-struct Follow {
-    txns: Vec<SeenTxn>,
-    /// Dump sessions that streamed.
-    sessions: usize,
-    /// Connection or dump requests that failed (server down).
-    failed_connects: usize,
-    /// Sessions that ended inside a transaction (dropped; it comes again).
-    partial_dropped: usize,
-    /// MySQL errors the server answered (1236 "more GTIDs than the master" would mean it had
-    /// served a transaction it then lost).
-    server_errors: Vec<String>,
-    last_error: Option<String>,
-    /// Connection attempts begun and finished (failed, or streamed and ended): equal once
-    /// every session with a killed server has ended and its transactions are in `txns`.
-    attempts_begun: usize,
-    attempts_ended: usize,
-}
-
-impl Follow {
-    fn on_error(&mut self, e: &mysql_async::Error) {
-        if let mysql_async::Error::Server(s) = e {
-            self.server_errors.push(format!("{} {}", s.code, s.message));
-        }
-        self.last_error = Some(e.to_string());
-    }
-}
-
-fn lock(f: &Mutex<Follow>) -> MutexGuard<'_, Follow> {
-    f.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// `uuid:1-n` for the transactions received, as the dump request carries it.
-fn received_set(sid: [u8; 16], txns: &[SeenTxn]) -> Option<MySid<'static>> {
-    let mut gnos: Vec<u64> = txns.iter().map(|t| t.gno).collect();
-    gnos.sort_unstable();
-    gnos.dedup();
-    let mut s = MySid::new(sid);
-    let mut i = 0;
-    while i < gnos.len() {
-        let mut j = i;
-        while j + 1 < gnos.len() && gnos[j + 1] == gnos[j] + 1 {
-            j += 1;
-        }
-        s = s.with_interval(GnoInterval::new(gnos[i], gnos[j] + 1));
-        i = j + 1;
-    }
-    (!gnos.is_empty()).then_some(s)
-}
-
-/// A replica following the master by GTID across its restarts.
-/// While `paused` is true it stays disconnected, as a replica that is stopped.
-async fn follow(
-    mut addr: watch::Receiver<Option<SocketAddr>>,
-    mut paused: watch::Receiver<bool>,
-    sid: [u8; 16],
-    seen: Arc<Mutex<Follow>>,
-    stop: CancellationToken,
-) {
-    while !stop.is_cancelled() {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            r = paused.wait_for(|p| !*p) => r.map(|_| ()).expect("pause watch open"),
-        }
-        let Some(a) = *addr.borrow_and_update() else {
-            break;
-        };
-        let set = {
-            let mut f = lock(&seen);
-            f.attempts_begun += 1;
-            received_set(sid, &f.txns)
-        };
-        let open = async {
-            let conn = mysql_async::Conn::new(opts(a, "root")).await?;
-            let mut req = BinlogStreamRequest::new(CLIENT_SERVER_ID).with_gtid();
-            if let Some(s) = set {
-                req = req.with_gtid_set(vec![s]);
-            }
-            conn.get_binlog_stream(req).await
-        };
-        let opened = tokio::select! {
-            _ = stop.cancelled() => return,
-            r = tokio::time::timeout(WAIT, open) => r,
-        };
-        let mut stream = match opened {
-            Ok(Ok(s)) => s,
-            other => {
-                {
-                    let mut f = lock(&seen);
-                    f.failed_connects += 1;
-                    f.attempts_ended += 1;
-                    match other {
-                        Ok(Err(e)) => f.on_error(&e),
-                        _ => f.last_error = Some("connect timed out".to_owned()),
-                    }
-                }
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = addr.changed() => {}
-                    _ = tokio::time::sleep(POLL) => {}
-                }
-                continue;
-            }
-        };
-        lock(&seen).sessions += 1;
-        // A new session: a transaction the last one left open is dropped and comes again.
-        let mut asm = Assembler::default();
-        loop {
-            let ev = tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = paused.wait_for(|p| *p) => None,
-                ev = stream.next() => ev,
-            };
-            match ev {
-                Some(Ok(ev)) => {
-                    if let Some(t) = asm.on_event(&ev, &stream) {
-                        lock(&seen).txns.push(t);
-                    }
-                }
-                Some(Err(e)) => {
-                    lock(&seen).on_error(&e);
-                    break;
-                }
-                None => break,
-            }
-        }
-        let mut f = lock(&seen);
-        if asm.in_txn() {
-            f.partial_dropped += 1;
-        }
-        f.attempts_ended += 1;
-    }
-}
-
-/// Waits until every session the client had with the killed server has ended; returns the
-/// highest GNO it received.
-async fn client_settled(seen: &Mutex<Follow>) -> u64 {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        {
-            let f = lock(seen);
-            if f.attempts_begun == f.attempts_ended {
-                return f.txns.iter().map(|t| t.gno).max().unwrap_or(0);
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the client's session with the killed server never ended"
-        );
-        tokio::time::sleep(SIZE_POLL).await;
-    }
 }
 
 /// `(truncated_bytes > 0, dropped_records > 0)` of every store open in the server log.

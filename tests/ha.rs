@@ -18,6 +18,8 @@ use common::app::{
     wait_checkpoint, wait_until,
 };
 use common::etcd::{CutProxy, Etcd};
+use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog};
+use common::proc::{follow, Follow, Proc};
 use mysql_async::prelude::*;
 
 const SEED: u64 = 20_261_203;
@@ -601,3 +603,403 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
         assert!(bytes == other, "{name} differs between the instances");
     }
 }
+
+/// Rounds of the failover loop: the owner is killed with SIGKILL, except every
+/// `LOOP_STOP_EVERY`th round, where it is stopped (SIGSTOP) past its lease and resumed.
+const LOOP_KILLS: usize = 20;
+const LOOP_STOP_EVERY: usize = 7;
+/// The round before which etcd is restarted (SIGKILL, then the same data directory).
+const LOOP_ETCD_RESTART: usize = 10;
+const LOOP_LEASE_SECONDS: u64 = 2;
+
+/// A member of the group as a `tibinlog server` process, restarted on its data directory
+/// and port.
+struct Member {
+    name: &'static str,
+    dir: std::path::PathBuf,
+    log: std::path::PathBuf,
+    port: u16,
+    proc: Option<Proc>,
+}
+
+impl Member {
+    async fn start(&mut self, pd: &str, etcd: &str, start_ts: Ts) {
+        let args: Vec<String> = [
+            "server",
+            "--pd",
+            pd,
+            "--listen",
+            &format!("127.0.0.1:{}", self.port),
+            "--data-dir",
+            self.dir.to_str().expect("utf-8 path"),
+            "--start-ts",
+            &start_ts.0.to_string(),
+            "--max-binlog-size",
+            &MAX_BINLOG_SIZE.to_string(),
+            "--ha",
+            "true",
+            "--etcd",
+            etcd,
+            "--ha-prefix",
+            "/t/loop",
+            "--ha-lease-ttl-seconds",
+            &LOOP_LEASE_SECONDS.to_string(),
+            "--instance-id",
+            self.name,
+            "--status-listen",
+            "127.0.0.1:0",
+        ]
+        .map(str::to_owned)
+        .into();
+        let mut p = Proc::spawn(self.name, &args, &self.log);
+        let serving = p.wait_event("serving").await;
+        let addr: std::net::SocketAddr = serving["listen"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .expect("serving address");
+        self.port = addr.port();
+        self.proc = Some(p);
+    }
+
+    fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    fn pid(&self) -> String {
+        let p = self.proc.as_ref().expect("running");
+        p.child.id().expect("pid").to_string()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.pid()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill {sig} {}", self.name);
+    }
+
+    /// Bytes of every file of its binlog directory.
+    fn store_bytes(&self) -> u64 {
+        std::fs::read_dir(self.dir.join("binlog"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// The highest GNO of a `uuid:1-n` text (0 for none).
+fn last_gno(gtids: &str) -> u64 {
+    gtids
+        .rsplit([':', '-'])
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn median_max(v: &[Duration]) -> (Duration, Duration) {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    (s[s.len() / 2], *s.last().expect("samples"))
+}
+
+/// The failover loop: two `tibinlog server` processes form a group on a real etcd (2 s
+/// lease) under a running workload with faults. The owner is killed with SIGKILL 20 times at
+/// seeded moments and restarted as a standby; three times it is stopped (SIGSTOP) past its
+/// lease instead, and once resumed it must exit without writing another byte; etcd is
+/// restarted once. A GTID client follows whichever member is up. At the end every transaction
+/// of the truth log is in both binlogs once, in order, with its values; the client received
+/// each exactly once; and the two members' binlog files are byte-identical. Prints the
+/// takeover times (kill → the new owner's binlog passes what the old one had published) and
+/// the client's gaps (kill → its first new transaction).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing() {
+    log_warnings();
+    let Some(mut etcd) = Etcd::start().await else {
+        return;
+    };
+    let seed = SEED + 17;
+    let run = start_sim_at_rate(seed, 1_000_000, 150.0).await;
+    let root = tempfile::tempdir().expect("tempdir");
+    let pd = run.sim.cluster().pd_url();
+    let mut members: Vec<Member> = ["a", "b"]
+        .iter()
+        .map(|&name| Member {
+            name,
+            dir: root.path().join(name),
+            log: root.path().join(format!("{name}.log")),
+            port: 0,
+            proc: None,
+        })
+        .collect();
+    for m in &mut members {
+        m.start(&pd, &etcd.endpoint(), run.start_ts).await;
+    }
+    let observer = candidate(
+        etcd.endpoint(),
+        "/t/loop",
+        "observer",
+        Duration::from_secs(LOOP_LEASE_SECONDS),
+    )
+    .await;
+    let names: Vec<&str> = members.iter().map(|m| m.name).collect();
+    let owner_index = |name: &str| names.iter().position(|n| *n == name);
+    let uuid = {
+        let serving = tokio::time::timeout(WAIT_LOOP, async {
+            loop {
+                if let Ok(Some(o)) = observer.owner().await {
+                    break o.instance_id;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await
+        .expect("an owner");
+        let i = owner_index(&serving).expect("a member owns");
+        let st = common::app::master_status(members[i].addr())
+            .await
+            .expect("master status");
+        st.gtids.split(':').next().unwrap_or_default().to_owned()
+    };
+    let uuid = if uuid.is_empty() {
+        // Nothing written yet: the group's UUID from the status API of any member.
+        let mut conn = mysql_async::Conn::new(opts(members[0].addr(), "root"))
+            .await
+            .expect("connect");
+        let u: Option<String> = conn
+            .query_first("SELECT @@server_uuid")
+            .await
+            .expect("uuid");
+        u.expect("server_uuid")
+    } else {
+        uuid
+    };
+    let sid: [u8; 16] = hex::decode(uuid.replace('-', ""))
+        .expect("uuid hex")
+        .try_into()
+        .expect("16 bytes");
+
+    // A GTID client on whichever member the test points it at.
+    let (addr_tx, addr_rx) = tokio::sync::watch::channel(Some(members[0].addr()));
+    let (_pause_tx, pause_rx) = tokio::sync::watch::channel(false);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Follow::default()));
+    let stop_client = CancellationToken::new();
+    let client = tokio::spawn(follow(
+        addr_rx,
+        pause_rx,
+        sid,
+        seen.clone(),
+        stop_client.clone(),
+    ));
+
+    let mut rng = tibinlog::sim::ts::SimRng::new(seed);
+    let mut takeovers = Vec::new();
+    let mut gaps = Vec::new();
+    let rounds = LOOP_KILLS + LOOP_KILLS / (LOOP_STOP_EVERY - 1);
+    let mut stops = 0;
+    // The owner at the start; afterwards the member each round's takeover made owner.
+    let mut owner = tokio::time::timeout(WAIT_LOOP, async {
+        loop {
+            if let Ok(Some(o)) = observer.owner().await {
+                if let Some(i) = owner_index(&o.instance_id) {
+                    break i;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("a first owner");
+    for round in 0..rounds {
+        let other = 1 - owner;
+        addr_tx.send_replace(Some(members[other].addr()));
+        if round == LOOP_ETCD_RESTART {
+            etcd.restart().await;
+        }
+        // The owner writes for a seeded while (its standby following it).
+        let delay = Duration::from_millis(300 + rng.below(1_200));
+        tokio::time::sleep(delay).await;
+        let stop_round = round % LOOP_STOP_EVERY == LOOP_STOP_EVERY - 1;
+        let published = observer
+            .published_end()
+            .await
+            .expect("published end")
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["gtid_executed"].as_str().map(last_gno))
+            .unwrap_or(0);
+        let t0 = std::time::Instant::now();
+        let frozen = if stop_round {
+            members[owner].signal("-STOP");
+            stops += 1;
+            Some(members[owner].store_bytes())
+        } else {
+            members[owner].proc.as_mut().expect("running").kill9().await;
+            None
+        };
+        eprintln!(
+            "round {round}: {} {} after {delay:?} (published GNO {published})",
+            if stop_round { "stopped" } else { "killed" },
+            members[owner].name
+        );
+        // The other member takes over (etcd says so: the old owner's key is gone) and writes
+        // past what the old owner had published.
+        let new = members[other].addr();
+        let new_name = members[other].name;
+        tokio::time::timeout(WAIT_LOOP, async {
+            loop {
+                let owns =
+                    matches!(observer.owner().await, Ok(Some(o)) if o.instance_id == new_name);
+                if owns {
+                    if let Ok(st) = common::app::master_status(new).await {
+                        if last_gno(&st.gtids) > published {
+                            break;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: {} never took over", members[other].name));
+        takeovers.push(t0.elapsed());
+        if let Some(bytes) = frozen {
+            // Past its lease it resumes: it must notice before writing and exit.
+            members[owner].signal("-CONT");
+            let p = members[owner].proc.as_mut().expect("running");
+            let status = p.exit_status().await;
+            assert!(!status.success(), "a fenced owner exits with a failure");
+            let log = std::fs::read_to_string(&members[owner].log).unwrap_or_default();
+            assert!(
+                log.contains("lost the ownership"),
+                "the resumed owner says why it stopped"
+            );
+            assert_eq!(
+                members[owner].store_bytes(),
+                bytes,
+                "round {round}: {} wrote after it lost the ownership",
+                members[owner].name
+            );
+        }
+        let takeover = t0.elapsed();
+        members[owner].proc = None;
+        let m = &mut members[owner];
+        m.start(&pd, &etcd.endpoint(), run.start_ts).await;
+        let restarted = t0.elapsed();
+        // The client's stall: the longest silence between two transactions it received from
+        // the last one before the kill to the first one after the takeover.
+        let t_taken = t0 + takeover;
+        let gap = tokio::time::timeout(WAIT_LOOP, async {
+            loop {
+                {
+                    let f = common::proc::lock(&seen);
+                    let times = &f.received_at;
+                    if let Some(i1) = times.iter().position(|t| t.into_std() >= t_taken) {
+                        let i0 = times[..i1].iter().rposition(|t| t.into_std() <= t0);
+                        let mut prev = i0.map_or(t0, |i| times[i].into_std());
+                        let mut gap = Duration::ZERO;
+                        for t in &times[i0.map_or(i1, |i| i + 1)..=i1] {
+                            gap = gap.max(t.into_std().saturating_duration_since(prev));
+                            prev = t.into_std();
+                        }
+                        break gap;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: the client got nothing after the takeover"));
+        eprintln!("  takeover {takeover:?}, client gap {gap:?}, restarted after {restarted:?}");
+        gaps.push(gap);
+        owner = other;
+    }
+    assert_eq!(stops, LOOP_KILLS / (LOOP_STOP_EVERY - 1));
+
+    // The workload pauses; both members and the client catch up with the truth log.
+    run.sim.pause_workload();
+    assert_eq!(run.sim.failure(), None, "the workload failed");
+    let deadline = std::time::Instant::now() + WAIT_LOOP;
+    let want = loop {
+        let lines = run.truth.lines();
+        let want = common::app::truth_after(&lines, run.start_ts);
+        let want_set = common::app::dense_set(&uuid, want.len());
+        let mut all = true;
+        for m in &members {
+            let got = common::app::master_gtids(m.addr())
+                .await
+                .unwrap_or_default();
+            assert!(
+                last_gno(&got) <= want.len() as u64 || run.truth.lines().len() > lines.len(),
+                "{} has more transactions than the truth log: {got}",
+                m.name
+            );
+            all &= got == want_set;
+        }
+        if all && run.truth.lines().len() == lines.len() {
+            break want;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the members did not converge"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let all = expected(&want, 1..=want.len() as u64);
+    let owner = owner_index(
+        &observer
+            .owner()
+            .await
+            .expect("owner")
+            .expect("an owner")
+            .instance_id,
+    )
+    .expect("a member");
+    let from_start = mysql_async::BinlogStreamRequest::new(0)
+        .with_filename(b"binlog.000001")
+        .with_pos(4);
+    let dump = read_binlog(members[owner].addr(), from_start, None).await;
+    assert_seen_equals_truth("binlog", &dump.txns, &all);
+    let deadline = std::time::Instant::now() + WAIT_LOOP;
+    while common::proc::lock(&seen).txns.len() < want.len() {
+        assert!(std::time::Instant::now() < deadline, "the client is stuck");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop_client.cancel();
+    client.await.expect("client task");
+    let f = std::mem::take(&mut *common::proc::lock(&seen));
+    assert_seen_equals_truth("GTID client", &f.txns, &all);
+    assert!(
+        f.server_errors.is_empty(),
+        "a member refused the client: {:?}",
+        f.server_errors
+    );
+
+    // Both stop cleanly (the owner resigns); their binlogs are the same bytes.
+    for m in &mut members {
+        m.signal("-TERM");
+        let st = m.proc.as_mut().expect("running").exit_status().await;
+        assert!(st.success(), "{} stops cleanly ({st})", m.name);
+    }
+    let (a, b) = (
+        binlog_files(&members[0].dir.join("binlog")),
+        binlog_files(&members[1].dir.join("binlog")),
+    );
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&a), names(&b), "same files");
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        assert!(x == y, "{name} differs between the members");
+    }
+    let (tm, tx) = median_max(&takeovers);
+    let (gm, gx) = median_max(&gaps);
+    eprintln!(
+        "failover loop: {} transactions, {} kills, {stops} stops, lease {LOOP_LEASE_SECONDS} s; \
+         takeover median {tm:?} max {tx:?}; client gap median {gm:?} max {gx:?}",
+        want.len(),
+        rounds - stops,
+    );
+}
+
+/// Upper bound of a wait in the failover loop.
+const WAIT_LOOP: Duration = Duration::from_secs(120);

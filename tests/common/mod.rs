@@ -8,6 +8,7 @@ pub mod mariadb;
 pub mod mariadb_binlog;
 pub mod mysql_binlog;
 pub mod peer;
+pub mod proc;
 pub mod raw_binlog;
 pub mod repl;
 pub mod sim;

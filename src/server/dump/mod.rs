@@ -61,6 +61,34 @@ mod session;
 
 pub use plan::DumpRequest;
 
+/// How long a dump from a member of an HA group waits for its binlog to reach a client that
+/// is ahead of it before refusing it as MySQL does (error 1236).
+const HA_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The client asks for what this binlog does not have yet: GTIDs of this server past its
+/// `@@gtid_executed`, or a position past its end.
+fn ahead(shared: &Shared, sid: Sid, req: &DumpRequest) -> bool {
+    let source = shared.source.as_ref();
+    match req {
+        DumpRequest::Gtid { sids, .. } => {
+            let wanted = sids
+                .iter()
+                .filter(|s| s.uuid == sid.0 && s.tag.is_none())
+                .flat_map(|s| s.intervals.iter().map(|&(_, end)| end.saturating_sub(1)))
+                .max()
+                .unwrap_or(0);
+            wanted > source.gtid_executed().last_gno(&sid)
+        }
+        DumpRequest::Position { file, pos, .. } => {
+            let end = source.end_position();
+            // Names of one basename: a longer number, or the same length and a larger one.
+            let key = |n: &str| (n.len(), n.to_owned());
+            !file.is_empty()
+                && (key(file) > key(&end.file) || (*file == end.file && *pos > end.pos))
+        }
+    }
+}
+
 /// Runs the dump until the client goes away, the end in non-blocking mode, or `cancel`.
 pub async fn run(
     shared: Arc<Shared>,
@@ -80,6 +108,27 @@ pub async fn run(
         slave_connect_state: session.user_var("slave_connect_state"),
         slave_until_gtid: session.user_var("slave_until_gtid"),
     };
+    let in_group = shared
+        .capture
+        .as_ref()
+        .is_some_and(|c| c.ha_owner_text().is_some());
+    if in_group && settings.slave_connect_state.is_none() {
+        // A client that read another member's binlog may be ahead of this one right after a
+        // failover: this member relays or regenerates the same transactions shortly, so the
+        // dump waits for them rather than refusing what it will have.
+        let mut end = shared.source.subscribe_end();
+        let deadline = tokio::time::Instant::now() + HA_CATCH_UP;
+        while ahead(&shared, settings.sid, &req) {
+            tokio::select! {
+                () = cancel.cancelled() => return Ok(()),
+                r = tokio::time::timeout_at(deadline, end.changed()) => {
+                    if !matches!(r, Ok(Ok(()))) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
     let opened = plan::plan_start(&settings, shared.source.as_ref(), &req).and_then(|start| {
         let reader = shared
             .source
