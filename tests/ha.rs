@@ -867,8 +867,25 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         if let Some(bytes) = frozen {
             // Past its lease it resumes: it must notice before writing and exit.
             members[owner].signal("-CONT");
-            let p = members[owner].proc.as_mut().expect("running");
-            let status = p.exit_status().await;
+            let deadline = std::time::Instant::now() + WAIT_LOOP;
+            let status = loop {
+                assert_eq!(
+                    members[owner].store_bytes(),
+                    bytes,
+                    "round {round}: {} wrote after it lost the ownership",
+                    members[owner].name
+                );
+                let p = members[owner].proc.as_mut().expect("running");
+                if let Some(st) = p.child.try_wait().expect("try_wait") {
+                    break st;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: the resumed owner {} goes on running",
+                    members[owner].name
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
             assert!(!status.success(), "a fenced owner exits with a failure");
             let log = std::fs::read_to_string(&members[owner].log).unwrap_or_default();
             assert!(
