@@ -484,6 +484,7 @@ async fn a_resigning_owner_hands_over_and_a_restarted_etcd_keeps_the_owner() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog() {
     log_warnings();
+    let _alone = HEAVY.lock().await;
     let Some(etcd) = Etcd::start().await else {
         return;
     };
@@ -717,6 +718,7 @@ fn median_max(v: &[Duration]) -> (Duration, Duration) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing() {
     log_warnings();
+    let _alone = HEAVY.lock().await;
     let Some(mut etcd) = Etcd::start().await else {
         return;
     };
@@ -1017,6 +1019,11 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         rounds - stops,
     );
 }
+
+/// Held by the tests that run members on a short lease, so that they do not share the
+/// machine's cores with each other (a starved keep-alive would lose a lease the test did not
+/// mean to).
+static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Upper bound of a wait in the failover loop.
 const WAIT_LOOP: Duration = Duration::from_secs(120);

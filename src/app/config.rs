@@ -1096,6 +1096,8 @@ mod tests {
             ha: HaSection {
                 prefix: Some("/p".into()),
                 advertise: Some("a".into()),
+                user: Some("repl".into()),
+                password: Some("pw".into()),
                 ..HaSection::default()
             },
             ..Settings::default()
@@ -1132,6 +1134,7 @@ mod tests {
         // What --print-config prints is a file that reads back as the same settings.
         let mut s = full.clone();
         s.security.password = String::new();
+        s.ha.password = None;
         let printed = render(&s);
         let back = Settings::deserialize(toml::Value::Table(
             parse_file(&printed, "printed").expect("parse printed"),
@@ -1146,6 +1149,7 @@ mod tests {
             );
         }
         s.security.password = "secret".into();
+        s.ha.password = Some("also secret".into());
         assert!(!render(&s).contains("secret"));
     }
 
