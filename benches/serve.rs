@@ -1,6 +1,6 @@
 //! Serving benchmarks of the replication server. Prints figures; asserts no time limit.
 //!
-//! Sections (`SERVE_BENCH=throughput,clients,latency`, all by default):
+//! Sections (`SERVE_BENCH=throughput,clients,latency,standby`, all but `standby` by default):
 //!
 //! * `throughput`: a binlog of `SERVE_ROWS` narrow rows (INT, VARCHAR(32), BIGINT) in
 //!   transactions of `SERVE_TXN_ROWS`, written with the binlog store and served by our server,
@@ -26,6 +26,10 @@
 //!   separately, the wall clock when the commit returned; that one is split at the moment the
 //!   app's durable checkpoint passed the commit. Percentiles over `LATENCY_SECS` after
 //!   `LATENCY_WARMUP_SECS`.
+//! * `standby`: the same with the app in an HA group (a real etcd 3.4, started here) and a
+//!   second member that starts once the first owns the group and follows its binlog; a client
+//!   on each from the start. Prints, per transaction, the standby's client's receive time minus
+//!   the owner's client's: how far a consumer of the standby is behind one of the owner.
 //!
 //! `cargo bench --bench serve` (not criterion: each figure is one run over a large volume).
 
@@ -61,8 +65,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
+#[path = "../tests/common/etcd.rs"]
+mod etcd;
 #[path = "../tests/common/mariadb.rs"]
 mod mariadb;
+#[path = "../tests/common/peer.rs"]
+mod peer;
 #[path = "common/util.rs"]
 mod util;
 use util::{env_num, free_port, mb};
@@ -703,7 +711,70 @@ fn print_latency(what: &str, mut ms: Vec<f64>) {
     );
 }
 
-async fn latency() {
+/// A blocking dump (non-zero server id) from `binlog.000001:4` at `addr`: every transaction
+/// received (at its XID event) and the last XID.
+fn spawn_client(
+    addr: SocketAddr,
+) -> (
+    Arc<Mutex<Vec<Received>>>,
+    Arc<AtomicU64>,
+    tokio::task::JoinHandle<()>,
+) {
+    let received = Arc::new(Mutex::new(Vec::<Received>::new()));
+    let last_xid = Arc::new(AtomicU64::new(0));
+    let client = {
+        let (received, last_xid) = (received.clone(), last_xid.clone());
+        tokio::spawn(async move {
+            let opts = util::mysql_opts(addr.port(), "root");
+            let conn = mysql_async::Conn::new(opts).await.expect("connect");
+            let mut stream = conn
+                .get_binlog_stream(
+                    BinlogStreamRequest::new(77)
+                        .with_filename(b"binlog.000001")
+                        .with_pos(4),
+                )
+                .await
+                .expect("binlog stream");
+            let mut commit_us = 0;
+            while let Some(ev) = stream.next().await {
+                let ev = ev.expect("event");
+                let ty = ev.header().event_type();
+                if !matches!(ty, Ok(MyEventType::GTID_EVENT | MyEventType::XID_EVENT)) {
+                    continue;
+                }
+                match ev.read_data().expect("event decodes") {
+                    Some(EventData::GtidEvent(g)) => commit_us = g.immediate_commit_timestamp(),
+                    Some(EventData::XidEvent(x)) => {
+                        let recv_us = wall_us();
+                        received.lock().expect("received").push(Received {
+                            xid: x.xid,
+                            commit_us,
+                            recv_us,
+                        });
+                        last_xid.store(x.xid, Ordering::Release);
+                    }
+                    _ => {}
+                }
+            }
+        })
+    };
+    (received, last_xid, client)
+}
+
+/// An HA group's owner config: `instance`, on `etcd`.
+fn ha(cfg: &mut AppConfig, etcd: &etcd::Etcd, instance: &str) {
+    cfg.instance_id = Some(instance.into());
+    cfg.ha = Some(tibinlog::app::HaConfig {
+        etcd: vec![etcd.endpoint()],
+        prefix: Some("/bench".into()),
+        lease_ttl: Duration::from_secs(10),
+        advertise: None,
+        user: "root".into(),
+        password: String::new(),
+    });
+}
+
+async fn latency(with_standby: bool) {
     let rows_per_sec: f64 = env_num("LATENCY_ROWS_PER_SEC", 10_000.0);
     let txn_rows: usize = env_num("LATENCY_TXN_ROWS", 10);
     let warmup = Duration::from_secs_f64(env_num("LATENCY_WARMUP_SECS", 5.0));
@@ -765,10 +836,54 @@ async fn latency() {
     );
     cfg.start_ts = Some(Ts(cluster.tso().0));
     cfg.progress_interval = Duration::from_secs(3600);
-    let app = App::start(cfg, CancellationToken::new())
+    let etcd = if with_standby {
+        match etcd::Etcd::start().await {
+            Some(e) => Some(e),
+            None => return,
+        }
+    } else {
+        None
+    };
+    if let Some(e) = &etcd {
+        ha(&mut cfg, e, "a");
+    }
+    let app = App::start(cfg.clone(), CancellationToken::new())
         .await
         .expect("app start");
     let addr = app.local_addr();
+    // With a standby: it starts once the first member owns the group, and follows it.
+    let standby_dir = tempfile::tempdir().expect("temp dir");
+    let standby = match &etcd {
+        Some(e) => {
+            let observer = tibinlog::ha::Candidate::connect(tibinlog::ha::ElectionConfig {
+                endpoints: vec![e.endpoint()],
+                prefix: "/bench".into(),
+                member: tibinlog::ha::MemberInfo {
+                    instance_id: "observer".into(),
+                    mysql: String::new(),
+                },
+                lease_ttl: Duration::from_secs(10),
+            })
+            .await
+            .expect("etcd");
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !matches!(observer.owner().await, Ok(Some(o)) if o.instance_id == "a") {
+                assert!(
+                    Instant::now() < deadline,
+                    "the first member never owned the group"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let mut b = cfg.clone();
+            b.data_dir = standby_dir.path().to_path_buf();
+            ha(&mut b, e, "b");
+            let b = App::start(b, CancellationToken::new())
+                .await
+                .expect("standby start");
+            Some((b, observer))
+        }
+        None => None,
+    };
 
     // When each checkpoint became durable (the writer flushed up to it).
     let flushed = Arc::new(Mutex::new(Vec::<(u64, u64)>::new()));
@@ -783,45 +898,10 @@ async fn latency() {
         })
     };
 
-    // The client: a blocking dump (non-zero server id) from the start.
-    let received = Arc::new(Mutex::new(Vec::<Received>::new()));
-    let last_xid = Arc::new(AtomicU64::new(0));
-    let client = {
-        let (received, last_xid) = (received.clone(), last_xid.clone());
-        tokio::spawn(async move {
-            let opts = util::mysql_opts(addr.port(), "root");
-            let conn = mysql_async::Conn::new(opts).await.expect("connect");
-            let mut stream = conn
-                .get_binlog_stream(
-                    BinlogStreamRequest::new(77)
-                        .with_filename(b"binlog.000001")
-                        .with_pos(4),
-                )
-                .await
-                .expect("binlog stream");
-            let mut commit_us = 0;
-            while let Some(ev) = stream.next().await {
-                let ev = ev.expect("event");
-                let ty = ev.header().event_type();
-                if !matches!(ty, Ok(MyEventType::GTID_EVENT | MyEventType::XID_EVENT)) {
-                    continue;
-                }
-                match ev.read_data().expect("event decodes") {
-                    Some(EventData::GtidEvent(g)) => commit_us = g.immediate_commit_timestamp(),
-                    Some(EventData::XidEvent(x)) => {
-                        let recv_us = wall_us();
-                        received.lock().expect("received").push(Received {
-                            xid: x.xid,
-                            commit_us,
-                            recv_us,
-                        });
-                        last_xid.store(x.xid, Ordering::Release);
-                    }
-                    _ => {}
-                }
-            }
-        })
-    };
+    // The client: a blocking dump (non-zero server id) from the start; with a standby, one
+    // on each member.
+    let (received, last_xid, client) = spawn_client(addr);
+    let standby_client = standby.as_ref().map(|(b, _)| spawn_client(b.local_addr()));
 
     // The writer: paced commits on a thread of its own (commits take the cluster's lock).
     let stop = Arc::new(AtomicBool::new(false));
@@ -888,6 +968,26 @@ async fn latency() {
     checkpoints.abort();
     let received = std::mem::take(&mut *received.lock().expect("received"));
     let flushed = std::mem::take(&mut *flushed.lock().expect("flushed"));
+    // The standby's client receives the last transaction too.
+    let standby_received = match standby_client {
+        Some((r, last_b, c)) => {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while last_b.load(Ordering::Acquire) < last {
+                assert!(
+                    Instant::now() < deadline,
+                    "the standby's client did not receive the last transaction within 60 s"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            c.abort();
+            let r = std::mem::take(&mut *r.lock().expect("received"));
+            Some(r)
+        }
+        None => None,
+    };
+    if let Some((b, _observer)) = standby {
+        b.stop().await.expect("standby stop");
+    }
     app.stop().await.expect("app stop");
     sim.shutdown().await.expect("sim shutdown");
 
@@ -927,6 +1027,25 @@ async fn latency() {
         window.len() as f64 / secs,
         sent.len()
     );
+    if let Some(rb) = &standby_received {
+        let b_by_xid: HashMap<u64, u64> = rb.iter().map(|r| (r.xid, r.recv_us)).collect();
+        let mut lag = Vec::new();
+        let mut b_vs_wall = Vec::new();
+        for s in &window {
+            let a = by_xid[&s.start_ts].recv_us;
+            let b = *b_by_xid.get(&s.start_ts).unwrap_or_else(|| {
+                panic!("transaction {} not received from the standby", s.start_ts)
+            });
+            lag.push((b as f64 - a as f64) / 1000.0);
+            b_vs_wall.push(b.saturating_sub(s.wall_us) as f64 / 1000.0);
+        }
+        println!("  a standby following the owner, each with a client from the start:");
+        print_latency("standby's client - owner's client (receive)", lag);
+        print_latency(
+            "standby's client receive - commit returned (wall)",
+            b_vs_wall,
+        );
+    }
     print_latency("receive - commit_ts", vs_ts);
     print_latency("receive - commit returned (wall)", vs_wall);
     println!("  of which:");
@@ -977,6 +1096,10 @@ fn main() {
         p.store.close().expect("close store");
     }
     if on("latency") {
-        rt.block_on(latency());
+        rt.block_on(latency(false));
+    }
+    if on("standby") {
+        println!("(with a standby in an HA group)");
+        rt.block_on(latency(true));
     }
 }

@@ -18,6 +18,9 @@ SORTER_BIG_TXN_MB=2048 cargo bench --locked -p tibinlog --bench sorter
 echo "== serving: mariadb-binlog --raw against us and against MariaDB (ratio), 100 concurrent"
 echo "   dump clients, commit-to-client latency at 10k rows/s with a 200 ms resolved-ts interval"
 cargo bench --locked -p tibinlog --bench serve
+echo "== HA: a standby following the owner at 10k rows/s (a real etcd), the standby's client's"
+echo "   lag behind the owner's"
+SERVE_BENCH=standby cargo bench --locked -p tibinlog --bench serve
 echo "== SQL reads: SELECT * of 1,000,000 rows streamed, against MariaDB (ratio, RSS growth), and"
 echo "   information_schema.COLUMNS over 10,000 tables"
 cargo bench --locked -p tibinlog --bench select

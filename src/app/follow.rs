@@ -232,7 +232,9 @@ async fn follow_once(
                         if txn.is_empty() {
                             return Err(Stop::Retry("a relay event outside a transaction".into()));
                         }
-                        let events = std::mem::replace(&mut txn, Vec::with_capacity(1 << 16));
+                        // An exact copy goes to the writer; the buffer keeps its capacity.
+                        let events = txn.as_slice().to_vec();
+                        txn.clear();
                         // A DDL changes what SQL reads see from its position on.
                         let catalog = if last == EventType::QUERY {
                             let ts = crate::model::Ts(tag.commit_ts);

@@ -98,6 +98,9 @@ fn queue_cost(ev: &ChangeEvent) -> usize {
         .sum()
 }
 
+/// Longest stretch an HA standby appends relayed transactions without a group commit.
+const RELAY_FLUSH_EVERY: Duration = Duration::from_millis(20);
+
 /// Longest stretch of writing without a checkpoint (see the module docs).
 pub const INTERMEDIATE_CHECKPOINT: Duration = Duration::from_millis(200);
 /// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
@@ -1453,8 +1456,9 @@ impl Writer {
                     catalog,
                 } => {
                     self.on_relayed(&events, tag, catalog)?;
-                    if rx.is_empty() {
-                        // Group commit: nothing more is queued.
+                    // Group commit: when nothing more is queued, and at least every
+                    // RELAY_FLUSH_EVERY while the owner's stream never pauses.
+                    if rx.is_empty() || self.last_flush.elapsed() >= RELAY_FLUSH_EVERY {
                         self.relay_flush()?;
                     }
                 }
