@@ -395,6 +395,8 @@ pub struct DumpPlan {
     maria: Option<MariaSession>,
     /// The UNTIL position was reached and announced: the dump ends.
     until_reached: bool,
+    /// The bytes of the last event made up here (heartbeat, fake ROTATE, relay event).
+    scratch: Vec<u8>,
 }
 
 impl DumpPlan {
@@ -433,6 +435,7 @@ impl DumpPlan {
             server_id: settings.server_id,
             maria,
             until_reached: false,
+            scratch: Vec::with_capacity(64),
         }
     }
 
@@ -557,21 +560,16 @@ impl DumpPlan {
 
     /// A HEARTBEAT naming the file and the position after the last event read.
     pub fn on_heartbeat(&mut self, emit: Emit<'_>) -> Result<(), PlanError> {
-        let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
-        let mut ev = Vec::with_capacity(64);
         // The header's 32 bits wrap past 4 GiB, as the file's own events do.
-        let pos = self.pos as u32;
-        w.write_with(
-            &mut ev,
-            EventMeta {
-                timestamp: 0,
-                log_pos: LogPos::Fixed(pos),
-                flags: 0,
-            },
+        emit_made(
+            (self.server_id, self.mode.events_crc),
+            &mut self.scratch,
+            self.pos as u32,
+            0,
             &Heartbeat { file: &self.file },
+            emit,
         )?;
         self.skipped_since_send = false;
-        emit(&ev);
         Ok(())
     }
 
@@ -582,19 +580,14 @@ impl DumpPlan {
         relay: &super::relay::Relay,
         emit: Emit<'_>,
     ) -> Result<(), PlanError> {
-        let mut w = EventWriter::new(self.server_id, self.mode.events_crc);
-        let mut ev = Vec::with_capacity(64);
-        w.write_with(
-            &mut ev,
-            EventMeta {
-                timestamp: 0,
-                log_pos: LogPos::Fixed(0),
-                flags: flags::ARTIFICIAL | flags::IGNORABLE,
-            },
+        emit_made(
+            (self.server_id, self.mode.events_crc),
+            &mut self.scratch,
+            0,
+            flags::ARTIFICIAL | flags::IGNORABLE,
             relay,
-        )?;
-        emit(&ev);
-        Ok(())
+            emit,
+        )
     }
 
     /// One event of a MariaDB-flavoured session (after the GTID skipping).
@@ -776,22 +769,17 @@ impl DumpPlan {
     }
 
     fn send_fake_rotate(&mut self, crc: bool, emit: Emit<'_>) -> Result<(), PlanError> {
-        let mut w = EventWriter::new(self.server_id, crc);
-        let mut ev = Vec::with_capacity(64);
-        w.write_with(
-            &mut ev,
-            EventMeta {
-                timestamp: 0,
-                log_pos: LogPos::Fixed(0),
-                flags: flags::ARTIFICIAL,
-            },
+        emit_made(
+            (self.server_id, crc),
+            &mut self.scratch,
+            0,
+            flags::ARTIFICIAL,
             &Rotate {
                 position: self.pos,
                 next_file: &self.file,
             },
-        )?;
-        emit(&ev);
-        Ok(())
+            emit,
+        )
     }
 
     /// The file's FORMAT_DESCRIPTION for a start past offset 4: log_pos 0, create time 0.
@@ -806,6 +794,31 @@ impl DumpPlan {
         emit(&fde);
         Ok(())
     }
+}
+
+/// Writes an event the server makes up (HEARTBEAT, fake ROTATE, relay event) into `buf`,
+/// reused from one to the next, and emits it: timestamp 0, `log_pos`, `flags`, a CRC32 if
+/// `crc`.
+fn emit_made(
+    (server_id, crc): (u32, bool),
+    buf: &mut Vec<u8>,
+    log_pos: u32,
+    flags: u16,
+    body: &impl tibinlog_protocol::binlog::EventBody,
+    emit: Emit<'_>,
+) -> Result<(), PlanError> {
+    buf.clear();
+    EventWriter::new(server_id, crc).write_with(
+        buf,
+        EventMeta {
+            timestamp: 0,
+            log_pos: LogPos::Fixed(log_pos),
+            flags,
+        },
+        body,
+    )?;
+    emit(buf);
+    Ok(())
 }
 
 /// SID and GNO of a GTID event.
