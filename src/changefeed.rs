@@ -29,7 +29,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::capture::gc_keeper::{GcError, GcKeeper, GcKeeperConfig};
 use crate::capture::output::EventReceiver;
@@ -200,6 +200,7 @@ pub struct Changefeed {
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     puller: Option<PullerHandle>,
+    sorter: sorter::SorterThreads,
 }
 
 /// Whether a raw key is a row key (`t{id}_r…`), the only keys the mounter uses.
@@ -264,6 +265,7 @@ impl Changefeed {
         let (puller, events) =
             Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
 
+        let sorter_threads = reader.threads();
         let (out_tx, out) = mpsc::channel(OUTPUT_CHANNEL);
         let (checkpoint, checkpoint_rx) = watch::channel(cfg.start_ts);
         let gc = GcKeeper::spawn(pd, gc_cfg, checkpoint_rx.clone(), cancel.child_token());
@@ -291,6 +293,7 @@ impl Changefeed {
             cancel,
             tasks,
             puller: Some(puller),
+            sorter: sorter_threads,
         })
     }
 
@@ -335,7 +338,8 @@ impl Changefeed {
         self.cluster_id
     }
 
-    /// Stops every task and waits for them (the GC safe point is kept: a restart needs it).
+    /// Stops every task and waits for them, the sorter's threads included, so that the
+    /// process may exit once this returns (the GC safe point is kept: a restart needs it).
     pub async fn close(mut self) {
         self.cancel.cancel();
         self.out.close();
@@ -344,6 +348,12 @@ impl Changefeed {
         }
         if let Some(p) = self.puller.take() {
             let _ = p.join().await;
+        }
+        let threads = self.sorter.clone();
+        match tokio::task::spawn_blocking(move || threads.join()).await {
+            Ok(true) => {}
+            Ok(false) => warn!("a sorter thread panicked"),
+            Err(e) => warn!(error = %e, "waiting for the sorter threads failed"),
         }
     }
 }

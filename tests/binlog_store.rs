@@ -136,36 +136,41 @@ fn tables() -> Tables {
 
 /// Writes script transaction `k` (not flushed).
 fn write_txn(s: &mut BinlogStore, t: &Tables, k: u64) -> tibinlog::binlog_store::Committed {
+    try_write_txn(s, t, k).unwrap()
+}
+
+/// [`write_txn`] that returns the store's error.
+fn try_write_txn(
+    s: &mut BinlogStore,
+    t: &Tables,
+    k: u64,
+) -> Result<tibinlog::binlog_store::Committed, StoreError> {
     let ts = txn_ts(k);
     match kind(k) {
-        Kind::Ddl => s
-            .write_ddl(&DdlEvent {
-                commit_ts: ts.1,
-                start_ts: ts.0,
-                part: 0,
-                job_id: k as i64,
-                action: 3,
-                schema: "app".into(),
-                query: format!("CREATE TABLE t{k} (id INT)"),
-                table: None,
-                catalog: None,
-            })
-            .unwrap(),
+        Kind::Ddl => s.write_ddl(&DdlEvent {
+            commit_ts: ts.1,
+            start_ts: ts.0,
+            part: 0,
+            job_id: k as i64,
+            action: 3,
+            schema: "app".into(),
+            query: format!("CREATE TABLE t{k} (id INT)"),
+            table: None,
+            catalog: None,
+        }),
         Kind::Dml => {
             let id = k as i64 * 10;
-            s.begin_txn(ts.0, ts.1).unwrap();
+            s.begin_txn(ts.0, ts.1)?;
             s.write_rows(&[
                 row(&t.a, RowOp::Insert, ts, None, Some((id, b"x"))),
                 row(&t.a, RowOp::Insert, ts, None, Some((id + 1, b"y"))),
                 row(&t.b, RowOp::Insert, ts, None, Some((id + 2, b"z"))),
-            ])
-            .unwrap();
+            ])?;
             s.write_rows(&[
                 row(&t.a, RowOp::Update, ts, Some((id, b"x")), Some((id, b"xx"))),
                 row(&t.a, RowOp::Delete, ts, Some((id + 1, b"y")), None),
-            ])
-            .unwrap();
-            s.commit_txn().unwrap()
+            ])?;
+            s.commit_txn()
         }
     }
 }
@@ -420,6 +425,110 @@ fn caller_errors_leave_the_store_usable() {
     is_bug(s.flush(txn_ts(1).1).unwrap_err());
     let ev = events_of(&bin(dir.path(), 1));
     assert_eq!(check_transactions(&ev, 1), (2, None));
+}
+
+/// Every file of a directory with its bytes.
+fn dir_bytes(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A write guard that says no from its `allowed`-th question on, for every `allowed` until the
+/// script (transactions, group commits, rotations, a purge, a clean close) runs through: from
+/// the refusal on no file of the store changes, whichever step it meets (the map append, the
+/// binlog write, the FORMAT_DESCRIPTION flag, the new file, the index's write and rename, the
+/// map's rewrite, a file's removal), and the store reopens to every transaction flushed
+/// before it.
+#[test]
+fn a_refusing_write_guard_stops_every_change_to_the_files() {
+    use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+    use tibinlog::binlog_store::WriteGuard;
+    let t = tables();
+    let mut refusals = 0;
+    for allowed in 0.. {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = cfg(dir.path());
+        c.max_binlog_size = 1500;
+        let (mut s, _) = BinlogStore::open(c.clone()).unwrap();
+        let left = Arc::new(AtomicI64::new(allowed));
+        let l = left.clone();
+        s.set_write_guard(WriteGuard::new(move || {
+            if l.fetch_sub(1, SeqCst) > 0 {
+                Ok(())
+            } else {
+                Err("refused by the test".into())
+            }
+        }));
+        let mut flushed = 0;
+        let mut step = |s: &mut BinlogStore, k: u64| -> Result<(), StoreError> {
+            try_write_txn(s, &t, k)?;
+            if k % 3 == 0 {
+                s.flush(txn_ts(k).1)?;
+                flushed = k;
+            }
+            if k == 24 {
+                s.purge_to("binlog.000002")?;
+            }
+            Ok(())
+        };
+        let mut refused = None;
+        for k in 1..=30 {
+            match step(&mut s, k) {
+                Ok(()) => {}
+                Err(StoreError::Refused(why)) => {
+                    assert_eq!(why, "refused by the test");
+                    refused = Some(k);
+                    break;
+                }
+                Err(e) => panic!("allowed {allowed}: transaction {k}: {e}"),
+            }
+        }
+        let Some(k) = refused else {
+            // The whole script ran; the last refusal point is the close's.
+            match s.close() {
+                Ok(()) => break,
+                Err(StoreError::Refused(_)) => {
+                    refusals += 1;
+                    let (s, _) = BinlogStore::open(c).unwrap();
+                    assert_eq!(s.next_gno() - 1, 30, "allowed {allowed}: after the close");
+                    continue;
+                }
+                Err(e) => panic!("allowed {allowed}: close: {e}"),
+            }
+        };
+        refusals += 1;
+        let frozen = dir_bytes(dir.path());
+        // The refused store goes on being asked to write: nothing changes.
+        let _ = s.abort_txn();
+        let _ = try_write_txn(&mut s, &t, k + 1);
+        let _ = s.flush(txn_ts(k + 1).1);
+        let _ = s.purge_to("binlog.000003");
+        assert!(
+            s.close().is_err(),
+            "allowed {allowed}: the close is refused"
+        );
+        assert!(
+            dir_bytes(dir.path()) == frozen,
+            "allowed {allowed}: a file changed after the refusal at transaction {k}"
+        );
+        // As after a crash there: everything flushed before the refusal is back.
+        let (s, rec) = BinlogStore::open(c).unwrap();
+        let gno = s.next_gno() - 1;
+        assert!(
+            gno >= flushed && gno <= k,
+            "allowed {allowed}: {gno} transactions back, {flushed} flushed, refused at {k}: \
+             {rec:?}"
+        );
+    }
+    assert!(refusals > 60, "only {refusals} refusal points");
 }
 
 /// Writes `n` script transactions with rotation at `max` bytes, flushing every `every`.

@@ -999,7 +999,12 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     for m in &mut members {
         m.signal("-TERM");
         let st = m.proc.as_mut().expect("running").exit_status().await;
-        assert!(st.success(), "{} stops cleanly ({st})", m.name);
+        assert!(
+            st.success(),
+            "{} stops cleanly ({st}); its log ends with:\n{}",
+            m.name,
+            common::proc::log_tail(&m.log, 60)
+        );
     }
     let (a, b) = (
         binlog_files(&members[0].dir.join("binlog")),

@@ -105,6 +105,9 @@ const RELAY_FLUSH_EVERY: Duration = Duration::from_millis(20);
 pub const INTERMEDIATE_CHECKPOINT: Duration = Duration::from_millis(200);
 /// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
 const FIRST_RETRY: Duration = Duration::from_millis(500);
+/// How long a clean stop of an HA owner waits for the writer to close the store before it
+/// resigns.
+const STORE_CLOSE_WAIT: Duration = Duration::from_secs(30);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// Namespace of the name-based server UUIDs (`uuid5(NAMESPACE, "tidb-cluster:<id>")`).
@@ -593,10 +596,26 @@ impl App {
         // Set once this instance owns its HA group; the writer checks it before every write.
         let fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>> = Arc::default();
         let writer_fence = cfg.ha.is_some().then(|| fence.clone());
+        let mut store = store;
+        if let Some(fence) = writer_fence.clone() {
+            // Asked before each change to the files as well: a process paused in the middle
+            // of a group commit or a rotation (past its lease) writes nothing more once it
+            // resumes. A standby (no fence yet) writes what it relays.
+            store.set_write_guard(crate::binlog_store::WriteGuard::new(move || {
+                match fence.get() {
+                    Some(f) => f
+                        .check()
+                        .map_err(|e| format!("lost the ownership of the HA group: {e}")),
+                    None => Ok(()),
+                }
+            }));
+        }
 
+        let store_closed = CancellationToken::new();
         let writer = {
             let (stats, failure, stop, abrupt) =
                 (stats.clone(), failure.clone(), stop.clone(), abrupt.clone());
+            let store_closed = store_closed.clone();
             let (history, files, queue) = (history.clone(), files.clone(), queue.clone());
             tokio::task::spawn_blocking(move || {
                 let mut w = Writer {
@@ -615,7 +634,9 @@ impl App {
                     relay_checkpoint: None,
                     relay_error: None,
                 };
-                if let Err(e) = w.run(msg_rx, &abrupt) {
+                let result = w.run(msg_rx, &abrupt);
+                store_closed.cancel();
+                if let Err(e) = result {
                     failure.set(e.context("binlog writer"));
                     stop.cancel();
                 }
@@ -740,7 +761,7 @@ impl App {
                     fence,
                     history.clone(),
                     files.clone(),
-                    abrupt.clone(),
+                    (abrupt.clone(), store_closed.clone()),
                     (sql_pd.clone(), standby_gc, checkpoint.clone()),
                     cfg.filter.clone(),
                 )
@@ -1019,6 +1040,9 @@ struct OwnerGate {
     checkpoint: watch::Receiver<Ts>,
     /// Set by [`App::kill`]: the ownership is dropped without resigning, as in a crash.
     abrupt: Arc<AtomicBool>,
+    /// Cancelled once the writer has closed the binlog store: a clean stop resigns after it
+    /// (the close still writes, and a resigned owner's fence refuses every write).
+    store_closed: CancellationToken,
     fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
     history: Arc<SchemaHistory>,
     files: BinlogFiles,
@@ -1037,7 +1061,7 @@ impl OwnerGate {
         fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
         history: Arc<SchemaHistory>,
         files: BinlogFiles,
-        abrupt: Arc<AtomicBool>,
+        (abrupt, store_closed): (Arc<AtomicBool>, CancellationToken),
         (pd, gc, checkpoint): (
             PdClient,
             crate::capture::gc_keeper::GcKeeperConfig,
@@ -1083,6 +1107,7 @@ impl OwnerGate {
             gc,
             checkpoint,
             abrupt,
+            store_closed,
             fence,
             history,
             files,
@@ -1153,7 +1178,7 @@ impl OwnerGate {
             ownership,
             self.files.clone(),
             stop.clone(),
-            self.abrupt.clone(),
+            (self.abrupt.clone(), self.store_closed.clone()),
         ));
         Some(fence)
     }
@@ -1161,12 +1186,12 @@ impl OwnerGate {
 
 /// Publishes the durable binlog end under the group's prefix while this instance owns it
 /// (conditional on the owner key, see [`crate::ha::Ownership::publish_end`]); resigns when the
-/// app stops, so a standby takes over at once.
+/// app stops and the writer has closed the store, so a standby takes over at once.
 async fn publish_end(
     ownership: crate::ha::Ownership,
     files: BinlogFiles,
     stop: CancellationToken,
-    abrupt: Arc<AtomicBool>,
+    (abrupt, store_closed): (Arc<AtomicBool>, CancellationToken),
 ) {
     let fence = ownership.fence();
     let mut end = files.subscribe();
@@ -1196,6 +1221,9 @@ async fn publish_end(
         }
     }
     if !fence.is_lost() && !abrupt.load(Ordering::SeqCst) {
+        // The lease is kept alive meanwhile; a writer that does not finish in time is not
+        // waited for (its close is then refused, and the next start recovers the store).
+        let _ = tokio::time::timeout(STORE_CLOSE_WAIT, store_closed.cancelled()).await;
         if let Err(e) = ownership.resign().await {
             warn!(error = %e, "resigning the ownership");
         } else {

@@ -50,6 +50,10 @@ pub enum StoreError {
         next_commit: Ts,
         next_start: Ts,
     },
+    /// The write guard refused: this writer may no longer change its files (an HA owner whose
+    /// ownership is lost). Nothing more is written; the store must be reopened.
+    #[error("not writing: {0}")]
+    Refused(String),
     /// A call that is not valid in the current transaction state (e.g. `write_rows` without
     /// `begin_txn`, `flush` inside a transaction).
     #[error("{call} is not valid {state}")]

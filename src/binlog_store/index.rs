@@ -6,6 +6,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::error::{Result, StoreError};
 
@@ -57,6 +58,16 @@ pub(crate) fn read_index(dir: &Path, basename: &str) -> Result<Option<Vec<u32>>>
 
 /// Replaces the index with `seqs`.
 pub(crate) fn write_index(dir: &Path, basename: &str, seqs: &[u32]) -> Result<()> {
+    write_index_guarded(dir, basename, seqs, &WriteGuard::default())
+}
+
+/// [`write_index`], asking `guard` before each step that changes the directory.
+pub(crate) fn write_index_guarded(
+    dir: &Path,
+    basename: &str,
+    seqs: &[u32],
+    guard: &WriteGuard,
+) -> Result<()> {
     let mut text = String::new();
     for &s in seqs {
         text.push_str("./");
@@ -67,11 +78,20 @@ pub(crate) fn write_index(dir: &Path, basename: &str, seqs: &[u32]) -> Result<()
         &dir.join(format!("{basename}.index_crash_safe")),
         &dir.join(format!("{basename}.index")),
         text.as_bytes(),
+        guard,
     )
 }
 
-/// Writes `bytes` to `tmp`, fsyncs, renames it to `dst` and fsyncs the directory.
-pub(crate) fn write_atomically(tmp: &Path, dst: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `tmp`, fsyncs, renames it to `dst` and fsyncs the directory; `guard` is
+/// asked before the write and again before the rename (an fsync can take long enough for a
+/// writer to lose its right to write).
+pub(crate) fn write_atomically(
+    tmp: &Path,
+    dst: &Path,
+    bytes: &[u8],
+    guard: &WriteGuard,
+) -> Result<()> {
+    guard.check()?;
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -80,8 +100,42 @@ pub(crate) fn write_atomically(tmp: &Path, dst: &Path, bytes: &[u8]) -> Result<(
         .map_err(StoreError::io("create", tmp))?;
     f.write_all(bytes).map_err(StoreError::io("write", tmp))?;
     f.sync_all().map_err(StoreError::io("fsync", tmp))?;
+    guard.check()?;
     fs::rename(tmp, dst).map_err(StoreError::io("rename", dst))?;
     sync_dir(dst.parent().unwrap_or(Path::new(".")))
+}
+
+/// Asked before each change a writer makes to its files: an HA owner's says no once its
+/// ownership is lost, so that no byte lands after that, even when the process was paused in
+/// the middle of a group commit or a rotation. The default always allows.
+#[derive(Clone, Default)]
+pub struct WriteGuard(Option<Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>>);
+
+impl WriteGuard {
+    /// A guard asking `may_write` (an error says why not).
+    pub fn new(
+        may_write: impl Fn() -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        WriteGuard(Some(Arc::new(may_write)))
+    }
+
+    /// `Err(Refused)` when the guard says no.
+    pub(crate) fn check(&self) -> Result<()> {
+        match &self.0 {
+            Some(f) => f().map_err(StoreError::Refused),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for WriteGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "WriteGuard(set)"
+        } else {
+            "WriteGuard(none)"
+        })
+    }
 }
 
 /// Fsyncs a directory so that created, renamed and removed entries are durable.

@@ -215,13 +215,17 @@ impl MapFile {
     }
 
     /// Replaces the whole file with `records` (write temp, fsync, rename, fsync dir).
-    pub(crate) fn rewrite(&mut self, records: &[Record]) -> Result<()> {
+    pub(crate) fn rewrite(
+        &mut self,
+        records: &[Record],
+        guard: &super::index::WriteGuard,
+    ) -> Result<()> {
         let tmp = self.path.with_extension("map_crash_safe");
         let mut buf = Vec::with_capacity(records.len() * RECORD_LEN);
         for r in records {
             r.encode_into(&mut buf);
         }
-        super::index::write_atomically(&tmp, &self.path, &buf)?;
+        super::index::write_atomically(&tmp, &self.path, &buf, guard)?;
         self.file = OpenOptions::new()
             .read(true)
             .append(true)

@@ -80,7 +80,7 @@ use crate::model::Ts;
 
 pub use error::{DumpError, Result, StoreError};
 pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef, SnapshotPoint};
-pub use index::file_name;
+pub use index::{file_name, WriteGuard};
 pub use map::{TxnEntry, TxnOrder};
 pub use recovery::Recovery;
 pub use retention::{PurgeInUse, Purged};

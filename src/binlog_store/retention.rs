@@ -8,7 +8,7 @@
 //! purge has chosen it.
 
 use super::error::{Result, StoreError};
-use super::index::{file_name, parse_file_name, sync_dir, write_index};
+use super::index::{file_name, parse_file_name, sync_dir, write_index_guarded};
 use super::map::Record;
 use super::writer::BinlogStore;
 
@@ -142,12 +142,13 @@ impl BinlogStore {
             });
         }
         records.push(Record::Synced(self.marker_written));
-        write_index(&self.cfg.data_dir, &self.cfg.basename, &keep)?;
-        self.map.rewrite(&records)?;
+        write_index_guarded(&self.cfg.data_dir, &self.cfg.basename, &keep, &self.guard)?;
+        self.map.rewrite(&records, &self.guard)?;
         let mut names = Vec::with_capacity(purged.len());
         for seq in &purged {
             let name = file_name(&self.cfg.basename, *seq);
             let path = self.cfg.data_dir.join(&name);
+            self.guard.check()?;
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

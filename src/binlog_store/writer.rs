@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use super::error::{Result, StoreError};
 use super::files::{BinlogFiles, FileInfo, Shared};
-use super::index::{file_name, sync_dir, write_index};
+use super::index::{file_name, sync_dir, write_index_guarded, WriteGuard};
 use super::map::{MapFile, Record, TxnEntry, TxnOrder};
 use super::{header_timestamp, BinlogPos, StoreConfig, MIN_SPILL_THRESHOLD};
 use crate::model::Ts;
@@ -103,6 +103,8 @@ pub struct BinlogStore {
     pub(crate) map: MapFile,
     scratch: Vec<u8>,
     records: Vec<Record>,
+    /// Asked before every change to the files (see [`WriteGuard`]).
+    pub(crate) guard: WriteGuard,
 }
 
 impl BinlogStore {
@@ -154,6 +156,7 @@ impl BinlogStore {
             map,
             scratch: Vec::new(),
             records: Vec::new(),
+            guard: WriteGuard::default(),
         }
     }
 
@@ -221,6 +224,12 @@ impl BinlogStore {
             f.last_secs = timestamp;
         }
         Ok(true)
+    }
+
+    /// Sets the guard asked before every change to the files from now on (an HA owner's
+    /// fence); a refusal is [`StoreError::Refused`] and leaves the files as they were.
+    pub fn set_write_guard(&mut self, guard: WriteGuard) {
+        self.guard = guard;
     }
 
     /// The GNO the next transaction gets.
@@ -492,6 +501,7 @@ impl BinlogStore {
                     reason: "spilled GTID event changed size",
                 });
             }
+            self.guard.check()?;
             self.file
                 .write_all_at(&self.scratch, txn.start_pos)
                 .map_err(StoreError::io("write", &self.path))?;
@@ -663,6 +673,7 @@ impl BinlogStore {
         } else {
             // Spilled: everything before it is in the file, cut the file back.
             self.pending.clear();
+            self.guard.check()?;
             self.file
                 .set_len(txn.start_pos)
                 .map_err(StoreError::io("truncate", &self.path))?;
@@ -683,6 +694,7 @@ impl BinlogStore {
     /// Writes `pending` to the file (no fsync).
     fn write_out(&mut self) -> Result<()> {
         if !self.pending.is_empty() {
+            self.guard.check()?;
             self.file
                 .write_all(&self.pending)
                 .map_err(StoreError::io("write", &self.path))?;
@@ -710,6 +722,7 @@ impl BinlogStore {
         );
         self.records.extend(extra);
         if !self.records.is_empty() {
+            self.guard.check()?;
             self.map.append_sync(&self.records)?;
         }
         self.marker_written = self.synced_end;
@@ -823,6 +836,7 @@ impl BinlogStore {
             },
         )?;
         self.write_out()?;
+        self.guard.check()?;
         self.file
             .write_all_at(&[0, 0], FDE_FLAGS_OFFSET)
             .map_err(StoreError::io("write", &self.path))?;
@@ -836,6 +850,7 @@ impl BinlogStore {
             .observe(started.elapsed().as_secs_f64());
 
         self.ew.checksum = self.cfg.checksum;
+        self.guard.check()?;
         let (file, prologue_end) = create_file(
             &self.cfg,
             &mut self.ew,
@@ -845,7 +860,7 @@ impl BinlogStore {
         )?;
         let mut seqs: Vec<u32> = self.shared.read().files.iter().map(|f| f.seq).collect();
         seqs.push(next);
-        write_index(&self.cfg.data_dir, &self.cfg.basename, &seqs)?;
+        write_index_guarded(&self.cfg.data_dir, &self.cfg.basename, &seqs, &self.guard)?;
 
         let info = FileInfo {
             seq: next,
@@ -871,6 +886,7 @@ impl BinlogStore {
     pub fn close(mut self) -> Result<()> {
         self.abort_txn()?;
         self.sync(None)?;
+        self.guard.check()?;
         self.file
             .write_all_at(&[0, 0], FDE_FLAGS_OFFSET)
             .map_err(StoreError::io("write", &self.path))?;

@@ -151,6 +151,24 @@ impl Config {
     }
 }
 
+/// The sorter's two threads, to wait for after both halves are dropped.
+///
+/// A process must not exit while they still work on the RocksDB: its static destructors run
+/// at exit and pull the engine out from under a thread that is writing or scanning (an
+/// abort). [`SorterThreads::join`] returns once both have ended and the last handle on the
+/// database is released; it blocks, so call it in `spawn_blocking`.
+#[derive(Debug, Clone)]
+pub struct SorterThreads(Arc<std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>>);
+
+impl SorterThreads {
+    /// Waits for both threads; only the first call waits, later ones return at once. Returns
+    /// false when a thread panicked.
+    pub fn join(&self) -> bool {
+        let handles = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        handles.into_iter().all(|h| h.join().is_ok())
+    }
+}
+
 /// Entry point of the async facade.
 #[derive(Debug)]
 pub struct Sorter;
@@ -166,20 +184,20 @@ impl Sorter {
         let (tx, rx) = quota::quota_channel(cfg.memory_quota_bytes, db.metrics.clone());
         let (out_tx, out_rx) = mpsc::channel(cfg.read_ahead_chunks);
         let spawn_err = |source| SorterError::Spawn { source };
-        {
+        let writer = {
             let (db, ctl, mem_limit) = (db.clone(), ctl.clone(), cfg.memory_run_bytes);
             std::thread::Builder::new()
                 .name("sorter-writer".into())
                 .spawn(move || write::run_writer(db, rx, ctl, mem_limit))
-                .map_err(spawn_err)?;
-        }
-        {
+                .map_err(spawn_err)?
+        };
+        let reader = {
             let (db, ctl, max) = (db.clone(), ctl.clone(), cfg.max_chunk_bytes);
             std::thread::Builder::new()
                 .name("sorter-reader".into())
                 .spawn(move || read::run_reader(db, ctl, out_tx, max))
-                .map_err(spawn_err)?;
-        }
+                .map_err(spawn_err)?
+        };
         Ok((
             SorterWriter { tx, db: db.clone() },
             SorterReader {
@@ -187,6 +205,7 @@ impl Sorter {
                 pending: Default::default(),
                 ctl,
                 db,
+                threads: SorterThreads(Arc::new(std::sync::Mutex::new(vec![writer, reader]))),
             },
         ))
     }

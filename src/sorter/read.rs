@@ -521,9 +521,15 @@ pub struct SorterReader {
     pub(crate) pending: std::collections::VecDeque<Result<SorterOutput>>,
     pub(crate) ctl: Arc<ReaderCtl>,
     pub(crate) db: SortDb,
+    pub(crate) threads: super::SorterThreads,
 }
 
 impl SorterReader {
+    /// The sorter's threads, to wait for once both halves are dropped.
+    pub fn threads(&self) -> super::SorterThreads {
+        self.threads.clone()
+    }
+
     /// The next chunk or resolved marker. `None` once the writer is dropped and everything up
     /// to its last resolved ts has been yielded. After an `Err` the sorter is stopped.
     pub async fn next(&mut self) -> Option<Result<SorterOutput>> {

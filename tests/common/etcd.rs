@@ -176,3 +176,55 @@ impl CutProxy {
         self.cut.send_replace(false);
     }
 }
+
+/// A virtual address in front of the members of a group: new connections go to the member it
+/// points at, and pointing it elsewhere (or nowhere) drops every connection through it, as a
+/// load balancer does when its health check moves. Consumers given this one address follow
+/// the group.
+pub struct Vip {
+    addr: SocketAddr,
+    target: watch::Sender<Option<SocketAddr>>,
+}
+
+impl Vip {
+    pub async fn start() -> Vip {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (target, target_rx) = watch::channel(None::<SocketAddr>);
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut target_rx = target_rx.clone();
+                let Some(to) = *target_rx.borrow_and_update() else {
+                    let _ = inbound.shutdown().await;
+                    continue;
+                };
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(to).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = target_rx.changed() => {}
+                    }
+                });
+            }
+        });
+        Vip { addr, target }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// New connections go to `to`; the ones through it so far are dropped.
+    pub fn point(&self, to: Option<SocketAddr>) {
+        self.target.send_if_modified(|t| {
+            let changed = *t != to;
+            *t = to;
+            changed
+        });
+    }
+}

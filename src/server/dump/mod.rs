@@ -66,9 +66,21 @@ pub use plan::DumpRequest;
 const HA_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The client asks for what this binlog does not have yet: GTIDs of this server past its
-/// `@@gtid_executed`, or a position past its end.
-fn ahead(shared: &Shared, sid: Sid, req: &DumpRequest) -> bool {
+/// `@@gtid_executed` (MySQL's, or MariaDB's `0-<server_id>-<seq_no>` in
+/// `@slave_connect_state`), or a position past its end.
+fn ahead(shared: &Shared, settings: &plan::Settings, req: &DumpRequest) -> bool {
     let source = shared.source.as_ref();
+    let sid = settings.sid;
+    if let Some(state) = &settings.slave_connect_state {
+        let last = source.gtid_executed().last_gno(&sid);
+        return crate::server::mariadb::parse_gtid_list(state).is_some_and(|list| {
+            list.iter().any(|g| {
+                g.domain == crate::server::mariadb::DOMAIN
+                    && g.server_id == settings.server_id
+                    && g.seq_no > last
+            })
+        });
+    }
     match req {
         DumpRequest::Gtid { sids, .. } => {
             let wanted = sids
@@ -112,13 +124,13 @@ pub async fn run(
         .capture
         .as_ref()
         .is_some_and(|c| c.ha_owner_text().is_some());
-    if in_group && settings.slave_connect_state.is_none() {
+    if in_group {
         // A client that read another member's binlog may be ahead of this one right after a
         // failover: this member relays or regenerates the same transactions shortly, so the
         // dump waits for them rather than refusing what it will have.
         let mut end = shared.source.subscribe_end();
         let deadline = tokio::time::Instant::now() + HA_CATCH_UP;
-        while ahead(&shared, settings.sid, &req) {
+        while ahead(&shared, &settings, &req) {
             tokio::select! {
                 () = cancel.cancelled() => return Ok(()),
                 r = tokio::time::timeout_at(deadline, end.changed()) => {
