@@ -17,10 +17,15 @@ use common::app::{
     app_config, finish_workload, opts, start_app_with, start_sim, start_sim_at_rate,
     wait_checkpoint, wait_until,
 };
-use common::etcd::{CutProxy, Etcd};
+use common::app::{start_sim_paused_with, Sim};
+use common::etcd::{CutProxy, Etcd, Vip};
+use common::mariadb::MariaDb;
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog};
 use common::proc::{follow, Follow, Proc};
+use common::replica::{assert_replica_equals_model, Model};
 use mysql_async::prelude::*;
+use serde_json::Value as Json;
+use tibinlog::sim::cli::SimArgs;
 
 const SEED: u64 = 20_261_203;
 /// Transactions of the workload (DDL and faults included).
@@ -332,8 +337,13 @@ async fn instances_resuming_from_different_points_write_identical_binlogs() {
 
 /// A candidate of group `prefix` named `id`, reaching etcd at `endpoint`.
 async fn candidate(endpoint: String, prefix: &str, id: &str, ttl: Duration) -> Candidate {
+    candidate_at(vec![endpoint], prefix, id, ttl).await
+}
+
+/// [`candidate`] reaching etcd at any of `endpoints`.
+async fn candidate_at(endpoints: Vec<String>, prefix: &str, id: &str, ttl: Duration) -> Candidate {
     Candidate::connect(ElectionConfig {
-        endpoints: vec![endpoint],
+        endpoints,
         prefix: prefix.into(),
         member: MemberInfo {
             instance_id: id.into(),
@@ -422,6 +432,112 @@ async fn a_cut_off_owner_is_fenced_before_another_takes_over() {
     assert_eq!(
         b.published_end().await.expect("end").as_deref(),
         Some("binlog.000001:999")
+    );
+    cancel.cancel();
+}
+
+/// A 3-member etcd; the owner reaches only the member that leads it, the standby the two
+/// others. That member is cut off (stopped: it neither sends nor answers anything, as behind
+/// a network partition). The two others keep a quorum and elect a leader, which extends every
+/// lease by an election timeout; the owner loses its fence within its TTL, before the standby
+/// on the majority side wins; once the member is back, the old owner's writes stay refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_cut_off_with_its_etcd_member_is_fenced_before_the_majority_elects_another() {
+    let Some(etcd) = Etcd::start_cluster(3).await else {
+        return;
+    };
+    let ttl = Duration::from_secs(2);
+    let leader = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(l) = etcd.leader(0).await {
+                break l;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("etcd elects a leader");
+    let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let a = candidate_at(vec![etcd.endpoint_of(leader)], "/t/part", "a", ttl).await;
+    let b = candidate_at(
+        others.iter().map(|&i| etcd.endpoint_of(i)).collect(),
+        "/t/part",
+        "b",
+        ttl,
+    )
+    .await;
+    let cancel = CancellationToken::new();
+    let owner_a = a.campaign(&cancel).await.expect("a wins");
+    let fence_a = owner_a.fence();
+    assert!(owner_a.publish_end("a").await.expect("publish"));
+    // b campaigns as a standby does: its own lease may lapse while the majority elects a new
+    // leader (its keep-alives wait for one), and it campaigns again with a new one.
+    let b_campaign = {
+        let (b, cancel) = (b.clone(), cancel.clone());
+        tokio::spawn(async move {
+            let mut lapsed = 0;
+            loop {
+                match b.campaign(&cancel).await {
+                    Ok(o) => break (Instant::now(), Ok(o), lapsed),
+                    Err(ElectionError::LeaseLost) => lapsed += 1,
+                    Err(e) => break (Instant::now(), Err(e), lapsed),
+                }
+            }
+        })
+    };
+    tokio::time::sleep(ttl * 2).await;
+    assert_eq!(fence_a.check(), Ok(()), "keep-alives hold the lease");
+    assert!(!b_campaign.is_finished());
+
+    let cut_at = Instant::now();
+    etcd.signal(leader, "-STOP");
+    tokio::time::timeout(ttl * 3, fence_a.lost())
+        .await
+        .expect("the fence is lost within its TTL");
+    let a_fenced_at = fence_a.valid_until();
+    let (b_won_at, owner_b, lapsed) = tokio::time::timeout(ttl * 10, b_campaign)
+        .await
+        .expect("b wins once a's lease expires on the majority side")
+        .expect("campaign task");
+    let owner_b = owner_b.expect("b wins");
+    assert!(
+        a_fenced_at <= b_won_at,
+        "a stopped writing {:?} after b took over",
+        a_fenced_at - b_won_at
+    );
+    let new_leader = etcd
+        .leader(others[0])
+        .await
+        .expect("a leader on the majority side");
+    assert_ne!(new_leader, leader, "the majority elected another leader");
+    assert!(owner_b.publish_end("b").await.expect("publish"));
+
+    // The member comes back and follows the new leader; a's ownership stays lost.
+    etcd.signal(leader, "-CONT");
+    assert!(
+        owner_a.publish_end("a again").await.is_err(),
+        "refused: the fence is lost"
+    );
+    assert_eq!(b.published_end().await.expect("end").as_deref(), Some("b"));
+    let a_view = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(Some(o)) = a.owner().await {
+                break o;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the member answers again");
+    assert_eq!(
+        a_view.instance_id, "b",
+        "the healed side sees the new owner"
+    );
+    eprintln!(
+        "etcd partition: a fenced {:?} after the cut, b won {:?} after it (lease {ttl:?}, \
+         b's own lease lapsed {lapsed} times meanwhile)",
+        a_fenced_at.saturating_duration_since(cut_at),
+        b_won_at.saturating_duration_since(cut_at)
     );
     cancel.cancel();
 }
@@ -620,6 +736,8 @@ struct Member {
     dir: std::path::PathBuf,
     log: std::path::PathBuf,
     port: u16,
+    /// Port of its MariaDB-flavoured listener.
+    maria_port: u16,
     proc: Option<Proc>,
 }
 
@@ -649,21 +767,30 @@ impl Member {
             self.name,
             "--status-listen",
             "127.0.0.1:0",
+            "--mariadb-listen",
+            &format!("127.0.0.1:{}", self.maria_port),
         ]
         .map(str::to_owned)
         .into();
         let mut p = Proc::spawn(self.name, &args, &self.log);
         let serving = p.wait_event("serving").await;
-        let addr: std::net::SocketAddr = serving["listen"]
-            .as_str()
-            .and_then(|a| a.parse().ok())
-            .expect("serving address");
-        self.port = addr.port();
+        let addr = |key: &str| -> std::net::SocketAddr {
+            serving[key]
+                .as_str()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("serving {key}"))
+        };
+        self.port = addr("listen").port();
+        self.maria_port = addr("mariadb_listen").port();
         self.proc = Some(p);
     }
 
     fn addr(&self) -> std::net::SocketAddr {
         std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    fn maria_addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.maria_port))
     }
 
     fn pid(&self) -> String {
@@ -700,6 +827,25 @@ fn last_gno(gtids: &str) -> u64 {
         .unwrap_or(0)
 }
 
+async fn replica_sql(db: &MariaDb, sql: &str) {
+    let mut conn = db.conn().await;
+    conn.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("replica: {sql}: {e}"));
+    let _ = conn.disconnect().await;
+}
+
+/// The replica's threads run, or reconnect: a refused start (1236) or an apply error stops it
+/// for good and fails the test.
+async fn assert_replica_ok(db: &MariaDb, what: &str) {
+    let s = db.slave_status().await.expect("replication configured");
+    assert!(
+        s.last_sql_error.is_empty() && s.last_io_errno != 1236 && s.sql_running == "Yes",
+        "{what}: replica error: {s:?}\n{}",
+        db.error_log()
+    );
+}
+
 fn median_max(v: &[Duration]) -> (Duration, Duration) {
     let mut s = v.to_vec();
     s.sort_unstable();
@@ -723,7 +869,36 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         return;
     };
     let seed = SEED + 17;
-    let run = start_sim_at_rate(seed, 1_000_000, 150.0).await;
+    // A MariaDB replica follows the group by GTID through a virtual address (MariaDB has no
+    // MySQL binary JSON: the workload runs without its JSON columns).
+    let replica = tokio::task::spawn_blocking(|| MariaDb::start(&["--server-id=2"]))
+        .await
+        .expect("start MariaDB");
+    let run = {
+        let Sim { handle: sim, truth } = start_sim_paused_with(SimArgs {
+            stores: 3,
+            regions_per_table: 2,
+            rate: 150.0,
+            txns: Some(1_000_000),
+            seed: Some(seed),
+            resolved_ts_interval: Duration::from_millis(50),
+            chaos_interval: Some(Duration::from_millis(150)),
+            progress_interval: Duration::from_secs(3600),
+            no_json: true,
+            ..SimArgs::default()
+        })
+        .await;
+        // The binlog starts before the workload's CREATE DATABASE (the first line of the
+        // truth log), so the replica creates every table from the stream.
+        let first: Json = serde_json::from_str(&truth.lines()[0]).expect("truth json");
+        let start_ts = Ts(first["start_ts"].as_u64().expect("start_ts") - 1);
+        sim.start_workload();
+        common::app::Run {
+            sim,
+            truth,
+            start_ts,
+        }
+    };
     let root = tempfile::tempdir().expect("tempdir");
     let pd = run.sim.cluster().pd_url();
     let mut members: Vec<Member> = ["a", "b"]
@@ -733,6 +908,7 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             dir: root.path().join(name),
             log: root.path().join(format!("{name}.log")),
             port: 0,
+            maria_port: 0,
             proc: None,
         })
         .collect();
@@ -783,6 +959,21 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         .try_into()
         .expect("16 bytes");
 
+    let maria_vip = Vip::start().await;
+    maria_vip.point(Some(members[0].maria_addr()));
+    if let Some(db) = &replica {
+        replica_sql(
+            db,
+            &format!(
+                "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
+                 MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+                maria_vip.addr().port()
+            ),
+        )
+        .await;
+        replica_sql(db, "START SLAVE").await;
+    }
+
     // A GTID client on whichever member the test points it at.
     let (addr_tx, addr_rx) = tokio::sync::watch::channel(Some(members[0].addr()));
     let (_pause_tx, pause_rx) = tokio::sync::watch::channel(false);
@@ -817,6 +1008,10 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     for round in 0..rounds {
         let other = 1 - owner;
         addr_tx.send_replace(Some(members[other].addr()));
+        maria_vip.point(Some(members[other].maria_addr()));
+        if let Some(db) = &replica {
+            assert_replica_ok(db, &format!("round {round}")).await;
+        }
         if round == LOOP_ETCD_RESTART {
             etcd.restart().await;
         }
@@ -994,6 +1189,44 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         "a member refused the client: {:?}",
         f.server_errors
     );
+    // The replica applied every transaction once, and its tables are the truth's.
+    let replica_values = match &replica {
+        Some(db) => {
+            let deadline = std::time::Instant::now() + WAIT_LOOP;
+            loop {
+                assert_replica_ok(db, "at the end").await;
+                let mut conn = db.conn().await;
+                let pos: Option<String> = conn
+                    .query_first("SELECT @@gtid_slave_pos")
+                    .await
+                    .expect("gtid_slave_pos");
+                let _ = conn.disconnect().await;
+                let pos = pos.unwrap_or_default();
+                if pos == format!("0-1-{}", want.len()) {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the replica is stuck at {pos} of {}",
+                    want.len()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            // It followed the virtual address from member to member (one connection or more
+            // per round: a refused or dropped one is retried).
+            assert!(
+                maria_vip.connections() > rounds as u64,
+                "the replica connected {} times in {rounds} rounds",
+                maria_vip.connections()
+            );
+            let mut model = Model::default();
+            for txn in &want {
+                model.apply(txn);
+            }
+            assert_replica_equals_model(db, &model).await
+        }
+        None => 0,
+    };
 
     // Both stop cleanly (the owner resigns); their binlogs are the same bytes.
     for m in &mut members {
@@ -1019,7 +1252,8 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     let (gm, gx) = median_max(&gaps);
     eprintln!(
         "failover loop: {} transactions, {} kills, {stops} stops, lease {LOOP_LEASE_SECONDS} s; \
-         takeover median {tm:?} max {tx:?}; client gap median {gm:?} max {gx:?}",
+         takeover median {tm:?} max {tx:?}; client gap median {gm:?} max {gx:?}; \
+         {replica_values} values equal on the MariaDB replica",
         want.len(),
         rounds - stops,
     );

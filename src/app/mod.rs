@@ -1171,6 +1171,11 @@ impl OwnerGate {
         let fence = ownership.fence();
         let _ = self.fence.set(fence.clone());
         let me = self.candidate.member();
+        info!(
+            instance = %me.instance_id,
+            checkpoint = self.checkpoint.borrow().0,
+            "owns the HA group: capture starts from the checkpoint"
+        );
         verdicts
             .status
             .ha_owner(Some((me.instance_id.clone(), me.mysql.clone())));

@@ -17,13 +17,19 @@ use super::peer::{find_tool, missing};
 /// Upper bound of a wait for etcd to answer.
 const READY: Duration = Duration::from_secs(30);
 
-/// A single-member etcd.
-pub struct Etcd {
+/// One etcd member process.
+struct EtcdMember {
+    name: String,
     child: Option<Child>,
-    bin: PathBuf,
-    dir: tempfile::TempDir,
     client: SocketAddr,
     peer: SocketAddr,
+}
+
+/// An etcd cluster (one member, or three for the partition case).
+pub struct Etcd {
+    members: Vec<EtcdMember>,
+    bin: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 fn free_addr() -> SocketAddr {
@@ -32,33 +38,57 @@ fn free_addr() -> SocketAddr {
 }
 
 impl Etcd {
-    /// Starts one; `None` when etcd is not installed (outside CI: the test is skipped).
+    /// Starts a single member; `None` when etcd is not installed (outside CI: the test is
+    /// skipped).
     pub async fn start() -> Option<Etcd> {
+        Etcd::start_cluster(1).await
+    }
+
+    /// Starts an `n`-member cluster and waits until each member answers.
+    pub async fn start_cluster(n: usize) -> Option<Etcd> {
         let Some(bin) = find_tool("etcd") else {
             missing("etcd (Debian package etcd-server)");
             return None;
         };
         let mut e = Etcd {
-            child: None,
+            members: (1..=n)
+                .map(|i| EtcdMember {
+                    name: format!("m{i}"),
+                    child: None,
+                    client: free_addr(),
+                    peer: free_addr(),
+                })
+                .collect(),
             bin,
             dir: tempfile::tempdir().expect("tempdir"),
-            client: free_addr(),
-            peer: free_addr(),
         };
-        e.spawn();
-        e.wait_ready().await;
+        for i in 0..n {
+            e.spawn(i);
+        }
+        for i in 0..n {
+            e.wait_ready(i).await;
+        }
         Some(e)
     }
 
-    fn spawn(&mut self) {
-        let (c, p) = (
-            format!("http://{}", self.client),
-            format!("http://{}", self.peer),
-        );
-        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("log");
+    fn log_path(&self, i: usize) -> PathBuf {
+        self.dir
+            .path()
+            .join(format!("{}.log", self.members[i].name))
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let cluster: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect();
+        let m = &self.members[i];
+        let (c, p) = (format!("http://{}", m.client), format!("http://{}", m.peer));
+        let log = std::fs::File::create(self.log_path(i)).expect("log");
         let child = Command::new(&self.bin)
-            .args(["--name", "m1", "--data-dir"])
-            .arg(self.dir.path().join("data"))
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(self.dir.path().join(format!("{}.data", m.name)))
             .args(["--listen-client-urls", &c, "--advertise-client-urls", &c])
             .args([
                 "--listen-peer-urls",
@@ -66,22 +96,23 @@ impl Etcd {
                 "--initial-advertise-peer-urls",
                 &p,
             ])
-            .args(["--initial-cluster", &format!("m1={p}")])
+            .args(["--initial-cluster", &cluster.join(",")])
+            .args(["--initial-cluster-token", "tibinlog-test"])
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("start etcd");
-        self.child = Some(child);
+        self.members[i].child = Some(child);
     }
 
-    /// Waits until it answers a status request.
-    pub async fn wait_ready(&self) {
+    /// Waits until member `i` answers a status request.
+    async fn wait_ready(&self, i: usize) {
         let deadline = tokio::time::Instant::now() + READY;
         loop {
             let ok = async {
-                let mut c = etcd_client::Client::connect([self.endpoint()], None).await?;
+                let mut c = etcd_client::Client::connect([self.endpoint_of(i)], None).await?;
                 c.status().await.map(|_| ())
             };
             if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(2), ok).await {
@@ -89,33 +120,72 @@ impl Etcd {
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "etcd did not answer in {READY:?}; its log: {}",
-                std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+                "etcd {} did not answer in {READY:?}; its log: {}",
+                self.members[i].name,
+                std::fs::read_to_string(self.log_path(i)).unwrap_or_default()
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// Its client URL.
+    /// The first member's client URL.
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.client)
+        self.endpoint_of(0)
+    }
+
+    /// Member `i`'s client URL.
+    pub fn endpoint_of(&self, i: usize) -> String {
+        format!("http://{}", self.members[i].client)
     }
 
     pub fn client_addr(&self) -> SocketAddr {
-        self.client
+        self.members[0].client
     }
 
-    /// SIGKILL, then the same member started again on its data.
+    /// The index of the member that leads the raft group, as member `asked` sees it.
+    pub async fn leader(&self, asked: usize) -> Option<usize> {
+        let mut c = etcd_client::Client::connect([self.endpoint_of(asked)], None)
+            .await
+            .ok()?;
+        let leader = c.status().await.ok()?.leader();
+        let list = c.member_list().await.ok()?;
+        let name = list
+            .members()
+            .iter()
+            .find(|m| m.id() == leader)?
+            .name()
+            .to_owned();
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    /// Sends `sig` (`-STOP`, `-CONT`) to member `i`: a stopped member neither sends nor
+    /// answers anything, as a member cut off by a network partition.
+    pub fn signal(&self, i: usize, sig: &str) {
+        let pid = self.members[i].child.as_ref().expect("running").id();
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success(), "kill {sig} etcd {}", self.members[i].name);
+    }
+
+    /// SIGKILL, then the same member started again on its data (the first member).
     pub async fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-        self.wait_ready().await;
+        self.kill_member(0);
+        self.spawn(0);
+        self.wait_ready(0).await;
+    }
+
+    fn kill_member(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        for i in 0..self.members.len() {
+            self.kill_member(i);
         }
     }
 }
@@ -184,6 +254,7 @@ impl CutProxy {
 pub struct Vip {
     addr: SocketAddr,
     target: watch::Sender<Option<SocketAddr>>,
+    connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Vip {
@@ -191,6 +262,8 @@ impl Vip {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (target, target_rx) = watch::channel(None::<SocketAddr>);
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let count = connections.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((mut inbound, _)) = listener.accept().await else {
@@ -201,6 +274,7 @@ impl Vip {
                     let _ = inbound.shutdown().await;
                     continue;
                 };
+                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tokio::spawn(async move {
                     let Ok(mut outbound) = TcpStream::connect(to).await else {
                         return;
@@ -212,7 +286,16 @@ impl Vip {
                 });
             }
         });
-        Vip { addr, target }
+        Vip {
+            addr,
+            target,
+            connections,
+        }
+    }
+
+    /// Connections it has forwarded so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn addr(&self) -> SocketAddr {

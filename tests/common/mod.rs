@@ -11,6 +11,7 @@ pub mod peer;
 pub mod proc;
 pub mod raw_binlog;
 pub mod repl;
+pub mod replica;
 pub mod sim;
 pub mod tls;
 pub mod truth;
