@@ -18,6 +18,9 @@ use common::app::{
     wait_checkpoint, wait_until,
 };
 use common::app::{start_sim_paused_with, Sim};
+use common::debezium::{
+    assert_debezium_equals_truth_across_reconnects, debezium_transactions, gno_of, Debezium,
+};
 use common::etcd::{CutProxy, Etcd, Vip};
 use common::mariadb::MariaDb;
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog};
@@ -806,15 +809,89 @@ impl Member {
         assert!(ok.success(), "kill {sig} {}", self.name);
     }
 
-    /// Bytes of every file of its binlog directory.
-    fn store_bytes(&self) -> u64 {
+    /// Waits until every thread of the process is stopped (state `T` in `/proc`): SIGSTOP takes
+    /// a thread that is inside a system call (a write held up by the kernel's dirty-page
+    /// throttling) only once the call returns, and what the call writes is not a write after
+    /// the stop.
+    async fn wait_stopped(&self) {
+        let tasks = format!("/proc/{}/task", self.pid());
+        let deadline = std::time::Instant::now() + WAIT_LOOP;
+        loop {
+            let all = std::fs::read_dir(&tasks)
+                .expect("task list")
+                .filter_map(Result::ok)
+                .all(|t| {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    let state = stat.rsplit_once(')').map(|(_, r)| r.trim_start());
+                    state.is_some_and(|r| r.starts_with('T') || r.starts_with('t'))
+                });
+            if all {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} never stopped",
+                self.name
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Every file of its binlog directory with its size.
+    fn store_bytes(&self) -> std::collections::BTreeMap<String, u64> {
         std::fs::read_dir(self.dir.join("binlog"))
             .map(|rd| {
-                rd.filter_map(|e| e.ok()?.metadata().ok())
-                    .map(|m| m.len())
-                    .sum()
+                rd.filter_map(|e| {
+                    let e = e.ok()?;
+                    Some((
+                        e.file_name().to_string_lossy().into_owned(),
+                        e.metadata().ok()?.len(),
+                    ))
+                })
+                .collect()
             })
-            .unwrap_or(0)
+            .unwrap_or_default()
+    }
+
+    /// Fails unless what changed in its binlog directory since `frozen` (accumulated in
+    /// `changed` over the calls) is the work of one system call at most: the one the writer had
+    /// been cleared for when the pause came (one file appended to, cut, created or removed, or
+    /// a temporary renamed over its target). Shows what changed and its log.
+    fn assert_one_call_at_most(
+        &self,
+        frozen: &std::collections::BTreeMap<String, u64>,
+        changed: &mut std::collections::BTreeSet<String>,
+        what: &str,
+    ) {
+        let now = self.store_bytes();
+        changed.extend(
+            now.iter()
+                .filter(|(n, s)| frozen.get(*n) != Some(s))
+                .map(|(n, _)| n.clone())
+                .chain(frozen.keys().filter(|n| !now.contains_key(*n)).cloned()),
+        );
+        let names: Vec<&String> = changed.iter().collect();
+        let one_call = match names.as_slice() {
+            [] | [_] => true,
+            [a, b] => {
+                let renamed = |tmp: &str, dst: &str| {
+                    tmp.strip_suffix("_crash_safe") == Some(dst) && !now.contains_key(tmp)
+                };
+                renamed(a, b) || renamed(b, a)
+            }
+            _ => false,
+        };
+        if !one_call {
+            let show: Vec<String> = names
+                .iter()
+                .map(|n| format!("{n}: {:?} -> {:?}", frozen.get(*n), now.get(*n)))
+                .collect();
+            panic!(
+                "{what}: {} wrote after it lost the ownership: {show:?}; its log ends with:\n{}",
+                self.name,
+                common::proc::log_tail(&self.log, 40)
+            );
+        }
     }
 }
 
@@ -846,7 +923,38 @@ async fn assert_replica_ok(db: &MariaDb, what: &str) {
     );
 }
 
+/// How long after `since` the member whose log is `log` last said it owns the group (log lines
+/// start with an RFC 3339 UTC time, `2026-12-03T16:52:28.210328Z`).
+fn won_after(log: &Path, since: std::time::SystemTime) -> Option<Duration> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("owns the HA group"))?;
+    let stamp = line.split_whitespace().next()?;
+    let (date, time) = stamp.strip_suffix('Z')?.split_once('T')?;
+    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let mut t = hms.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, min, s) = (t.next()??, t.next()??, t.next()??);
+    // Days since 1970-01-01 of a proleptic Gregorian date.
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = u64::try_from(days * 86_400 + h * 3600 + min * 60 + s).ok()?;
+    let nanos: u32 = format!("{frac:0<9}")[..9].parse().ok()?;
+    let at = std::time::UNIX_EPOCH + Duration::new(secs, nanos);
+    at.duration_since(since).ok()
+}
+
 fn median_max(v: &[Duration]) -> (Duration, Duration) {
+    if v.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
     let mut s = v.to_vec();
     s.sort_unstable();
     (s[s.len() / 2], *s.last().expect("samples"))
@@ -855,10 +963,17 @@ fn median_max(v: &[Duration]) -> (Duration, Duration) {
 /// The failover loop: two `tibinlog server` processes form a group on a real etcd (2 s
 /// lease) under a running workload with faults. The owner is killed with SIGKILL 20 times at
 /// seeded moments and restarted as a standby; three times it is stopped (SIGSTOP) past its
-/// lease instead, and once resumed it must exit without writing another byte; etcd is
-/// restarted once. A GTID client follows whichever member is up. At the end every transaction
-/// of the truth log is in both binlogs once, in order, with its values; the client received
-/// each exactly once; and the two members' binlog files are byte-identical. Prints the
+/// lease instead, and once resumed it must exit having completed at most the one file system
+/// call its writer had been cleared for before the pause (a check and its call are two steps:
+/// a pause can come between them), nothing after it; etcd is restarted once. Consumers follow
+/// whichever member is up: a mysql_async GTID client, a MariaDB 10.11 replica by GTID and
+/// Debezium's MySQL connector, the last two through virtual addresses that move to the
+/// standby at the start of each round (dropping their connections). At the end every
+/// transaction of the truth log is in both binlogs once, in order, with its values; the GTID
+/// client received each exactly once, Debezium every row transaction from the first it saw
+/// (a transaction cut by a failover comes again whole, as its binlog client reconnects with
+/// the GTIDs it finished), the replica's tables equal the truth; and the two members' binlog
+/// files are byte-identical. Prints the
 /// takeover times (kill → the new owner's binlog passes what the old one had published) and
 /// the client's gaps (kill → its first new transaction).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -974,6 +1089,38 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         replica_sql(db, "START SLAVE").await;
     }
 
+    // Debezium's MySQL connector through a virtual address of its own (its binlog client
+    // reconnects with its GTID set when the address moves); it starts once there are GTIDs
+    // (its GTID mode needs a non-empty set) and streams from the end it finds.
+    let mysql_vip = Vip::start().await;
+    mysql_vip.point(Some(members[0].addr()));
+    let debezium = match common::java::compile_all_jars("DebeziumTail.java") {
+        Some(prog) => {
+            tokio::time::timeout(WAIT_LOOP, async {
+                while common::app::master_gtids(members[0].addr())
+                    .await
+                    .unwrap_or_default()
+                    .is_empty()
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .await
+            .expect("transactions on the first member");
+            let d = Debezium::start(
+                &prog,
+                mysql_vip.addr(),
+                6103,
+                &root.path().join("debezium"),
+                "no_data",
+                &["connect.keep.alive.interval.ms=200"],
+            );
+            d.wait_streaming(1).await;
+            Some(d)
+        }
+        None => None,
+    };
+
     // A GTID client on whichever member the test points it at.
     let (addr_tx, addr_rx) = tokio::sync::watch::channel(Some(members[0].addr()));
     let (_pause_tx, pause_rx) = tokio::sync::watch::channel(false);
@@ -989,9 +1136,12 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
 
     let mut rng = tibinlog::sim::ts::SimRng::new(seed);
     let mut takeovers = Vec::new();
+    let mut wins = Vec::new();
     let mut gaps = Vec::new();
     let rounds = LOOP_KILLS + LOOP_KILLS / (LOOP_STOP_EVERY - 1);
     let mut stops = 0;
+    // Stops where the resumed owner completed the one call it had been cleared for.
+    let mut late_calls = 0;
     // The owner at the start; afterwards the member each round's takeover made owner.
     let mut owner = tokio::time::timeout(WAIT_LOOP, async {
         loop {
@@ -1009,6 +1159,7 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         let other = 1 - owner;
         addr_tx.send_replace(Some(members[other].addr()));
         maria_vip.point(Some(members[other].maria_addr()));
+        mysql_vip.point(Some(members[other].addr()));
         if let Some(db) = &replica {
             assert_replica_ok(db, &format!("round {round}")).await;
         }
@@ -1027,8 +1178,10 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             .and_then(|v| v["gtid_executed"].as_str().map(last_gno))
             .unwrap_or(0);
         let t0 = std::time::Instant::now();
+        let t0_wall = std::time::SystemTime::now();
         let frozen = if stop_round {
             members[owner].signal("-STOP");
+            members[owner].wait_stopped().await;
             stops += 1;
             Some(members[owner].store_bytes())
         } else {
@@ -1061,16 +1214,21 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         .await
         .unwrap_or_else(|_| panic!("round {round}: {} never took over", members[other].name));
         takeovers.push(t0.elapsed());
+        // When the new owner won the election (its log line), against the kill.
+        let won = won_after(&members[other].log, t0_wall);
+        if let Some(w) = won {
+            wins.push(w);
+        }
         if let Some(bytes) = frozen {
             // Past its lease it resumes: it must notice before writing and exit.
             members[owner].signal("-CONT");
             let deadline = std::time::Instant::now() + WAIT_LOOP;
+            let mut changed = std::collections::BTreeSet::new();
             let status = loop {
-                assert_eq!(
-                    members[owner].store_bytes(),
-                    bytes,
-                    "round {round}: {} wrote after it lost the ownership",
-                    members[owner].name
+                members[owner].assert_one_call_at_most(
+                    &bytes,
+                    &mut changed,
+                    &format!("round {round}"),
                 );
                 let p = members[owner].proc.as_mut().expect("running");
                 if let Some(st) = p.child.try_wait().expect("try_wait") {
@@ -1087,14 +1245,13 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             let log = std::fs::read_to_string(&members[owner].log).unwrap_or_default();
             assert!(
                 log.contains("lost the ownership"),
-                "the resumed owner says why it stopped"
+                "the resumed owner says why it stopped; its log ends with:\n{}",
+                common::proc::log_tail(&members[owner].log, 40)
             );
-            assert_eq!(
-                members[owner].store_bytes(),
-                bytes,
-                "round {round}: {} wrote after it lost the ownership",
-                members[owner].name
-            );
+            members[owner].assert_one_call_at_most(&bytes, &mut changed, &format!("round {round}"));
+            if !changed.is_empty() {
+                late_calls += 1;
+            }
         }
         let takeover = t0.elapsed();
         members[owner].proc = None;
@@ -1125,7 +1282,10 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         })
         .await
         .unwrap_or_else(|_| panic!("round {round}: the client got nothing after the takeover"));
-        eprintln!("  takeover {takeover:?}, client gap {gap:?}, restarted after {restarted:?}");
+        eprintln!(
+            "  takeover {takeover:?} (won the election after {won:?}), client gap {gap:?}, \
+             restarted after {restarted:?}"
+        );
         gaps.push(gap);
         owner = other;
     }
@@ -1189,6 +1349,34 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         "a member refused the client: {:?}",
         f.server_errors
     );
+    // Debezium delivered every row transaction from the first it saw, once, in order, with
+    // the truth's values.
+    let debezium_rows = match debezium {
+        Some(d) => {
+            let last_rows = want
+                .iter()
+                .rposition(|t| t["ddl"].is_null())
+                .expect("a row transaction");
+            let lines = d.finish(&format!("{uuid}:{}", last_rows + 1)).await;
+            let txns = debezium_transactions(&lines);
+            let first_gno = gno_of(&txns.first().expect("Debezium streamed").gtid);
+            let (counts, redelivered) =
+                assert_debezium_equals_truth_across_reconnects(&txns, &want, &uuid, first_gno);
+            assert_eq!(counts.skipped, 0, "Debezium decodes every value");
+            eprintln!(
+                "Debezium: {} transactions from GNO {first_gno}, {redelivered} of them cut by a \
+                 failover and delivered again whole",
+                txns.len()
+            );
+            assert!(
+                mysql_vip.connections() > rounds as u64,
+                "Debezium connected {} times in {rounds} rounds",
+                mysql_vip.connections()
+            );
+            counts.rows
+        }
+        None => 0,
+    };
     // The replica applied every transaction once, and its tables are the truth's.
     let replica_values = match &replica {
         Some(db) => {
@@ -1250,10 +1438,14 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     }
     let (tm, tx) = median_max(&takeovers);
     let (gm, gx) = median_max(&gaps);
+    let (wm, wx) = median_max(&wins);
     eprintln!(
         "failover loop: {} transactions, {} kills, {stops} stops, lease {LOOP_LEASE_SECONDS} s; \
-         takeover median {tm:?} max {tx:?}; client gap median {gm:?} max {gx:?}; \
-         {replica_values} values equal on the MariaDB replica",
+         takeover median {tm:?} max {tx:?} (of which the lease's expiry and the election: \
+         median {wm:?} max {wx:?}); client gap median {gm:?} max {gx:?}; \
+         {late_calls} of the stopped owners completed the one call they were cleared for; \
+         {replica_values} values equal on the MariaDB replica, {debezium_rows} rows equal from \
+         Debezium",
         want.len(),
         rounds - stops,
     );

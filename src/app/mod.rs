@@ -1627,7 +1627,9 @@ impl Writer {
             return Ok(());
         };
         match fence.get() {
-            Some(f) => f.check().map_err(|e| anyhow::anyhow!("not writing: {e}")),
+            Some(f) => f.check().map_err(|e| {
+                anyhow::anyhow!("not writing: lost the ownership of the HA group: {e}")
+            }),
             None => Err(anyhow::anyhow!(
                 "not writing: this instance does not own its HA group"
             )),

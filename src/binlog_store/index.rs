@@ -83,8 +83,7 @@ pub(crate) fn write_index_guarded(
 }
 
 /// Writes `bytes` to `tmp`, fsyncs, renames it to `dst` and fsyncs the directory; `guard` is
-/// asked before the write and again before the rename (an fsync can take long enough for a
-/// writer to lose its right to write).
+/// asked before each of the create, the write and the rename.
 pub(crate) fn write_atomically(
     tmp: &Path,
     dst: &Path,
@@ -98,6 +97,7 @@ pub(crate) fn write_atomically(
         .truncate(true)
         .open(tmp)
         .map_err(StoreError::io("create", tmp))?;
+    guard.check()?;
     f.write_all(bytes).map_err(StoreError::io("write", tmp))?;
     f.sync_all().map_err(StoreError::io("fsync", tmp))?;
     guard.check()?;
@@ -105,9 +105,11 @@ pub(crate) fn write_atomically(
     sync_dir(dst.parent().unwrap_or(Path::new(".")))
 }
 
-/// Asked before each change a writer makes to its files: an HA owner's says no once its
-/// ownership is lost, so that no byte lands after that, even when the process was paused in
-/// the middle of a group commit or a rotation. The default always allows.
+/// Asked right before each system call that changes a writer's files (a write, a truncation, a
+/// file's creation, rename or removal): an HA owner's says no once its ownership is lost. A
+/// process paused in the middle of a group commit or a rotation therefore completes at most
+/// the one call it had been cleared for before the pause, and nothing after it. The default
+/// always allows.
 #[derive(Clone, Default)]
 pub struct WriteGuard(Option<Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>>);
 

@@ -373,7 +373,13 @@ impl BinlogStore {
         remove_strays(&cfg, &[])?;
         let mut ew = EventWriter::new(cfg.server_id, cfg.checksum);
         let ts = header_timestamp(cfg.first_file_ts);
-        let (file, prologue_end) = create_file(&cfg, &mut ew, 1, &GtidSet::new(), ts)?;
+        let (file, prologue_end) = create_file(
+            &cfg,
+            &mut ew,
+            1,
+            (&GtidSet::new(), ts),
+            &super::index::WriteGuard::default(),
+        )?;
         write_index(&cfg.data_dir, &cfg.basename, &[1])?;
         let map_path = cfg.data_dir.join(format!("{}.map", cfg.basename));
         let (mut map, _) = MapFile::open(&map_path)?;

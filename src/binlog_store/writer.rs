@@ -850,13 +850,12 @@ impl BinlogStore {
             .observe(started.elapsed().as_secs_f64());
 
         self.ew.checksum = self.cfg.checksum;
-        self.guard.check()?;
         let (file, prologue_end) = create_file(
             &self.cfg,
             &mut self.ew,
             next,
-            &self.gtid_executed,
-            self.last_timestamp,
+            (&self.gtid_executed, self.last_timestamp),
+            &self.guard,
         )?;
         let mut seqs: Vec<u32> = self.shared.read().files.iter().map(|f| f.seq).collect();
         seqs.push(next);
@@ -902,11 +901,12 @@ pub(crate) fn create_file(
     cfg: &StoreConfig,
     ew: &mut EventWriter,
     seq: u32,
-    previous: &GtidSet,
-    timestamp: u32,
+    (previous, timestamp): (&GtidSet, u32),
+    guard: &WriteGuard,
 ) -> Result<(File, u64)> {
     let (buf, end) = prologue(cfg, ew, previous, timestamp)?;
     let path = cfg.data_dir.join(file_name(&cfg.basename, seq));
+    guard.check()?;
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -914,6 +914,7 @@ pub(crate) fn create_file(
         .truncate(true)
         .open(&path)
         .map_err(StoreError::io("create", &path))?;
+    guard.check()?;
     f.write_all(&buf).map_err(StoreError::io("write", &path))?;
     f.sync_all().map_err(StoreError::io("fsync", &path))?;
     sync_dir(&cfg.data_dir)?;
