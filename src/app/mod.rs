@@ -598,9 +598,10 @@ impl App {
         let writer_fence = cfg.ha.is_some().then(|| fence.clone());
         let mut store = store;
         if let Some(fence) = writer_fence.clone() {
-            // Asked before each change to the files as well: a process paused in the middle
-            // of a group commit or a rotation (past its lease) writes nothing more once it
-            // resumes. A standby (no fence yet) writes what it relays.
+            // Asked right before each system call that changes the files as well: a process
+            // paused in the middle of a group commit or a rotation (past its lease) completes
+            // at most the one call it was cleared for once it resumes. A standby (no fence
+            // yet) writes what it relays.
             store.set_write_guard(crate::binlog_store::WriteGuard::new(move || {
                 match fence.get() {
                     Some(f) => f
