@@ -222,6 +222,7 @@ impl Changefeed {
     /// Holds the GC safe point, reads the schema at `start_ts`, opens the sorter and starts
     /// capturing. Needs a multi-threaded runtime (the schema bootstrap blocks one worker).
     pub async fn start(cfg: ChangefeedConfig, cancel: CancellationToken) -> Result<Changefeed> {
+        let began = std::time::Instant::now();
         let mut pd_cfg = PdConfig::new(cfg.pd_addrs.clone());
         pd_cfg.tls = cfg.tls.clone();
         let pd = PdClient::connect(pd_cfg, cancel.child_token()).await?;
@@ -229,6 +230,7 @@ impl Changefeed {
         let mut gc_cfg = GcKeeperConfig::new(cfg.gc_service_id.clone());
         gc_cfg.ttl = cfg.gc_ttl;
         GcKeeper::hold(&pd, &gc_cfg, cfg.start_ts).await?;
+        let held = began.elapsed();
 
         let store = {
             let reader = Arc::new(SnapshotReader::new(pd.clone(), SnapshotConfig::default()));
@@ -238,11 +240,7 @@ impl Changefeed {
                 .await
                 .map_err(|e| ChangefeedError::Bootstrap(e.to_string()))??
         };
-        info!(
-            start_ts = cfg.start_ts.0,
-            tables = store.included_physical_ids().len(),
-            "schema bootstrapped"
-        );
+        let bootstrapped = began.elapsed();
 
         let (schema_tx, schema) = watch::channel(schema_snapshot(&store));
 
@@ -264,6 +262,14 @@ impl Changefeed {
         pcfg.start_ts = cfg.start_ts;
         let (puller, events) =
             Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
+        info!(
+            start_ts = cfg.start_ts.0,
+            tables = store.included_physical_ids().len(),
+            pd_and_gc_ms = held.as_millis() as u64,
+            schema_ms = (bootstrapped - held).as_millis() as u64,
+            sorter_and_puller_ms = (began.elapsed() - bootstrapped).as_millis() as u64,
+            "changefeed started"
+        );
 
         let sorter_threads = reader.threads();
         let (out_tx, out) = mpsc::channel(OUTPUT_CHANNEL);

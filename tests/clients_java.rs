@@ -1328,7 +1328,7 @@ async fn debezium_read_only_incremental_snapshot_while_streaming() {
     let keys = primary_keys(addr, "wl").await;
     assert!(!keys.is_empty());
     let work = dir.path().join("debezium");
-    let debezium = Debezium::start(
+    let mut debezium = Debezium::start(
         &prog,
         addr,
         6104,
@@ -1421,7 +1421,7 @@ async fn debezium_when_needed_snapshots_again_after_a_purge() {
     // A first run snapshots (it has no offset), streams a little and stores its offset.
     let work = dir.path().join("debezium");
     let props = ["skipped.operations=none"];
-    let first = Debezium::start(&prog, addr, 6105, &work, "when_needed", &props);
+    let mut first = Debezium::start(&prog, addr, 6105, &work, "when_needed", &props);
     first.wait_dump(&app, 6105).await;
     run.sim.start_workload();
     first.wait_streaming(1).await;

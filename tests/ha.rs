@@ -662,6 +662,39 @@ async fn a_killed_owner_is_replaced_and_both_instances_end_with_the_same_binlog(
             replica_ports: vec![b.local_addr().port()],
         }
     );
+    // A client ahead of b (it read a member further on) waits on b for what b will relay;
+    // once it goes away, b's wait ends with it rather than running on for a minute.
+    {
+        const AHEAD_ID: u32 = 7301;
+        let past = b.files().gtid_executed().last_gno(&sid) + 1_000_000;
+        let set =
+            mysql_async::Sid::new(sid.0).with_interval(mysql_async::GnoInterval::new(1, past));
+        let conn = mysql_async::Conn::new(opts(b.local_addr(), "root"))
+            .await
+            .expect("connect to b");
+        let stream = conn
+            .get_binlog_stream(
+                mysql_async::BinlogStreamRequest::new(AHEAD_ID)
+                    .with_gtid()
+                    .with_gtid_set(vec![set]),
+            )
+            .await
+            .expect("a dump from past b's end");
+        wait_until("b holds the dump of a client ahead of it", || {
+            b.dump_server_ids().contains(&AHEAD_ID)
+        })
+        .await;
+        drop(stream);
+        // Well inside the minute such a dump waits for its member.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while b.dump_server_ids().contains(&AHEAD_ID) {
+            assert!(
+                Instant::now() < deadline,
+                "b still waits for a client that left"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     let observer = candidate(
         etcd.endpoint(),
         "/t/app",
@@ -923,14 +956,11 @@ async fn assert_replica_ok(db: &MariaDb, what: &str) {
     );
 }
 
-/// How long after `since` the member whose log is `log` last said it owns the group (log lines
-/// start with an RFC 3339 UTC time, `2026-12-03T16:52:28.210328Z`).
-fn won_after(log: &Path, since: std::time::SystemTime) -> Option<Duration> {
+/// How long after `since` the member whose log is `log` last logged a line containing `what`
+/// (log lines start with an RFC 3339 UTC time, `2026-12-03T16:52:28.210328Z`).
+fn logged_after(log: &Path, what: &str, since: std::time::SystemTime) -> Option<Duration> {
     let text = std::fs::read_to_string(log).ok()?;
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| l.contains("owns the HA group"))?;
+    let line = text.lines().rev().find(|l| l.contains(what))?;
     let stamp = line.split_whitespace().next()?;
     let (date, time) = stamp.strip_suffix('Z')?.split_once('T')?;
     let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
@@ -1107,7 +1137,7 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             })
             .await
             .expect("transactions on the first member");
-            let d = Debezium::start(
+            let mut d = Debezium::start(
                 &prog,
                 mysql_vip.addr(),
                 6103,
@@ -1137,6 +1167,7 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     let mut rng = tibinlog::sim::ts::SimRng::new(seed);
     let mut takeovers = Vec::new();
     let mut wins = Vec::new();
+    let mut starts = Vec::new();
     let mut gaps = Vec::new();
     let rounds = LOOP_KILLS + LOOP_KILLS / (LOOP_STOP_EVERY - 1);
     let mut stops = 0;
@@ -1215,10 +1246,21 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
         .unwrap_or_else(|_| panic!("round {round}: {} never took over", members[other].name));
         takeovers.push(t0.elapsed());
         // When the new owner won the election (its log line), against the kill.
-        let won = won_after(&members[other].log, t0_wall);
+        let log = &members[other].log;
+        let won = logged_after(log, "owns the HA group", t0_wall);
         if let Some(w) = won {
             wins.push(w);
         }
+        // Capture's start after the election: the changefeed's setup, then its first resolved
+        // ts (every region scanned from the checkpoint).
+        let setup = logged_after(log, "changefeed started", t0_wall);
+        let resolved = logged_after(log, "the first resolved ts", t0_wall);
+        if let (Some(w), Some(r)) = (won, resolved) {
+            starts.push(r.saturating_sub(w));
+        }
+        eprintln!(
+            "  new owner: won {won:?}, changefeed set up {setup:?}, first resolved {resolved:?}"
+        );
         if let Some(bytes) = frozen {
             // Past its lease it resumes: it must notice before writing and exit.
             members[owner].signal("-CONT");
@@ -1439,10 +1481,12 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
     let (tm, tx) = median_max(&takeovers);
     let (gm, gx) = median_max(&gaps);
     let (wm, wx) = median_max(&wins);
+    let (sm, sx) = median_max(&starts);
     eprintln!(
         "failover loop: {} transactions, {} kills, {stops} stops, lease {LOOP_LEASE_SECONDS} s; \
          takeover median {tm:?} max {tx:?} (of which the lease's expiry and the election: \
-         median {wm:?} max {wx:?}); client gap median {gm:?} max {gx:?}; \
+         median {wm:?} max {wx:?}; from the election to capture's first resolved ts: median \
+         {sm:?} max {sx:?}); client gap median {gm:?} max {gx:?}; \
          {late_calls} of the stopped owners completed the one call they were cleared for; \
          {replica_values} values equal on the MariaDB replica, {debezium_rows} rows equal from \
          Debezium",

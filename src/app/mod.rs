@@ -1264,6 +1264,9 @@ async fn relay(
     stop: CancellationToken,
     verdicts: Verdicts,
 ) {
+    // When the changefeed in `next` was asked for: the first resolved ts it yields says how
+    // long capture took to start (regions scanned, frontier past the start).
+    let mut started = std::time::Instant::now();
     let mut next = match (first, owner) {
         (Some(f), _) => f,
         (None, Some(owner)) => {
@@ -1312,6 +1315,7 @@ async fn relay(
                 });
             }
             cfg.start_ts = *flushed.borrow();
+            started = std::time::Instant::now();
             let feed = start_changefeed(&cfg, &stop).await;
             if let Ok(f) = &feed {
                 owner.history.start_from(f.schema().borrow().clone());
@@ -1328,7 +1332,15 @@ async fn relay(
         let error = match next {
             Ok(mut f) => {
                 verdicts.status.running();
-                let error = pump(&mut f, &out, &queue, &mut flushed, &stop, &mut retry).await;
+                let error = pump(
+                    &mut f,
+                    &out,
+                    &queue,
+                    &mut flushed,
+                    &stop,
+                    (&mut retry, started),
+                )
+                .await;
                 f.close().await;
                 let Some(error) = error else { break };
                 // The writer drops the transaction it had open.
@@ -1373,6 +1385,7 @@ async fn relay(
         }
         retry = (retry * 2).min(MAX_RETRY);
         cfg.start_ts = *flushed.borrow();
+        started = std::time::Instant::now();
         next = start_changefeed(&cfg, &stop).await;
     }
     // Ends the writer even while server sessions still hold purge senders.
@@ -1386,8 +1399,9 @@ async fn pump(
     queue: &ByteBudget,
     flushed: &mut watch::Receiver<Ts>,
     stop: &CancellationToken,
-    retry: &mut Duration,
+    (retry, started): (&mut Duration, std::time::Instant),
 ) -> Option<anyhow::Error> {
+    let mut resolved_once = false;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return None,
@@ -1400,8 +1414,16 @@ async fn pump(
             }
             ev = feed.next() => match ev {
                 Some(Ok(ev)) => {
-                    if matches!(ev, ChangeEvent::Resolved(_)) {
+                    if let ChangeEvent::Resolved(ts) = &ev {
                         *retry = FIRST_RETRY;
+                        if !resolved_once {
+                            resolved_once = true;
+                            info!(
+                                resolved_ts = ts.0,
+                                after_ms = started.elapsed().as_millis() as u64,
+                                "capture running: the first resolved ts"
+                            );
+                        }
                     }
                     let cost = queue.cost(queue_cost(&ev));
                     tokio::select! {

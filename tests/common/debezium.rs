@@ -136,17 +136,7 @@ pub fn image_matches(types: &Json, got: &Json, want: &Json, counts: &mut Counts)
             g.len() == w.len()
                 && g.iter().all(|(col, gv)| {
                     let Some(wv) = w.get(col) else { return false };
-                    match compare(kind_of(&types[col]), gv, wv) {
-                        Cmp::Equal => {
-                            counts.compared += 1;
-                            true
-                        }
-                        Cmp::Skipped => {
-                            counts.skipped += 1;
-                            true
-                        }
-                        Cmp::Different => false,
-                    }
+                    column_matches(types, col, gv, wv, counts)
                 })
         }
         _ => false,
@@ -170,18 +160,18 @@ pub fn image_covers(types: &Json, got: &Json, want: &Json, counts: &mut Counts) 
     };
     w.iter().all(|(col, wv)| match g.get(col) {
         None => true,
-        Some(gv) => match compare(kind_of(&types[col]), gv, wv) {
-            Cmp::Equal => {
-                counts.compared += 1;
-                true
-            }
-            Cmp::Skipped => {
-                counts.skipped += 1;
-                true
-            }
-            Cmp::Different => false,
-        },
+        Some(gv) => column_matches(types, col, gv, wv, counts),
     })
+}
+
+/// One column's value against the truth's, counted as compared or skipped when it matches.
+fn column_matches(types: &Json, col: &str, got: &Json, want: &Json, counts: &mut Counts) -> bool {
+    match compare(kind_of(&types[col]), got, want) {
+        Cmp::Equal => counts.compared += 1,
+        Cmp::Skipped => counts.skipped += 1,
+        Cmp::Different => return false,
+    }
+    true
 }
 
 /// One transaction as Debezium delivered it (BEGIN … END around its change records).
@@ -294,17 +284,26 @@ impl Debezium {
             }
             out
         });
-        // Debezium logs a lot; keep it for a failure message only.
+        // Debezium logs a lot; keep it for a failure message only: the warnings and errors,
+        // the first error's exception with its causes, and the tail.
         let stderr = child.stderr.take().expect("stderr");
         let log = tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
-            // The first error lines (what went wrong first) and the tail.
-            let mut first_errors = Vec::new();
+            let mut flagged = Vec::new();
+            let mut first_error: Vec<String> = Vec::new();
             let mut tail = std::collections::VecDeque::new();
             while let Ok(Some(line)) = lines.next_line().await {
-                if first_errors.len() < 30 && (line.contains(" ERROR ") || line.contains(" WARN "))
+                let error = line.contains(" ERROR ");
+                if flagged.len() < 30 && (error || line.contains(" WARN ")) {
+                    flagged.push(line.clone());
+                }
+                // Its stack frames start with a tab; the exception and its causes do not.
+                if (error && first_error.is_empty())
+                    || (!first_error.is_empty()
+                        && first_error.len() < 40
+                        && !line.starts_with('\t'))
                 {
-                    first_errors.push(line.clone());
+                    first_error.push(line.clone());
                 }
                 if tail.len() == 40 {
                     tail.pop_front();
@@ -312,8 +311,10 @@ impl Debezium {
                 tail.push_back(line);
             }
             format!(
-                "--- first warnings and errors ---\n{}\n--- last lines ---\n{}",
-                first_errors.join("\n"),
+                "--- warnings and errors ---\n{}\n--- the first error and its causes ---\n{}\n\
+                 --- last lines ---\n{}",
+                flagged.join("\n"),
+                first_error.join("\n"),
                 tail.into_iter().collect::<Vec<_>>().join("\n")
             )
         });
@@ -335,14 +336,20 @@ impl Debezium {
         }
     }
 
-    /// Waits until it has ended `n` transactions (it is streaming).
-    pub async fn wait_streaming(&self, n: usize) {
+    /// Waits until it has ended `n` transactions (it is streaming); panics with its log if
+    /// it ended or did not get there in time.
+    pub async fn wait_streaming(&mut self, n: usize) {
         let deadline = Instant::now() + WAIT;
         while self.ended.load(std::sync::atomic::Ordering::Relaxed) < n {
-            assert!(
-                Instant::now() < deadline,
-                "Debezium never streamed {n} transactions"
-            );
+            let ended = self.reader.is_finished();
+            if ended || Instant::now() >= deadline {
+                let _ = self.child.kill().await;
+                let log = (&mut self.log).await.unwrap_or_default();
+                panic!(
+                    "Debezium {} before it streamed {n} transactions\n{log}",
+                    if ended { "ended" } else { "timed out" }
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

@@ -128,8 +128,10 @@ pub async fn run(
         // A client that read another member's binlog may be ahead of this one right after a
         // failover: this member relays or regenerates the same transactions shortly, so the
         // dump waits for them rather than refusing what it will have.
+        // A client that goes away meanwhile (its own timeout, a reconnect) ends the wait.
         let mut end = shared.source.subscribe_end();
         let deadline = tokio::time::Instant::now() + HA_CATCH_UP;
+        let mut scratch = [0u8; 512];
         while ahead(&shared, &settings, &req) {
             tokio::select! {
                 () = cancel.cancelled() => return Ok(()),
@@ -138,6 +140,14 @@ pub async fn run(
                         break;
                     }
                 }
+                r = io.read_some(&mut scratch) => match r {
+                    // Whatever the client writes on a dump socket is ignored.
+                    Ok(0) | Err(_) => {
+                        tracing::info!("a replica left while this member caught up with it");
+                        return Ok(());
+                    }
+                    Ok(_) => {}
+                },
             }
         }
     }
@@ -151,6 +161,7 @@ pub async fn run(
     match opened {
         Ok((mut start, reader)) => {
             start.from = reader.position();
+            let from = start.from.clone();
             let dump_plan = plan::DumpPlan::new(&settings, start);
             let pacing = self::session::Pacing {
                 heartbeat: plan::heartbeat_period(
@@ -162,12 +173,27 @@ pub async fn run(
                 relay: session.user_var(relay::USER_VAR).is_some()
                     && matches!(req, DumpRequest::Position { .. }),
             };
+            // The connection's span names the connection, the user and the replica's server id.
+            tracing::info!(
+                file = %from.file,
+                pos = from.pos,
+                "a replica's binlog dump starts"
+            );
             let mut d = self::session::DumpSession::new(
                 shared, io, info, dump_plan, reader, pacing, cancel,
             );
-            d.stream().await
+            let ended = d.stream().await;
+            match &ended {
+                Ok(()) => tracing::info!("a replica's binlog dump ended"),
+                Err(e) => tracing::info!(error = %e, "a replica's binlog dump ended"),
+            }
+            ended
         }
         Err(msg) => {
+            tracing::warn!(
+                error = %msg,
+                "a replica's binlog dump refused (1236)"
+            );
             let err = ErrResponse::new(ER_MASTER_FATAL_ERROR_READING_BINLOG, msg);
             io.send(&err.to_payload()).await?;
             Ok(())
