@@ -636,3 +636,108 @@ async fn a_transaction_larger_than_the_prewrite_budget_comes_out_whole() {
     feed.close().await;
     sim.shutdown().await.expect("sim shutdown");
 }
+
+/// A lock held for a long time under a write load with faults: the watermark stays below it,
+/// so every row written meanwhile waits in the sorter, and the rows TiKV sends again above the
+/// watermark (regions re-subscribed after splits, leader moves and store restarts) go to the
+/// sorter too, which collapses the copies. The sorter's memory in use stays within its quota
+/// while the rest goes to its RocksDB; once the lock commits, every transaction comes out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_long_held_lock_under_load_stays_within_the_sorter_budget_and_doubles_nothing() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
+    const SEED: u64 = 31;
+    const QUOTA: usize = 1 << 20;
+    let run = start_sim(SEED, 1_500, 0.0, true).await;
+    let mut cfg = ChangefeedConfig::new(
+        vec![run.sim.cluster().pd_url()],
+        run.start_ts,
+        TableFilter::all(),
+        run.sorter_dir.path().join("sorter"),
+    );
+    cfg.sorter.memory_quota_bytes = QUOTA;
+    cfg.sorter.memory_run_bytes = 256 << 10;
+    cfg.sorter.max_chunk_bytes = 64 << 10;
+    let metrics = cfg.sorter.metrics.clone();
+    let mut feed = Changefeed::start(cfg, CancellationToken::new())
+        .await
+        .expect("changefeed start");
+    // An index key: it holds the resolved ts of its region back and produces no row.
+    let mut key = tibinlog::tidb::key::index_prefix(100_000, 1);
+    key.extend_from_slice(b"held");
+    let held = run
+        .sim
+        .cluster()
+        .hold_lock(key, b"held".to_vec(), Duration::from_secs(600))
+        .await
+        .expect("hold a lock");
+    let lock_ts = held.start_ts().0;
+    // The most the sorter's quota had in use, sampled while the lock is held.
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampling = CancellationToken::new();
+    let sampler = tokio::spawn({
+        let (peak, metrics, sampling) = (peak.clone(), metrics.clone(), sampling.clone());
+        async move {
+            while !sampling.is_cancelled() {
+                let now = metrics.0.snapshot().in_flight_bytes;
+                peak.fetch_max(now, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
+    run.sim.start_workload();
+    let mut c = Consumer::default();
+    tokio::select! {
+        _ = consume(&mut feed, &mut c, None, None) => unreachable!("consume without a bound"),
+        _ = run.sim.workload_done() => {}
+    }
+    assert_eq!(run.sim.failure(), None, "the workload failed");
+    assert!(
+        c.resolved <= lock_ts,
+        "the watermark {} passed the held lock {lock_ts}",
+        c.resolved
+    );
+    assert!(
+        c.txns.is_empty(),
+        "a transaction came out past the held lock"
+    );
+    sampling.cancel();
+    sampler.await.expect("sampler");
+    let during = metrics.0.snapshot();
+    let lock_commit = held.commit_now().await.expect("commit the lock").0;
+    let lines = run.truth.lines();
+    consume(
+        &mut feed,
+        &mut c,
+        Some(max_commit_ts(&lines).max(lock_commit)),
+        None,
+    )
+    .await;
+    assert!(c.open.is_none());
+    let want = truth_after(&lines, run.start_ts);
+    assert!(want.len() >= 1_350, "only {} transactions", want.len());
+    assert_same(&c.txns, &want, SEED);
+    let summary = run.sim.summary();
+    assert!(summary.faults > 0, "no fault was injected");
+    let peak = peak.load(Ordering::Relaxed);
+    assert!(
+        peak <= QUOTA as u64,
+        "the sorter had {peak} bytes in flight, past its quota of {QUOTA}"
+    );
+    assert!(
+        during.write_rows_total > 0,
+        "the rows that waited for the lock went to the sorter's RocksDB"
+    );
+    eprintln!(
+        "held lock: {} transactions, {} row changes, {} faults; while held: {} rows ({} bytes) \
+         in the sorter's RocksDB, at most {peak} bytes of its {QUOTA} quota in flight",
+        want.len(),
+        summary.row_changes,
+        summary.faults,
+        during.write_rows_total,
+        during.write_bytes_total
+    );
+    feed.close().await;
+    run.sim.shutdown().await.expect("sim shutdown");
+}

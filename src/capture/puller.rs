@@ -30,10 +30,11 @@
 //! before; rows of one store are handled in stream order.
 //!
 //! Re-subscribing from a piece's resolved ts makes TiKV send again the rows above it that were
-//! already delivered. Unlike TiCDC (which forwards such duplicates to an idempotent sink) the
-//! puller drops them: a row with `commit_ts <=` the emitted watermark was necessarily delivered
-//! already, and rows above it are remembered by `(commit_ts, start_ts, key)` until the
-//! watermark passes them.
+//! already delivered. A row with `commit_ts <=` the emitted watermark was necessarily
+//! delivered already: the puller drops it. A row above the watermark may come twice; the
+//! sorter collapses such exact duplicates (same `(commit_ts, start_ts, key)` and bytes), so
+//! the puller keeps no per-row memory, whose size a long-held lock (a resolved ts that does
+//! not move while writes go on) would not bound.
 //!
 //! # Back-pressure
 //! The output is bounded in bytes ([`PullerConfig::output_quota_bytes`], [`super::output`]).
@@ -41,7 +42,7 @@
 //! flow control pushes back on TiKV.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -287,7 +288,6 @@ impl Puller {
             retries: BinaryHeap::new(),
             next_seq: 0,
             out,
-            seen: BTreeSet::new(),
             resolved_tx,
             commands: cmd_rx,
             duplicates: 0,
@@ -384,8 +384,6 @@ struct Actor {
     out: EventSender,
     /// The last watermark sent.
     emitted: Ts,
-    /// Rows sent with `commit_ts > emitted`: `(commit_ts, start_ts, key)`.
-    seen: BTreeSet<(Ts, Ts, Vec<u8>)>,
     resolved_tx: watch::Sender<Ts>,
     commands: mpsc::Receiver<Command>,
     /// Rows dropped as already delivered.
@@ -823,16 +821,10 @@ impl Actor {
         Ok(())
     }
 
-    /// Sends a row unless it was delivered already; false if the receiver is gone.
+    /// Sends a row unless the watermark says it was delivered already; false if the receiver
+    /// is gone.
     async fn emit_row(&mut self, row: RawRow) -> bool {
         if row.commit_ts <= self.emitted {
-            self.duplicates += 1;
-            return true;
-        }
-        if !self
-            .seen
-            .insert((row.commit_ts, row.start_ts, row.key.clone()))
-        {
             self.duplicates += 1;
             return true;
         }
@@ -854,7 +846,6 @@ impl Actor {
         }
         debug_assert!(f > self.emitted, "watermark only rises");
         self.emitted = f;
-        self.seen = self.seen.split_off(&(f.next(), Ts::ZERO, Vec::new()));
         self.resolved_tx.send_replace(f);
         self.stream_cfg
             .metrics
