@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod app;
+pub mod cut;
 pub mod debezium;
 pub mod etcd;
 pub mod http;

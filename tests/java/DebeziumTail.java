@@ -3,7 +3,7 @@
 // and file schema history in WORKDIR, transaction metadata on. One JSON object per line on stdout:
 //
 //   {"ev":"tx","status":"BEGIN|END","id":"<uuid>:<gno>"}
-//   {"ev":"row","gtid":..,"db":..,"table":..,"op":"insert|update|delete|read","types":{col:kind},"before":{col:text}|null,"after":..}
+//   {"ev":"row","gtid":..,"file":..,"pos":..,"row":..,"db":..,"table":..,"op":"insert|update|delete|read","types":{col:kind},"before":{col:text}|null,"after":..}
 //
 // Snapshot rows (op "read") come before any transaction and have no GTID.
 //   {"ev":"done"}  or  {"ev":"error","what":..} (exit status 2)
@@ -236,6 +236,7 @@ public class DebeziumTail {
         sb.append("{\"ev\":\"row\",\"gtid\":").append(str(source.getString("gtid")))
             .append(",\"file\":").append(str(source.getString("file")))
             .append(",\"pos\":").append(String.valueOf(source.getInt64("pos")))
+            .append(",\"row\":").append(String.valueOf(source.getInt32("row")))
             .append(",\"db\":").append(str(source.getString("db")))
             .append(",\"table\":").append(str(source.getString("table")))
             .append(",\"op\":").append(str(op))
