@@ -20,9 +20,18 @@
 //! A new changefeed started with `start_ts = checkpoint` yields exactly the transactions with
 //! `commit_ts > checkpoint`: nothing lost, nothing doubled.
 //!
-//! The capture span is the whole table key space `[t, u)`: the DDL job tables live there too,
-//! and tables created later need no new subscription. Index keys are dropped at ingress; rows
-//! of tables outside the filter are dropped by the mounter.
+//! # What is captured (filter push-down)
+//! Only the record spans of the tables the filter includes (every partition's), and those of
+//! the DDL job tables, which the schema follows. A finished DDL job that leaves tables behind
+//! (creates, truncates, partitions, renames, exchanges, recovers) is seen by the puller's
+//! [`SpanHook`] as its row passes: their record spans are captured from the job's commit ts
+//! on, before the watermark can pass it, so no row of a new table is missed. Jobs whose names
+//! the filter rejects are skipped; where the job does not say the final names (renames,
+//! exchanges, recoveries) the tables are captured anyway and the mounter decides. Once the
+//! mounter has applied a DDL, spans of tables no longer included are removed (unless a later
+//! job asked for them again). Index keys never reach the sorter; rows of an excluded table
+//! captured for a while are dropped by the mounter.
+//! [`ChangefeedConfig::push_down`] off captures the whole table key space `[t, u)` instead.
 
 use std::sync::Arc;
 
@@ -34,14 +43,19 @@ use tracing::{debug, info, warn};
 use crate::capture::gc_keeper::{GcError, GcKeeper, GcKeeperConfig};
 use crate::capture::output::EventReceiver;
 use crate::capture::pd::{PdClient, PdConfig, PdError};
-use crate::capture::puller::{Puller, PullerConfig, PullerError, PullerHandle};
+use crate::capture::puller::{
+    Puller, PullerConfig, PullerError, PullerHandle, SpanHook, SpanRemover,
+};
 use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
+use crate::capture::span::table_record_span;
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
+use crate::mounter::ddl::{is_ddl_key, JobDecoder};
 use crate::mounter::{
     DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
 };
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
+use crate::tidb::schema::action;
 
 /// Rows taken from the puller before they are handed to the sorter as one batch.
 const INGRESS_BATCH_ROWS: usize = 4096;
@@ -125,6 +139,9 @@ pub struct ChangefeedConfig {
     /// Memory for prewrites waiting for their commit, all regions together; beyond it they
     /// spill to the sorter's RocksDB.
     pub prewrite_memory_bytes: usize,
+    /// Capture only the included tables' spans (see the module doc); off, the whole table
+    /// key space.
+    pub push_down: bool,
 }
 
 impl ChangefeedConfig {
@@ -145,6 +162,57 @@ impl ChangefeedConfig {
             puller: None,
             tls: None,
             prewrite_memory_bytes: crate::capture::matcher::DEFAULT_PREWRITE_MEMORY_BYTES,
+            push_down: true,
+        }
+    }
+}
+
+/// The record spans of the DDL job tables, which the schema store follows.
+pub fn ddl_spans() -> Vec<Span> {
+    [key::DDL_JOB_TABLE_ID, key::DDL_HISTORY_TABLE_ID]
+        .into_iter()
+        .map(|id| table_record_span(crate::model::TableId(id)))
+        .collect()
+}
+
+/// The puller's view of finished DDL jobs: the physical tables a job leaves that the filter
+/// may include, captured from the job's commit ts on (see the module doc).
+struct DdlSpans {
+    decoder: JobDecoder,
+    filter: TableFilter,
+}
+
+impl SpanHook for DdlSpans {
+    fn on_row(&mut self, row: &RawRow, out: &mut Vec<(i64, Span)>) {
+        if !is_ddl_key(&row.key) {
+            return;
+        }
+        // A row the mounter cannot decode fails there, with the reason.
+        let Ok(Some(job)) = self.decoder.decode(row) else {
+            return;
+        };
+        let Some(info) = job.binlog.as_ref() else {
+            return;
+        };
+        // Where the job does not name the tables it leaves, capture them: the mounter decides.
+        let named = !job.schema_name.is_empty()
+            && !matches!(
+                job.action,
+                action::RENAME_TABLE
+                    | action::RENAME_TABLES
+                    | action::EXCHANGE_TABLE_PARTITION
+                    | action::RECOVER_TABLE
+                    | action::RECOVER_SCHEMA
+            );
+        for t in info.table_info.iter().chain(&info.multiple_table_infos) {
+            if t.is_view_or_sequence()
+                || (named && !self.filter.matches(&job.schema_name, &t.name.o))
+            {
+                continue;
+            }
+            for id in t.physical_ids() {
+                out.push((id, table_record_span(crate::model::TableId(id))));
+            }
         }
     }
 }
@@ -254,14 +322,30 @@ impl Changefeed {
             .puller
             .clone()
             .unwrap_or_else(|| PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), cfg.start_ts));
-        pcfg.spans = vec![table_key_space()];
+        let hook: Option<Box<dyn SpanHook>> = if cfg.push_down {
+            pcfg.spans = ddl_spans();
+            pcfg.keyed_spans = store
+                .included_physical_ids()
+                .into_iter()
+                .map(|id| (id, table_record_span(crate::model::TableId(id))))
+                .collect();
+            Some(Box::new(DdlSpans {
+                decoder: JobDecoder::new(&store),
+                filter: cfg.filter.clone(),
+            }))
+        } else {
+            pcfg.spans = vec![table_key_space()];
+            pcfg.keyed_spans = Vec::new();
+            None
+        };
         pcfg.matcher.spill = Some(crate::capture::Spill::new(
             Arc::new(writer.prewrite_spill()),
             cfg.prewrite_memory_bytes,
         ));
         pcfg.start_ts = cfg.start_ts;
         let (puller, events) =
-            Puller::start_with_pd(pd.clone(), pcfg, cancel.child_token()).await?;
+            Puller::start_with_hook(pd.clone(), pcfg, hook, cancel.child_token()).await?;
+        let remover = cfg.push_down.then(|| puller.span_remover());
         info!(
             start_ts = cfg.start_ts.0,
             tables = store.included_physical_ids().len(),
@@ -283,6 +367,7 @@ impl Changefeed {
                 out_tx.clone(),
                 checkpoint_rx,
                 schema_tx,
+                remover,
                 cancel.clone(),
             )),
             tokio::spawn(async move {
@@ -435,6 +520,7 @@ async fn egress(
     out: mpsc::Sender<Result<ChangeEvent>>,
     mut checkpoint: watch::Receiver<Ts>,
     schema: watch::Sender<SchemaSnapshot>,
+    remover: Option<SpanRemover>,
     cancel: CancellationToken,
 ) {
     let mut open = Open::default();
@@ -464,6 +550,15 @@ async fn egress(
                 if mounter.store().resolved_ts() != schema_ts {
                     schema_ts = mounter.store().resolved_ts();
                     schema.send_replace(schema_snapshot(mounter.store()));
+                    // DDLs applied: stop capturing what they took out of the filter.
+                    if let Some(r) = &remover {
+                        let keep = mounter
+                            .store()
+                            .included_physical_ids()
+                            .into_iter()
+                            .collect();
+                        r.retain(keep, schema_ts);
+                    }
                 }
                 evs
             }

@@ -20,8 +20,7 @@ use common::app::{self, dense_set, WAIT};
 use common::cut::MidEventCutter;
 use common::debezium::{
     assert_debezium_equals_truth, assert_debezium_equals_truth_at_least_once,
-    debezium_transactions, gno_of, image_covers, image_matches,
-    same_row, Counts, Debezium,
+    debezium_transactions, gno_of, image_covers, image_matches, same_row, Counts, Debezium,
 };
 use common::java::{self, JavaProgram};
 use mysql_async::prelude::*;
@@ -433,7 +432,11 @@ async fn debezium_resumes_after_its_connection_is_cut_in_the_middle_of_an_event(
     let failures = debezium.failures.clone();
     let lines = debezium.finish(&format!("{uuid}:{}", last_rows + 1)).await;
 
-    assert_eq!(cutter.cuts(), 4, "the workload ran long enough for every cut");
+    assert_eq!(
+        cutter.cuts(),
+        4,
+        "the workload ran long enough for every cut"
+    );
     let failures = failures.load(std::sync::atomic::Ordering::Relaxed);
     let (counts, again, first_gno) =
         assert_debezium_equals_truth_at_least_once(&lines, &want, &uuid, failures);

@@ -18,9 +18,7 @@ use common::app::{
     wait_checkpoint, wait_until,
 };
 use common::app::{start_sim_paused_with, Sim};
-use common::debezium::{
-    assert_debezium_equals_truth_at_least_once, Debezium,
-};
+use common::debezium::{assert_debezium_equals_truth_at_least_once, Debezium};
 use common::etcd::{CutProxy, Etcd, Vip};
 use common::mariadb::MariaDb;
 use common::mysql_binlog::{assert_seen_equals_truth, expected, read_binlog};

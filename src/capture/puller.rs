@@ -75,6 +75,29 @@ pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// Store outputs queued towards the actor (each is at most one gRPC message's worth).
 const STORE_OUTPUT_CHANNEL: usize = 64;
 
+/// Decides, from a committed row on its way out, which spans to capture from the row's commit
+/// ts on: a DDL job that creates tables or brings them under the filter. Called in the
+/// actor, before the row is sent and before any later watermark: the frontier has not passed
+/// the row's commit ts (its region's resolved ts comes after it), so the new spans start there
+/// with nothing missed. Each span comes with a key (a physical table id) by which it is
+/// removed later.
+pub trait SpanHook: Send + 'static {
+    fn on_row(&mut self, row: &RawRow, out: &mut Vec<(i64, Span)>);
+}
+
+/// Removes keyed spans added by the [`SpanHook`] or at the start, from another task.
+#[derive(Debug, Clone)]
+pub struct SpanRemover(mpsc::UnboundedSender<(std::collections::HashSet<i64>, Ts)>);
+
+impl SpanRemover {
+    /// Stops capturing every keyed span whose key is not in `keep` (the tables the filter
+    /// includes once the DDL committed at `ts` applied), unless a row above `ts` asked for
+    /// it. Never blocks: the caller may sit downstream of the puller's own output.
+    pub fn retain(&self, keep: std::collections::HashSet<i64>, ts: Ts) {
+        let _ = self.0.send((keep, ts));
+    }
+}
+
 /// Errors that stop the puller.
 #[derive(Debug, thiserror::Error)]
 pub enum PullerError {
@@ -99,6 +122,9 @@ pub struct PullerConfig {
     /// Encoded spans (usually [`super::span::table_record_span`]s); subscription ids are
     /// their indices.
     pub spans: Vec<Span>,
+    /// Spans with a key (a physical table id), captured from `start_ts` and removable through
+    /// [`SpanRemover`]; their subscription ids follow those of `spans`.
+    pub keyed_spans: Vec<(i64, Span)>,
     /// Rows with `commit_ts > start_ts` are captured.
     pub start_ts: Ts,
     pub output_quota_bytes: usize,
@@ -122,6 +148,7 @@ impl PullerConfig {
         PullerConfig {
             pd: PdConfig::new(pd_addrs),
             spans,
+            keyed_spans: Vec::new(),
             start_ts,
             output_quota_bytes: DEFAULT_OUTPUT_QUOTA_BYTES,
             scan_limit_per_store: DEFAULT_SCAN_LIMIT,
@@ -178,6 +205,7 @@ enum Command {
 #[derive(Debug)]
 pub struct PullerHandle {
     commands: mpsc::Sender<Command>,
+    remover: SpanRemover,
     resolved: watch::Receiver<Ts>,
     cluster_id: u64,
     task: JoinHandle<Result<(), PullerError>>,
@@ -208,6 +236,11 @@ impl PullerHandle {
             .await
             .map_err(|_| PullerError::Stopped)?;
         rx.await.map_err(|_| PullerError::Stopped)
+    }
+
+    /// A handle that removes keyed spans without waiting.
+    pub fn span_remover(&self) -> SpanRemover {
+        self.remover.clone()
     }
 
     /// The emitted watermark, for a GC keeper or metrics.
@@ -246,6 +279,16 @@ impl Puller {
         cfg: PullerConfig,
         cancel: CancellationToken,
     ) -> Result<(PullerHandle, EventReceiver), PullerError> {
+        Puller::start_with_hook(pd, cfg, None, cancel).await
+    }
+
+    /// As [`Puller::start_with_pd`], with a hook that adds spans as rows ask for them.
+    pub async fn start_with_hook(
+        pd: PdClient,
+        cfg: PullerConfig,
+        hook: Option<Box<dyn SpanHook>>,
+        cancel: CancellationToken,
+    ) -> Result<(PullerHandle, EventReceiver), PullerError> {
         let safe_point = pd.get_gc_safe_point().await?;
         if cfg.start_ts < safe_point {
             return Err(PullerError::StartTsBeforeGcSafePoint {
@@ -257,6 +300,7 @@ impl Puller {
         let (cmd_tx, cmd_rx) = mpsc::channel(16);
         let (resolved_tx, resolved_rx) = watch::channel(cfg.start_ts);
         let (store_tx, store_rx) = mpsc::channel(STORE_OUTPUT_CHANNEL);
+        let (remove_tx, remove_rx) = mpsc::unbounded_channel();
         let cluster_id = pd.cluster_id();
         let mut actor = Actor {
             stream_cfg: StoreStreamConfig {
@@ -291,10 +335,18 @@ impl Puller {
             resolved_tx,
             commands: cmd_rx,
             duplicates: 0,
+            hook,
+            hook_out: Vec::new(),
+            keyed: HashMap::new(),
+            removals: remove_rx,
         };
+        let start_ts = actor.cfg.start_ts;
         for span in actor.cfg.spans.clone() {
-            let start_ts = actor.cfg.start_ts;
             actor.add_sub(span, start_ts)?;
+        }
+        for (key, span) in std::mem::take(&mut actor.cfg.keyed_spans) {
+            let sub = actor.add_sub(span, start_ts)?;
+            actor.keyed.insert(key, (sub, start_ts));
         }
         let task = tokio::spawn(async move {
             let r = actor.run().await;
@@ -306,6 +358,7 @@ impl Puller {
         Ok((
             PullerHandle {
                 commands: cmd_tx,
+                remover: SpanRemover(remove_tx),
                 resolved: resolved_rx,
                 cluster_id,
                 task,
@@ -390,6 +443,12 @@ struct Actor {
     duplicates: u64,
     /// The watermark at the last stall check.
     checked: Ts,
+    hook: Option<Box<dyn SpanHook>>,
+    /// The hook's output, reused.
+    hook_out: Vec<(i64, Span)>,
+    /// Keyed spans: their subscription and the highest ts at which they were asked for.
+    keyed: HashMap<i64, (u64, Ts)>,
+    removals: mpsc::UnboundedReceiver<(std::collections::HashSet<i64>, Ts)>,
 }
 
 /// How often the actor checks that its watermark moved; a watermark that did not is reported
@@ -403,11 +462,13 @@ impl Actor {
         enum Woke {
             Cancelled,
             Command(Option<Command>),
+            Remove(Option<(std::collections::HashSet<i64>, Ts)>),
             Store(Option<StoreOutput>),
             Due,
             StallCheck,
         }
         let mut handle_gone = false;
+        let mut removers_gone = false;
         let mut stall_check = tokio::time::interval_at(Instant::now() + STALL_CHECK, STALL_CHECK);
         stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -416,6 +477,7 @@ impl Actor {
                 biased;
                 _ = self.cancel.cancelled() => Woke::Cancelled,
                 cmd = self.commands.recv(), if !handle_gone => Woke::Command(cmd),
+                r = self.removals.recv(), if !removers_gone => Woke::Remove(r),
                 o = self.store_rx.recv() => Woke::Store(o),
                 _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => Woke::Due,
                 _ = stall_check.tick() => Woke::StallCheck,
@@ -424,6 +486,8 @@ impl Actor {
                 Woke::Cancelled => return Ok(()),
                 Woke::Command(Some(c)) => self.on_command(c).await?,
                 Woke::Command(None) => handle_gone = true,
+                Woke::Remove(Some((keep, ts))) => self.retain_keyed(&keep, ts).await,
+                Woke::Remove(None) => removers_gone = true,
                 Woke::Store(Some(o)) => {
                     if !self.on_store_output(o).await? {
                         return Ok(());
@@ -512,33 +576,84 @@ impl Actor {
                 let _ = reply.send(self.add_sub(span, start_ts));
             }
             Command::RemoveSpan { sub, reply } => {
-                if let Some(info) = self.subs.remove(&sub) {
-                    self.frontier.unwatch(&info.span);
-                    let ids: Vec<u64> = self
-                        .live
-                        .iter()
-                        .filter(|(_, l)| l.sub == sub)
-                        .map(|(id, _)| *id)
-                        .collect();
-                    for request_id in ids {
-                        let Some(l) = self.live.remove(&request_id) else {
-                            continue;
-                        };
-                        if let Some(h) = self.stores.get(&l.store_id) {
-                            let cmd = StoreCommand::Deregister {
-                                request_id,
-                                region_id: l.region,
-                            };
-                            // A gone store actor holds nothing to deregister.
-                            let _ = h.tx.send(cmd).await;
-                        }
-                    }
-                    self.maybe_emit().await;
-                }
+                self.remove_sub(sub).await;
                 let _ = reply.send(());
             }
         }
         Ok(())
+    }
+
+    async fn remove_sub(&mut self, sub: u64) {
+        let Some(info) = self.subs.remove(&sub) else {
+            return;
+        };
+        self.frontier.unwatch(&info.span);
+        let ids: Vec<u64> = self
+            .live
+            .iter()
+            .filter(|(_, l)| l.sub == sub)
+            .map(|(id, _)| *id)
+            .collect();
+        for request_id in ids {
+            let Some(l) = self.live.remove(&request_id) else {
+                continue;
+            };
+            if let Some(h) = self.stores.get(&l.store_id) {
+                let cmd = StoreCommand::Deregister {
+                    request_id,
+                    region_id: l.region,
+                };
+                // A gone store actor holds nothing to deregister.
+                let _ = h.tx.send(cmd).await;
+            }
+        }
+        self.maybe_emit().await;
+    }
+
+    /// Removes the keyed spans not in `keep`, except those a row above `ts` asked for (a table
+    /// renamed out of the filter and back in: the removal comes from downstream, after the
+    /// puller has passed the second rename).
+    async fn retain_keyed(&mut self, keep: &std::collections::HashSet<i64>, ts: Ts) {
+        let gone: Vec<(i64, u64)> = self
+            .keyed
+            .iter()
+            .filter(|(key, (_, wanted))| *wanted <= ts && !keep.contains(key))
+            .map(|(key, (sub, _))| (*key, *sub))
+            .collect();
+        for (key, sub) in gone {
+            self.keyed.remove(&key);
+            tracing::debug!(key, ts = ts.0, "capture stops watching a span");
+            self.remove_sub(sub).await;
+        }
+    }
+
+    /// Adds what the hook asks for after `row` (see [`SpanHook`]).
+    fn run_hook(&mut self, row: &RawRow) -> Step {
+        let Some(hook) = self.hook.as_mut() else {
+            return Ok(());
+        };
+        let mut out = std::mem::take(&mut self.hook_out);
+        out.clear();
+        hook.on_row(row, &mut out);
+        let mut result = Ok(());
+        for (key, span) in out.drain(..) {
+            if let Some((_, wanted)) = self.keyed.get_mut(&key) {
+                *wanted = (*wanted).max(row.commit_ts);
+                continue;
+            }
+            match self.add_sub(span, row.commit_ts) {
+                Ok(sub) => {
+                    tracing::debug!(key, ts = row.commit_ts.0, "capture watches a new span");
+                    self.keyed.insert(key, (sub, row.commit_ts));
+                }
+                Err(e) => {
+                    result = Err(e.into());
+                    break;
+                }
+            }
+        }
+        self.hook_out = out;
+        result
     }
 
     fn schedule(&mut self, after: Duration, task: Task) {
@@ -742,7 +857,12 @@ impl Actor {
         match o {
             StoreOutput::Rows(rows) => {
                 for row in rows {
-                    if !self.emit_row(row).await {
+                    if row.commit_ts <= self.emitted {
+                        self.duplicates += 1;
+                        continue;
+                    }
+                    self.run_hook(&row)?;
+                    if !self.send(RawKvEvent::Row(row)).await {
                         return Ok(false);
                     }
                 }
@@ -819,16 +939,6 @@ impl Actor {
             }
         }
         Ok(())
-    }
-
-    /// Sends a row unless the watermark says it was delivered already; false if the receiver
-    /// is gone.
-    async fn emit_row(&mut self, row: RawRow) -> bool {
-        if row.commit_ts <= self.emitted {
-            self.duplicates += 1;
-            return true;
-        }
-        self.send(RawKvEvent::Row(row)).await
     }
 
     async fn send(&mut self, ev: RawKvEvent) -> bool {

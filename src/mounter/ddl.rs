@@ -141,46 +141,74 @@ fn legacy_list(raw: &[u8]) -> bool {
 
 /// The finished job a DDL-span row announces, if any (see the module doc).
 pub fn decode_job_row(store: &SchemaStore, row: &RawRow) -> Result<Option<Job>> {
-    if row.op != Op::Put {
-        return Ok(None);
-    }
-    let bad = |reason: String| MounterError::JobRow {
-        commit_ts: row.commit_ts,
-        reason,
-    };
-    let (job_json, from_history) = match key::table_id_of(&row.key) {
-        Some(table_id) if table_id == DDL_JOB_TABLE_ID || table_id == DDL_HISTORY_TABLE_ID => {
-            let sys = store
-                .table(table_id)
-                .ok_or_else(|| bad(format!("no TableInfo for system table {table_id}")))?;
-            let pos = sys
-                .def
-                .columns
-                .iter()
-                .position(|c| c.name.eq_ignore_ascii_case("job_meta"))
-                .ok_or_else(|| bad("system table has no job_meta column".into()))?;
-            let (_, handle) = key::decode_record_key(&row.key).map_err(|e| bad(e.to_string()))?;
-            let mut cells = Vec::new();
-            sys.codec
-                .decode_into(&row.value, Some(&handle), &mut cells)
-                .map_err(|e| bad(e.to_string()))?;
-            match cells.swap_remove(pos) {
-                Value::Bytes(b) => (b, table_id == DDL_HISTORY_TABLE_ID),
-                Value::Null => return Ok(None),
-                _ => return Err(bad("job_meta is not a byte string".into())),
-            }
+    JobDecoder::new(store).decode(row)
+}
+
+/// Decodes job rows with the job tables' definitions taken once (they never change), so that
+/// it can run apart from the schema store (capture reads new tables' ids from it).
+#[derive(Clone)]
+pub struct JobDecoder {
+    job: Option<Arc<MountedTable>>,
+    history: Option<Arc<MountedTable>>,
+}
+
+impl JobDecoder {
+    pub fn new(store: &SchemaStore) -> JobDecoder {
+        JobDecoder {
+            job: store.table(DDL_JOB_TABLE_ID),
+            history: store.table(DDL_HISTORY_TABLE_ID),
         }
-        _ if legacy_list(&row.key) => (row.value.clone(), false),
-        _ => return Ok(None),
-    };
-    let job = Job::from_json(&job_json).map_err(|e| bad(e.to_string()))?;
-    let accept = if from_history {
-        job.state == job_state::SYNCED
-            && matches!(job.action, action::CREATE_TABLE | action::CREATE_TABLES)
-    } else {
-        job.state == job_state::DONE
-    };
-    Ok(accept.then_some(job))
+    }
+
+    /// See [`decode_job_row`].
+    pub fn decode(&self, row: &RawRow) -> Result<Option<Job>> {
+        if row.op != Op::Put {
+            return Ok(None);
+        }
+        let bad = |reason: String| MounterError::JobRow {
+            commit_ts: row.commit_ts,
+            reason,
+        };
+        let (job_json, from_history) = match key::table_id_of(&row.key) {
+            Some(table_id) if table_id == DDL_JOB_TABLE_ID || table_id == DDL_HISTORY_TABLE_ID => {
+                let sys = if table_id == DDL_JOB_TABLE_ID {
+                    &self.job
+                } else {
+                    &self.history
+                };
+                let sys = sys
+                    .as_ref()
+                    .ok_or_else(|| bad(format!("no TableInfo for system table {table_id}")))?;
+                let pos = sys
+                    .def
+                    .columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case("job_meta"))
+                    .ok_or_else(|| bad("system table has no job_meta column".into()))?;
+                let (_, handle) =
+                    key::decode_record_key(&row.key).map_err(|e| bad(e.to_string()))?;
+                let mut cells = Vec::new();
+                sys.codec
+                    .decode_into(&row.value, Some(&handle), &mut cells)
+                    .map_err(|e| bad(e.to_string()))?;
+                match cells.swap_remove(pos) {
+                    Value::Bytes(b) => (b, table_id == DDL_HISTORY_TABLE_ID),
+                    Value::Null => return Ok(None),
+                    _ => return Err(bad("job_meta is not a byte string".into())),
+                }
+            }
+            _ if legacy_list(&row.key) => (row.value.clone(), false),
+            _ => return Ok(None),
+        };
+        let job = Job::from_json(&job_json).map_err(|e| bad(e.to_string()))?;
+        let accept = if from_history {
+            job.state == job_state::SYNCED
+                && matches!(job.action, action::CREATE_TABLE | action::CREATE_TABLES)
+        } else {
+            job.state == job_state::DONE
+        };
+        Ok(accept.then_some(job))
+    }
 }
 
 /// The binlog events of an applied job (see the module doc).

@@ -51,7 +51,9 @@ impl MidEventCutter {
                     // Client to server: packets as they come, noting a dump command.
                     let up = tokio::spawn(async move {
                         while let Some(packet) = read_packet(&mut c_read).await {
-                            if packet[3] == 0 && packet.len() > 4 && DUMP_COMMANDS.contains(&packet[4])
+                            if packet[3] == 0
+                                && packet.len() > 4
+                                && DUMP_COMMANDS.contains(&packet[4])
                             {
                                 seen.store(true, Ordering::SeqCst);
                             }

@@ -456,10 +456,15 @@ pub fn assert_debezium_equals_truth_at_least_once(
     for l in lines {
         match l["ev"].as_str().expect("ev") {
             "row" if l["op"] == "read" => {
-                assert!(txns.is_empty(), "a snapshot record after streaming began: {l}");
+                assert!(
+                    txns.is_empty(),
+                    "a snapshot record after streaming began: {l}"
+                );
             }
             "row" => {
-                let gtid = l["gtid"].as_str().unwrap_or_else(|| panic!("row without GTID: {l}"));
+                let gtid = l["gtid"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("row without GTID: {l}"));
                 let at = open(gtid, &mut txns, &mut repeated_txn);
                 let place = |txn: &DebeziumTxn| txn.rows.iter().position(|r| r == l);
                 let next = match current {
