@@ -32,6 +32,11 @@ pub const CAPTURE_SCAN_BYTES_TOTAL: &str = "capture_scan_bytes_total";
 pub const CAPTURE_REGION_ERRORS_TOTAL: &str = "capture_region_errors_total";
 /// Physical part (Unix ms) of the resolved-ts watermark capture has reached.
 pub const CAPTURE_RESOLVED_TS_MS: &str = "capture_resolved_ts_ms";
+/// Memory held by capture's per-region state: region feeds with the prewrites and commits they
+/// hold, subscriptions, frontier pieces and the region cache.
+pub const CAPTURE_STATE_BYTES: &str = "capture_state_bytes";
+/// [`CAPTURE_STATE_BYTES`] divided by the regions subscribed.
+pub const CAPTURE_STATE_BYTES_PER_REGION: &str = "capture_state_bytes_per_region";
 /// Wall clock minus the resolved-ts watermark.
 pub const CAPTURE_RESOLVED_LAG_SECONDS: &str = "capture_resolved_lag_seconds";
 /// Wall clock minus the durable checkpoint (the binlog holds everything committed before it).
@@ -126,6 +131,8 @@ pub struct CaptureMetrics {
     pub scan_bytes: IntCounter,
     pub region_errors: IntCounter,
     pub resolved_ts_ms: IntGauge,
+    pub state_bytes: IntGauge,
+    pub state_bytes_per_region: IntGauge,
 }
 
 impl Default for CaptureMetrics {
@@ -153,6 +160,14 @@ impl Default for CaptureMetrics {
             resolved_ts_ms: gauge(
                 CAPTURE_RESOLVED_TS_MS,
                 "Physical time (Unix ms) of the resolved-ts watermark",
+            ),
+            state_bytes: gauge(
+                CAPTURE_STATE_BYTES,
+                "Memory of capture's per-region state (feeds with pending prewrites, subscriptions, frontier, region cache)",
+            ),
+            state_bytes_per_region: gauge(
+                CAPTURE_STATE_BYTES_PER_REGION,
+                "Capture's state memory divided by the regions subscribed",
             ),
         }
     }
@@ -211,6 +226,8 @@ impl CaptureMetrics {
             Box::new(self.scan_bytes.clone()),
             Box::new(self.region_errors.clone()),
             Box::new(self.resolved_ts_ms.clone()),
+            Box::new(self.state_bytes.clone()),
+            Box::new(self.state_bytes_per_region.clone()),
         ]
     }
 }

@@ -878,3 +878,91 @@ async fn a_common_name_tikv_does_not_allow_stops_reads_and_capture() {
     })
     .await;
 }
+
+/// Capture accounts the memory of its per-region state: with 40 regions subscribed it reports
+/// a small fixed cost per region; prewrites waiting for their commit (4 MiB of values under
+/// held locks) show up in it, and leave it once they commit and their rows are passed on.
+#[tokio::test]
+async fn capture_reports_its_state_bytes_per_region_with_pending_prewrites() {
+    let seed = 17;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        two_store_layout(&c).await;
+        for h in (25..1_000).step_by(50) {
+            c.split_at(&key(T1, h)).await.expect("split T1");
+            c.split_at(&key(T2, h)).await.expect("split T2");
+        }
+        let start_ts = ts(c.tso());
+        let mut cfg = config(&c, start_ts, seed);
+        let metrics = tibinlog::metrics::CaptureMetrics::default();
+        cfg.metrics = metrics.clone();
+        let (h, mut rx, cancel) = start_puller(cfg).await;
+        let mut log = Log::default();
+        let mut expected = BTreeMap::new();
+        let t = write_batch(&c, 1, &mut expected).await;
+        log.until(&mut rx, t).await;
+        // Reported once a second; wait for a report that sees every region.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let regions = loop {
+            let (_, _, normal) = metrics.region_totals();
+            let per = metrics.state_bytes_per_region.get();
+            if normal >= 40 && per > 0 && metrics.state_bytes.get() >= per * normal {
+                break normal;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no state report for every region"
+            );
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let idle = metrics.state_bytes.get();
+        let idle_per_region = metrics.state_bytes_per_region.get();
+        assert!(
+            idle_per_region < 8 << 10,
+            "{idle_per_region} bytes per idle region"
+        );
+
+        // 4 MiB of prewrites held: 64 keys of 64 KiB across the regions of T1.
+        const VALUE: usize = 64 << 10;
+        let mut txn = c.begin().await.expect("begin");
+        for i in 0..64i64 {
+            txn.put(key(T1, i * 15), vec![b'x'; VALUE]);
+        }
+        let held = txn
+            .commit_after(Duration::from_secs(600))
+            .await
+            .expect("prewrite and hold");
+        let pending = 64 * VALUE as i64;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while metrics.state_bytes.get() < idle + pending {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "held prewrites never showed in the state bytes: {} (idle {idle})",
+                metrics.state_bytes.get()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let with_prewrites = metrics.state_bytes.get();
+
+        let commit = ts(held.commit_now().await.expect("commit"));
+        let t = write_batch(&c, 2, &mut expected).await;
+        log.until(&mut rx, commit.max(t)).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while metrics.state_bytes.get() > idle + pending / 4 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "committed prewrites stayed in the state bytes: {} (idle {idle})",
+                metrics.state_bytes.get()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        eprintln!(
+            "{regions} regions: {idle} state bytes idle ({idle_per_region} per region), \
+             {with_prewrites} with {pending} bytes of prewrites held, {} after their commit",
+            metrics.state_bytes.get()
+        );
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}

@@ -66,6 +66,16 @@ fn dec(counts: &mut BTreeMap<Ts, usize>, ts: Ts) {
 }
 
 impl SpanFrontier {
+    /// Estimated heap bytes: each piece's key and map entry, each count entry.
+    pub fn heap_bytes(&self) -> usize {
+        const ENTRY: usize = 64;
+        self.pieces
+            .keys()
+            .map(|k| k.capacity() + ENTRY)
+            .sum::<usize>()
+            + self.counts.len() * ENTRY
+    }
+
     /// A frontier watching nothing yet, reporting `checkpoint` until spans are watched.
     pub fn new(checkpoint: Ts) -> SpanFrontier {
         let mut pieces = BTreeMap::new();

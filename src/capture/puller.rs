@@ -454,6 +454,8 @@ struct Actor {
 /// How often the actor checks that its watermark moved; a watermark that did not is reported
 /// with the piece holding it back.
 const STALL_CHECK: Duration = Duration::from_secs(10);
+/// How often the actor publishes capture's state bytes.
+const STATE_REPORT: Duration = Duration::from_secs(1);
 
 type Step = Result<(), PullerError>;
 
@@ -466,11 +468,14 @@ impl Actor {
             Store(Option<StoreOutput>),
             Due,
             StallCheck,
+            StateReport,
         }
         let mut handle_gone = false;
         let mut removers_gone = false;
         let mut stall_check = tokio::time::interval_at(Instant::now() + STALL_CHECK, STALL_CHECK);
         stall_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut state_report = tokio::time::interval(STATE_REPORT);
+        state_report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let next = self.retries.peek().map(|r| r.0.at);
             let woke = tokio::select! {
@@ -481,6 +486,7 @@ impl Actor {
                 o = self.store_rx.recv() => Woke::Store(o),
                 _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => Woke::Due,
                 _ = stall_check.tick() => Woke::StallCheck,
+                _ = state_report.tick() => Woke::StateReport,
             };
             match woke {
                 Woke::Cancelled => return Ok(()),
@@ -497,6 +503,7 @@ impl Actor {
                 Woke::Store(None) => {}
                 Woke::Due => self.run_due().await?,
                 Woke::StallCheck => self.check_stall(),
+                Woke::StateReport => self.report_state(),
             }
         }
     }
@@ -536,6 +543,38 @@ impl Actor {
             "the resolved ts has not advanced for {} s",
             STALL_CHECK.as_secs()
         );
+    }
+
+    /// Publishes capture's state bytes: the store actors' (region feeds with what their
+    /// matchers hold) and the actor's own (subscriptions, live regions, frontier pieces, the
+    /// region cache, pending retries).
+    fn report_state(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        const ENTRY: usize = 64;
+        let span = |s: &Span| s.start.capacity() + s.end.capacity();
+        let (mut bytes, mut regions) = (0usize, 0usize);
+        for h in self.stores.values() {
+            bytes += h.state.bytes.load(Relaxed);
+            regions += h.state.regions.load(Relaxed);
+        }
+        bytes += self.frontier.heap_bytes();
+        bytes += self.cache.heap_bytes();
+        bytes += self
+            .live
+            .values()
+            .map(|l| ENTRY + std::mem::size_of::<Live>() + span(&l.span))
+            .sum::<usize>();
+        bytes += self
+            .subs
+            .values()
+            .map(|s| ENTRY + std::mem::size_of::<SubInfo>() + span(&s.span))
+            .sum::<usize>();
+        bytes += self.retries.len() * (ENTRY + std::mem::size_of::<Scheduled>());
+        let m = &self.stream_cfg.metrics;
+        m.state_bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        let per_region = bytes.checked_div(regions).unwrap_or(0);
+        m.state_bytes_per_region
+            .set(i64::try_from(per_region).unwrap_or(i64::MAX));
     }
 
     fn add_sub(&mut self, span: Span, start_ts: Ts) -> Result<u64, CaptureError> {

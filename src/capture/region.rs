@@ -80,6 +80,22 @@ pub struct RegionFeed {
 }
 
 impl RegionFeed {
+    /// Estimated bytes of this feed: its record, span and scratch, and what its matcher holds
+    /// in memory (prewrites, and commits cached before INITIALIZED).
+    pub fn state_bytes(&self) -> usize {
+        let matcher = match &self.state {
+            RegionState::Initializing { matcher } | RegionState::Normal { matcher } => {
+                matcher.pending_bytes()
+            }
+            RegionState::Stopped { .. } => 0,
+        };
+        std::mem::size_of::<RegionFeed>()
+            + self.span.start.capacity()
+            + self.span.end.capacity()
+            + self.key_buf.capacity()
+            + matcher
+    }
+
     /// A subscription of `region` over `span` (encoded, already intersected with the region),
     /// requested with `checkpoint_ts` for a table subscription that started at `start_ts`.
     pub fn new(

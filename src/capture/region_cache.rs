@@ -72,6 +72,24 @@ pub struct RegionCache {
 }
 
 impl RegionCache {
+    /// Estimated heap bytes of the cached regions and stores.
+    pub fn heap_bytes(&self) -> usize {
+        const ENTRY: usize = 64;
+        let regions: usize = self
+            .by_start
+            .iter()
+            .map(|(k, r)| {
+                2 * ENTRY
+                    + 2 * k.capacity()
+                    + std::mem::size_of::<RegionInfo>()
+                    + r.span.end.capacity()
+                    + r.peers.capacity() * std::mem::size_of::<metapb::Peer>()
+            })
+            .sum();
+        let stores: usize = self.stores.values().map(|a| ENTRY + a.capacity()).sum();
+        regions + stores
+    }
+
     /// An empty cache.
     pub fn new() -> RegionCache {
         RegionCache::default()

@@ -23,10 +23,11 @@
 //!   (each holds a token released at INITIALIZED or on failure); others wait in a queue.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tibinlog_proto::cdcpb::{self, change_data_client::ChangeDataClient};
-use tibinlog_proto::kvrpcpb;
+use tibinlog_proto::{kvrpcpb, metapb};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
@@ -138,7 +139,20 @@ pub struct StoreHandle {
     /// Distinguishes successive actors of one store.
     pub generation: u64,
     pub tx: mpsc::Sender<StoreCommand>,
+    /// The actor's state bytes and region count, as it last reported them
+    /// ([`STATE_REPORT`]).
+    pub state: Arc<StoreState>,
 }
+
+/// What a store actor holds, reported at most every [`STATE_REPORT`].
+#[derive(Debug, Default)]
+pub struct StoreState {
+    pub bytes: std::sync::atomic::AtomicUsize,
+    pub regions: std::sync::atomic::AtomicUsize,
+}
+
+/// How often a store actor sums its state (an O(regions) walk).
+pub const STATE_REPORT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// True if a refused `EventFeedV2` means "use `EventFeed`" (TiCDC's probe, §1.4).
 pub fn should_fall_back(status: &Status) -> bool {
@@ -220,7 +234,10 @@ pub fn spawn(
 ) -> StoreHandle {
     let (tx, rx) = mpsc::channel(COMMAND_CHANNEL);
     let region_gauges = cfg.metrics.region_gauges(&store_id.to_string());
+    let state = Arc::new(StoreState::default());
     let actor = StoreActor {
+        state: state.clone(),
+        next_report: std::time::Instant::now(),
         store_id,
         generation,
         cfg,
@@ -241,6 +258,7 @@ pub fn spawn(
         store_id,
         generation,
         tx,
+        state,
     }
 }
 
@@ -271,6 +289,8 @@ struct StoreActor {
     rows: Vec<RawRow>,
     /// Payload bytes in `rows`.
     rows_bytes: usize,
+    state: Arc<StoreState>,
+    next_report: std::time::Instant,
 }
 
 type Feed = (
@@ -352,6 +372,41 @@ impl StoreActor {
         }
     }
 
+    /// Sums what the actor holds per region: each subscription's request and feed (with the
+    /// prewrites its matcher holds), the request-id index, queued registrations and undelivered
+    /// outputs.
+    fn report_state(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        const ENTRY: usize = 48;
+        let request = |r: &RegionRequest| {
+            std::mem::size_of::<RegionRequest>()
+                + r.span.start.capacity()
+                + r.span.end.capacity()
+                + r.region.span.start.capacity()
+                + r.region.span.end.capacity()
+                + r.region.peers.len() * std::mem::size_of::<metapb::Peer>()
+        };
+        let feeds: usize = self
+            .feeds
+            .values()
+            .map(|s| ENTRY + request(&s.req) + s.feed.state_bytes())
+            .sum();
+        let index: usize = self
+            .by_region
+            .values()
+            .map(|ids| ENTRY + ids.capacity() * 8)
+            .sum();
+        let queued: usize = self.pending.iter().map(request).sum();
+        let outq: usize = self.outq.iter().map(|o| self.out.cost(o) as usize).sum();
+        self.state
+            .bytes
+            .store(feeds + index + queued + outq, Relaxed);
+        self.state
+            .regions
+            .store(self.feeds.len() + self.pending.len(), Relaxed);
+        self.next_report = std::time::Instant::now() + STATE_REPORT;
+    }
+
     /// Reports every subscription (held, queued, and still in the command channel) as ended.
     async fn fail(mut self, error: CaptureError, cancel: &CancellationToken) {
         self.commands.close();
@@ -422,6 +477,9 @@ impl StoreActor {
                 cmd = self.commands.recv() => Woke::Command(cmd),
                 msg = stream.message(), if self.outq.is_empty() => Woke::Message(msg),
             };
+            if std::time::Instant::now() >= self.next_report {
+                self.report_state();
+            }
             match woke {
                 Woke::Cancelled | Woke::Command(None) => return Ok(()),
                 Woke::Sent => {}
