@@ -32,9 +32,13 @@ pub struct Etcd {
     dir: tempfile::TempDir,
 }
 
-fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr")
+/// `n` distinct free ports: every listener is held until all are bound, so the kernel cannot
+/// hand the same port out twice (a cluster's members need distinct peer and client ports).
+fn free_addrs(n: usize) -> Vec<SocketAddr> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    held.iter().map(|l| l.local_addr().expect("addr")).collect()
 }
 
 impl Etcd {
@@ -50,13 +54,14 @@ impl Etcd {
             missing("etcd (Debian package etcd-server)");
             return None;
         };
+        let addrs = free_addrs(2 * n);
         let mut e = Etcd {
             members: (1..=n)
                 .map(|i| EtcdMember {
                     name: format!("m{i}"),
                     child: None,
-                    client: free_addr(),
-                    peer: free_addr(),
+                    client: addrs[2 * (i - 1)],
+                    peer: addrs[2 * (i - 1) + 1],
                 })
                 .collect(),
             bin,
