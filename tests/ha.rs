@@ -520,7 +520,9 @@ async fn an_owner_cut_off_with_its_etcd_member_is_fenced_before_the_majority_ele
         "refused: the fence is lost"
     );
     assert_eq!(b.published_end().await.expect("end").as_deref(), Some("b"));
-    let a_view = tokio::time::timeout(Duration::from_secs(30), async {
+    // It answers once it has rejoined the new leader's term (a CI run under load once took
+    // longer than 30 s; the fence was checked above).
+    let a_view = tokio::time::timeout(Duration::from_secs(90), async {
         loop {
             if let Ok(Some(o)) = a.owner().await {
                 break o;
@@ -1407,8 +1409,10 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             let failures = d.failures.clone();
             let lines = d.finish(&format!("{uuid}:{}", last_rows + 1)).await;
             let failures = failures.load(std::sync::atomic::Ordering::Relaxed);
+            // Every resume is a restart after a failure or a reconnect through the address.
+            let explained = || failures + mysql_vip.connections() as usize;
             let (counts, again, first_gno) =
-                assert_debezium_equals_truth_at_least_once(&lines, &want, &uuid, failures);
+                assert_debezium_equals_truth_at_least_once(&lines, &want, &uuid, explained());
             assert_eq!(counts.skipped, 0, "Debezium decodes every value");
             eprintln!(
                 "Debezium: every row transaction from GNO {first_gno} once; {} records in {} \

@@ -18,6 +18,7 @@ const DUMP_COMMANDS: [u8; 2] = [0x12, 0x1e];
 pub struct MidEventCutter {
     addr: SocketAddr,
     cuts: Arc<AtomicUsize>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl MidEventCutter {
@@ -34,11 +35,14 @@ impl MidEventCutter {
         let addr = listener.local_addr().expect("addr");
         let done = Arc::new(AtomicUsize::new(0));
         let count = done.clone();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = connections.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((inbound, _)) = listener.accept().await else {
                     return;
                 };
+                accepted.fetch_add(1, Ordering::SeqCst);
                 let count = count.clone();
                 tokio::spawn(async move {
                     let Ok(outbound) = TcpStream::connect(target).await else {
@@ -93,11 +97,20 @@ impl MidEventCutter {
                 });
             }
         });
-        MidEventCutter { addr, cuts: done }
+        MidEventCutter {
+            addr,
+            cuts: done,
+            connections,
+        }
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Connections it has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// Connections it has cut so far.

@@ -425,8 +425,10 @@ pub struct Redelivery {
 /// transaction or at one's start, so what it delivered since comes again. Delivery is at least
 /// once: each such segment must repeat the transaction's records from some point on, record
 /// for record, before it adds new ones, and a transaction's END comes only once all its
-/// records have (again). A resume inside a transaction without a BEGIN must be one of the
-/// `failures` Debezium logged. With the copies dropped, the records are every row transaction
+/// records have (again). Each resume inside a transaction without a BEGIN must be explained
+/// by one of `explained`: the producer failures Debezium logged (each restarts its stream) and
+/// the connections its binlog client made (each reconnect resumes from the GTIDs it finished,
+/// inside the transaction it was cut in; the caller counts them at its proxy). With the copies dropped, the records are every row transaction
 /// of the truth from the first one Debezium saw, in order, each with the truth's rows and
 /// values. A transaction first seen out of order, a copy that differs from its original, or a
 /// row missing fails.
@@ -434,7 +436,7 @@ pub fn assert_debezium_equals_truth_at_least_once(
     lines: &[Json],
     want: &[Json],
     uuid: &str,
-    failures: usize,
+    explained: usize,
 ) -> (Counts, Redelivery, usize) {
     let mut txns: Vec<DebeziumTxn> = Vec::new();
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -521,8 +523,8 @@ pub fn assert_debezium_equals_truth_at_least_once(
     // Transactions without rows (DDL) deliver no records.
     let txns: Vec<DebeziumTxn> = txns.into_iter().filter(|t| !t.rows.is_empty()).collect();
     assert!(
-        redelivery.resumes <= failures,
-        "{} resumes inside a transaction, {failures} producer failures to explain them",
+        redelivery.resumes <= explained,
+        "{} resumes inside a transaction, {explained} restarts and reconnects to explain them",
         redelivery.resumes
     );
     redelivery.txns = repeated_txn.iter().filter(|r| **r).count();
