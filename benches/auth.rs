@@ -24,7 +24,6 @@ use tibinlog_protocol::wire::auth_exchange::RsaKey;
 use tokio_util::sync::CancellationToken;
 
 #[path = "common/util.rs"]
-#[allow(dead_code)]
 mod util;
 use util::{env_num, mysql_opts};
 

@@ -13,6 +13,14 @@
 //! hundreds of megabytes through a cluster, and the figure is a throughput, printed). Each size
 //! runs in plain gRPC and with PD and TiKV serving mutual TLS (`CAPTURE_BENCH_TLS=plain`,
 //! `tls` or `both`, the default), and the ratio of the two is printed.
+//!
+//! `CAPTURE_BENCH_SHAPE=wide` writes wide rows instead: a BIGINT key and 19 VARCHAR(128)
+//! columns of 106 bytes each, about 2 KiB of row value. `CAPTURE_BENCH_SINK=binlog` runs the
+//! whole server instead of the changefeed alone: rows go on into binlog files, each group
+//! commit fsynced, and the clock stops when the durable checkpoint reaches the last commit.
+//! Besides rows/s, each run prints MiB/s of column values (8 bytes per integer, a string's
+//! length) and the process's peak RSS (`VmHWM`) before capture starts (the simulated cluster holds
+//! the rows in memory) and at the end.
 
 use std::time::{Duration, Instant};
 
@@ -29,15 +37,40 @@ use tokio_util::sync::CancellationToken;
 
 const TXN_ROWS: usize = 100;
 const REGIONS: usize = 8;
+/// Wide rows: string columns besides the key, and the bytes of each.
+const WIDE_COLUMNS: usize = 19;
+const WIDE_BYTES: usize = 106;
 
-fn table() -> TableDef {
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Narrow,
+    Wide,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sink {
+    /// The changefeed's typed transactions.
+    Changefeed,
+    /// The server's binlog files, fsynced.
+    Binlog,
+}
+
+fn table(shape: Shape) -> TableDef {
+    let mut columns = vec![ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null()];
+    match shape {
+        Shape::Narrow => {
+            columns.push(ColumnDef::new("n", ty::int(mysql::TYPE_LONG, false)));
+            columns.push(ColumnDef::new("s", ty::varchar(32)));
+        }
+        Shape::Wide => {
+            for c in 0..WIDE_COLUMNS {
+                columns.push(ColumnDef::new(&format!("c{c:02}"), ty::varchar(128)));
+            }
+        }
+    }
     TableDef {
         name: "narrow".into(),
-        columns: vec![
-            ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
-            ColumnDef::new("n", ty::int(mysql::TYPE_LONG, false)),
-            ColumnDef::new("s", ty::varchar(32)),
-        ],
+        columns,
         primary_key: vec!["id".into()],
         clustered: true,
         indexes: Vec::new(),
@@ -45,7 +78,25 @@ fn table() -> TableDef {
     }
 }
 
-async fn run(rows: usize, tls: bool) -> (f64, Duration) {
+/// `VmHWM` of this process, in bytes.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+struct Run {
+    took: Duration,
+    value_bytes: u64,
+    rss_before: u64,
+    rss_after: u64,
+}
+
+async fn run(rows: usize, tls: bool, shape: Shape, sink: Sink) -> Run {
     let certs = tempfile::tempdir().expect("tempdir");
     let files = tls.then(|| {
         tibinlog::sim::pki::write_set(certs.path(), "tidb-server", &[], "tibinlog").expect("certs")
@@ -74,7 +125,7 @@ async fn run(rows: usize, tls: bool) -> (f64, Duration) {
                     core,
                     &Ddl::CreateTable {
                         db: "test".into(),
-                        table: table(),
+                        table: table(shape),
                     },
                 )
                 .expect("create");
@@ -94,6 +145,10 @@ async fn run(rows: usize, tls: bool) -> (f64, Duration) {
     let mut last_commit = 0;
     let mut id = 0i64;
     let pad = "x".repeat(24);
+    let wide_pad = "w".repeat(WIDE_BYTES - 8);
+    let mut row: Vec<Value> = Vec::new();
+    // Column values' bytes (8 per integer, a string's length), the figure MiB/s is of.
+    let mut value_bytes = 0u64;
     while (id as usize) < rows {
         last_commit = cluster
             .apply(|core| {
@@ -101,17 +156,67 @@ async fn run(rows: usize, tls: bool) -> (f64, Duration) {
                 let mut txn = t.begin(core);
                 for _ in 0..TXN_ROWS {
                     id += 1;
-                    let row = [
-                        Value::Int(id),
-                        Value::Int(id * 7),
-                        Value::Bytes(format!("{pad}{id:08}").into_bytes()),
-                    ];
+                    row.clear();
+                    row.push(Value::Int(id));
+                    match shape {
+                        Shape::Narrow => {
+                            row.push(Value::Int(id * 7));
+                            row.push(Value::Bytes(format!("{pad}{id:08}").into_bytes()));
+                        }
+                        Shape::Wide => {
+                            for c in 0..WIDE_COLUMNS {
+                                let v = format!("{wide_pad}{:08}", id as usize * 31 + c);
+                                row.push(Value::Bytes(v.into_bytes()));
+                            }
+                        }
+                    }
+                    value_bytes += row
+                        .iter()
+                        .map(|v| match v {
+                            Value::Bytes(b) => b.len() as u64,
+                            _ => 8,
+                        })
+                        .sum::<u64>();
                     txn.insert("test", "narrow", &row).expect("insert");
                 }
                 let c = txn.commit().expect("commit");
                 Ok((c.commit_ts.0, c.outputs))
             })
             .expect("load");
+    }
+    let rss_before = peak_rss();
+    if sink == Sink::Binlog {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cfg = tibinlog::app::AppConfig::new(
+            vec![cluster.pd_url()],
+            "127.0.0.1:0".parse().expect("addr"),
+            dir.path(),
+        );
+        cfg.start_ts = Some(start_ts);
+        cfg.progress_interval = Duration::from_secs(3600);
+        cfg.cluster_tls = files.as_ref().map(|f| tibinlog::security::ClusterTlsFiles {
+            ca: f.ca.clone(),
+            cert: f.client_cert.clone(),
+            key: f.client_key.clone(),
+        });
+        let began = Instant::now();
+        let app = tibinlog::app::App::start(cfg, CancellationToken::new())
+            .await
+            .expect("app start");
+        let mut cp = app.checkpoint();
+        while cp.borrow_and_update().0 < last_commit {
+            cp.changed().await.expect("app running");
+        }
+        let took = began.elapsed();
+        let rss_after = peak_rss();
+        app.stop().await.expect("app stop");
+        sim.shutdown().await.expect("shutdown");
+        return Run {
+            took,
+            value_bytes,
+            rss_before,
+            rss_after,
+        };
     }
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -147,10 +252,16 @@ async fn run(rows: usize, tls: bool) -> (f64, Duration) {
         }
     }
     let took = began.elapsed();
+    let rss_after = peak_rss();
     assert_eq!(got, rows, "every row once");
     feed.close().await;
     sim.shutdown().await.expect("shutdown");
-    (rows as f64 / took.as_secs_f64(), took)
+    Run {
+        took,
+        value_bytes,
+        rss_before,
+        rss_after,
+    }
 }
 
 fn main() {
@@ -168,15 +279,36 @@ fn main() {
         Ok("tls") => vec![true],
         _ => vec![false, true],
     };
+    let shape = match std::env::var("CAPTURE_BENCH_SHAPE").as_deref() {
+        Ok("wide") => Shape::Wide,
+        _ => Shape::Narrow,
+    };
+    let sink = match std::env::var("CAPTURE_BENCH_SINK").as_deref() {
+        Ok("binlog") => Sink::Binlog,
+        _ => Sink::Changefeed,
+    };
     for rows in sizes {
         let mut rates = Vec::new();
         for &tls in &modes {
-            let (rate, took) = rt.block_on(run(rows, tls));
+            let r = rt.block_on(run(rows, tls, shape, sink));
+            let secs = r.took.as_secs_f64();
+            let rate = rows as f64 / secs;
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             println!(
-                "capture end to end{}: {rows} narrow rows in {:.2} s = {:.0} rows/s",
+                "capture {}{}: {rows} {} rows ({:.0} MiB of column values) in {secs:.2} s = {rate:.0} rows/s, {:.1} MiB/s; peak RSS {:.0} MiB with the cluster loaded, {:.0} MiB at the end",
+                match sink {
+                    Sink::Changefeed => "end to end",
+                    Sink::Binlog => "into fsynced binlog files",
+                },
                 if tls { " over mutual TLS" } else { "" },
-                took.as_secs_f64(),
-                rate
+                match shape {
+                    Shape::Narrow => "narrow",
+                    Shape::Wide => "wide",
+                },
+                mib(r.value_bytes),
+                mib(r.value_bytes) / secs,
+                mib(r.rss_before),
+                mib(r.rss_after),
             );
             rates.push(rate);
         }

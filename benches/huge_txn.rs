@@ -18,7 +18,6 @@
 //! `cargo bench --bench huge_txn`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,84 +28,17 @@ use mysql_async::binlog::value::BinlogValue;
 use mysql_async::BinlogStreamRequest;
 use tibinlog::sim::cli::parse_size;
 use tibinlog::sim::workload::huge::row_value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
 
+#[path = "common/child.rs"]
+mod child;
 #[path = "common/util.rs"]
 mod util;
+use child::Proc;
 
 const SEED: u64 = 20261202;
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-/// A child process whose stdout lines arrive on a channel; killed on drop.
-struct Proc {
-    child: Child,
-    lines: mpsc::UnboundedReceiver<String>,
-}
-
-impl Proc {
-    fn spawn(args: &[String], log: &Path) -> Proc {
-        let err = std::fs::File::create(log).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tibinlog"))
-            .args(args)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn tibinlog");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut r = BufReader::new(out).lines();
-            while let Ok(Some(l)) = r.next_line().await {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc { child, lines }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id().expect("running")
-    }
-
-    /// The first stdout JSON line with `"event": event`.
-    async fn wait_event(&mut self, event: &str, log: &Path) -> serde_json::Value {
-        loop {
-            let Some(line) = self.lines.recv().await else {
-                let tail = std::fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = tail.lines().rev().take(30).collect();
-                panic!("process ended before `{event}`:\n{}", tail.join("\n"));
-            };
-            if let Ok(j) = serde_json::from_str::<serde_json::Value>(&line) {
-                if j["event"] == event {
-                    return j;
-                }
-            }
-        }
-    }
-}
-
-/// `VmRSS` and `VmHWM` of a process, in bytes.
-fn rss(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn dir_size(p: &Path) -> u64 {
@@ -191,7 +123,7 @@ async fn main() {
         let (rows_seen, stop, peaks) = (rows_seen.clone(), stop.clone(), peaks.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                let (now, _) = rss(pid);
+                let (now, _) = util::rss(&pid.to_string());
                 let phase = usize::from(rows_seen.load(Ordering::Relaxed) > 0);
                 peaks[phase].fetch_max(now, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(50));
@@ -249,8 +181,8 @@ async fn main() {
     let done = Instant::now();
     stop.store(true, Ordering::Relaxed);
     sampler.join().expect("sampler");
-    let (_, hwm) = rss(pid);
-    let sim_hwm = rss(sim.pid()).1;
+    let (_, hwm) = util::rss(&pid.to_string());
+    let sim_hwm = util::rss(&sim.pid().to_string()).1;
     let disk = dir_size(&data_dir);
     assert_eq!(got, rows, "rows received");
 

@@ -1,6 +1,7 @@
 //! Serving benchmarks of the replication server. Prints figures; asserts no time limit.
 //!
-//! Sections (`SERVE_BENCH=throughput,clients,latency,standby`, all but `standby` by default):
+//! Sections (`SERVE_BENCH=throughput,clients,latency,tailers,standby`; by default the first
+//! three):
 //!
 //! * `throughput`: a binlog of `SERVE_ROWS` narrow rows (INT, VARCHAR(32), BIGINT) in
 //!   transactions of `SERVE_TXN_ROWS`, written with the binlog store and served by our server,
@@ -26,6 +27,13 @@
 //!   separately, the wall clock when the commit returned; that one is split at the moment the
 //!   app's durable checkpoint passed the commit. Percentiles over `LATENCY_SECS` after
 //!   `LATENCY_WARMUP_SECS`.
+//! * `tailers`: the same with `SERVE_TAILERS` (1000) more blocking dump clients tailing the
+//!   binlog from its start, run in a child process (this bench binary again) so that this
+//!   process's RSS is the server's (and the simulator's, which grows with the data): prints
+//!   the RSS before the clients connect, with them connected and idle (the difference per
+//!   client), and at the end; and each tailer's receive − commit_ts over the window (from the
+//!   GTID event's `immediate_commit_timestamp`, kept in a histogram of 0.1 ms buckets), after
+//!   checking that every tailer received every transaction of the window.
 //! * `standby`: the same with the app in an HA group (a real etcd 3.4, started here) and a
 //!   second member that starts once the first owns the group and follows its binlog; a client
 //!   on each from the start. Prints, per transaction, the standby's client's receive time minus
@@ -518,6 +526,11 @@ impl RawDump {
         p.extend_from_slice(b"mysql_native_password\0");
         c.write(&p).await;
         c.read().await;
+        if c.buf.first() == Some(&0xfe) {
+            // Auth switch (the app's default plugin): an empty password answers empty.
+            c.write(&[]).await;
+            c.read().await;
+        }
         assert_eq!(c.buf.first(), Some(&0), "login OK");
         for sql in ["SET @master_binlog_checksum='CRC32'"].iter().chain(sets) {
             let mut p = vec![0x03];
@@ -525,6 +538,15 @@ impl RawDump {
             c.command(&p).await;
             assert_eq!(c.buf.first(), Some(&0), "{sql}: OK");
         }
+        c
+    }
+
+    /// Like [`RawDump::connect`] with small buffers (a tailer reads a few KiB at a time).
+    async fn connect_small(addr: SocketAddr, user: &str) -> RawDump {
+        let mut c = RawDump::connect(addr, user, &[]).await;
+        let tcp = c.stream.into_inner();
+        c.stream = BufReader::with_capacity(16 << 10, tcp);
+        c.buf = Vec::with_capacity(4 << 10);
         c
     }
 
@@ -774,7 +796,7 @@ fn ha(cfg: &mut AppConfig, etcd: &etcd::Etcd, instance: &str) {
     });
 }
 
-async fn latency(with_standby: bool) {
+async fn latency(with_standby: bool, tailers: usize) {
     let rows_per_sec: f64 = env_num("LATENCY_ROWS_PER_SEC", 10_000.0);
     let txn_rows: usize = env_num("LATENCY_TXN_ROWS", 10);
     let warmup = Duration::from_secs_f64(env_num("LATENCY_WARMUP_SECS", 5.0));
@@ -836,6 +858,7 @@ async fn latency(with_standby: bool) {
     );
     cfg.start_ts = Some(Ts(cluster.tso().0));
     cfg.progress_interval = Duration::from_secs(3600);
+    cfg.limits.max_connections = cfg.limits.max_connections.max(tailers as u32 + 16);
     let etcd = if with_standby {
         match etcd::Etcd::start().await {
             Some(e) => Some(e),
@@ -901,6 +924,11 @@ async fn latency(with_standby: bool) {
     // The client: a blocking dump (non-zero server id) from the start; with a standby, one
     // on each member.
     let (received, last_xid, client) = spawn_client(addr);
+    let mut tail = if tailers > 0 {
+        Some(Tailers::start(addr, tailers).await)
+    } else {
+        None
+    };
     let standby_client = standby.as_ref().map(|(b, _)| spawn_client(b.local_addr()));
 
     // The writer: paced commits on a thread of its own (commits take the cluster's lock).
@@ -951,6 +979,14 @@ async fn latency(with_standby: bool) {
     };
 
     let began_us = wall_us();
+    if let Some(t) = &mut tail {
+        let from = began_us + warmup.as_micros() as u64;
+        t.say(&format!(
+            "window {from} {}",
+            from + measure.as_micros() as u64
+        ))
+        .await;
+    }
     tokio::time::sleep(warmup + measure).await;
     stop.store(true, Ordering::Relaxed);
     let sent = writer.join().expect("writer thread");
@@ -966,6 +1002,11 @@ async fn latency(with_standby: bool) {
     }
     client.abort();
     checkpoints.abort();
+    let tailed = match tail {
+        Some(mut t) => Some(t.finish(last).await),
+        None => None,
+    };
+    let (rss_end, hwm_end) = util::rss("self");
     let received = std::mem::take(&mut *received.lock().expect("received"));
     let flushed = std::mem::take(&mut *flushed.lock().expect("flushed"));
     // The standby's client receives the last transaction too.
@@ -1048,6 +1089,40 @@ async fn latency(with_standby: bool) {
     }
     print_latency("receive - commit_ts", vs_ts);
     print_latency("receive - commit returned (wall)", vs_wall);
+    println!(
+        "  RSS of this process (server and simulator) at the end: {:.1} MiB, peak {:.1} MiB",
+        mb(rss_end),
+        mb(hwm_end)
+    );
+    if let Some(t) = tailed {
+        // The tailers' window is by commit_ts (all they see of a transaction).
+        let by_ts = sent
+            .iter()
+            .filter(|s| (from..to).contains(&((s.commit_ts >> 18) * 1000)))
+            .count();
+        assert_eq!(
+            t.count,
+            (by_ts * tailers) as u64,
+            "every tailer received every transaction of the window once"
+        );
+        println!("  {tailers} tailing dump clients (child process):");
+        println!(
+            "    server RSS before they connect {:.1} MiB, with them idle at the end of the \
+             binlog {:.1} MiB: {:.1} KiB per client",
+            mb(t.rss_before),
+            mb(t.rss_idle),
+            t.rss_idle.saturating_sub(t.rss_before) as f64 / 1024.0 / tailers as f64
+        );
+        println!(
+            "    receive - commit_ts over all of them: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, \
+             max {:.1} ms ({} receipts)",
+            t.p50, t.p90, t.p99, t.max, t.count
+        );
+        println!(
+            "    the clients' own process: RSS {:.1} MiB at the end",
+            mb(t.child_rss)
+        );
+    }
     println!("  of which:");
     print_latency("  commit returned - checkpoint flushed", to_durable);
     print_latency("  checkpoint flushed - receive", durable_to_client);
@@ -1059,8 +1134,256 @@ async fn latency(with_standby: bool) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Section 4: many tailing dump clients, in a child process.
+
+/// Set in the child's environment: the server's address. `SERVE_TAILERS` is the client count.
+const TAILER_CHILD: &str = "SERVE_TAILER_CHILD";
+const GTID: u8 = 33;
+/// Histogram buckets of 0.1 ms up to 60 s (the last bucket takes everything longer).
+const TAIL_BUCKETS: usize = 600_000;
+
+/// The parent's side of the child process running the tailers: line commands on its stdin
+/// (`window FROM_US TO_US`, `last XID`), line answers on its stdout (`ready`, `done …`).
+struct Tailers {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    rss_before: u64,
+    rss_idle: u64,
+}
+
+/// What the tailers measured.
+struct Tailed {
+    rss_before: u64,
+    rss_idle: u64,
+    count: u64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+    child_rss: u64,
+}
+
+impl Tailers {
+    /// Starts the child with `n` clients on `addr` and waits until every one is dumping.
+    async fn start(addr: SocketAddr, n: usize) -> Tailers {
+        use tokio::io::AsyncBufReadExt;
+        let rss_before = util::rss("self").0;
+        let mut child = tokio::process::Command::new(std::env::current_exe().expect("exe"))
+            .env(TAILER_CHILD, addr.to_string())
+            .env("SERVE_TAILERS", n.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the tailers' process");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(120), lines.next_line())
+            .await
+            .expect("the tailers connect within 120 s")
+            .expect("read")
+            .expect("a line");
+        assert_eq!(ready, "ready", "the tailers' process");
+        // Let the sessions reach the end of the binlog and wait there.
+        let idle_from = Instant::now();
+        let mut rss_idle = util::rss("self").0;
+        while idle_from.elapsed() < Duration::from_secs(2) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            rss_idle = rss_idle.max(util::rss("self").0);
+        }
+        Tailers {
+            child,
+            stdin,
+            lines,
+            rss_before,
+            rss_idle,
+        }
+    }
+
+    async fn say(&mut self, line: &str) {
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the tailers");
+    }
+
+    /// Waits until every tailer received transaction `last` and collects the figures.
+    async fn finish(&mut self, last: u64) -> Tailed {
+        self.say(&format!("last {last}")).await;
+        let done = tokio::time::timeout(Duration::from_secs(180), self.lines.next_line())
+            .await
+            .expect("the tailers finish within 180 s")
+            .expect("read")
+            .expect("a line");
+        let f: Vec<&str> = done.split_whitespace().collect();
+        assert_eq!(f.first(), Some(&"done"), "the tailers' process: {done}");
+        let num = |i: usize| -> f64 { f[i].parse().expect("a number") };
+        let _ = self.child.kill().await;
+        Tailed {
+            rss_before: self.rss_before,
+            rss_idle: self.rss_idle,
+            count: num(1) as u64,
+            p50: num(2),
+            p90: num(3),
+            p99: num(4),
+            max: num(5),
+            child_rss: num(6) as u64,
+        }
+    }
+}
+
+/// What the tailers share: the window, each one's last XID, the latency histogram.
+struct TailShared {
+    from_us: AtomicU64,
+    to_us: AtomicU64,
+    last: Vec<AtomicU64>,
+    hist: Vec<AtomicU64>,
+}
+
+impl RawDump {
+    /// COM_BINLOG_DUMP from `binlog.000001:4`, blocking: for every transaction, its XID and,
+    /// if its commit time is inside the window, receive − commit into the histogram.
+    async fn tail(mut self, me: usize, shared: Arc<TailShared>) {
+        let mut p = vec![0x12];
+        p.extend_from_slice(&4u32.to_le_bytes());
+        p.extend_from_slice(&0u16.to_le_bytes());
+        p.extend_from_slice(&(2000 + me as u32).to_le_bytes());
+        p.extend_from_slice(b"binlog.000001");
+        self.seq = 0;
+        self.write(&p).await;
+        let mut commit_us = 0u64;
+        loop {
+            self.read().await;
+            let b = &self.buf;
+            match b.first() {
+                Some(0) if b.len() >= 20 => match b[5] {
+                    // Post-header: flags 1, SID 16, GNO 8, logical clock type 1, last committed
+                    // 8, sequence number 8, then the 7-byte immediate commit timestamp (µs),
+                    // whose top bit says an original commit timestamp follows.
+                    GTID if b.len() >= 20 + 49 => {
+                        let mut t = [0u8; 8];
+                        t[..7].copy_from_slice(&b[62..69]);
+                        commit_us = u64::from_le_bytes(t) & ((1 << 55) - 1);
+                    }
+                    XID if b.len() >= 28 => {
+                        let recv = wall_us();
+                        let xid = u64::from_le_bytes(b[20..28].try_into().expect("8 bytes"));
+                        let (from, to) = (
+                            shared.from_us.load(Ordering::Relaxed),
+                            shared.to_us.load(Ordering::Relaxed),
+                        );
+                        if commit_us >= from && commit_us < to {
+                            let i = (recv.saturating_sub(commit_us) / 100) as usize;
+                            shared.hist[i.min(TAIL_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
+                        }
+                        shared.last[me].store(xid, Ordering::Release);
+                    }
+                    _ => {}
+                },
+                _ => panic!(
+                    "tailer {me}: unexpected packet: {:?}",
+                    &b[..b.len().min(64)]
+                ),
+            }
+        }
+    }
+}
+
+/// The child process: `SERVE_TAILERS` clients tail the server at `SERVE_TAILER_CHILD`.
+fn tailer_child() {
+    let addr: SocketAddr = std::env::var(TAILER_CHILD)
+        .expect("address")
+        .parse()
+        .expect("an address");
+    let n: usize = env_num("SERVE_TAILERS", 1000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        use tokio::io::AsyncBufReadExt;
+        let shared = Arc::new(TailShared {
+            from_us: AtomicU64::new(u64::MAX),
+            to_us: AtomicU64::new(0),
+            last: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            hist: (0..TAIL_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+        });
+        // Connect in waves so the listener's backlog is never the limit.
+        let mut clients = Vec::with_capacity(n);
+        for wave in (0..n).collect::<Vec<_>>().chunks(100) {
+            let conns = futures_util::future::join_all(
+                wave.iter().map(|_| RawDump::connect_small(addr, "root")),
+            )
+            .await;
+            clients.extend(conns);
+        }
+        for (i, c) in clients.into_iter().enumerate() {
+            tokio::spawn(c.tail(i, shared.clone()));
+        }
+        println!("ready");
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .map(|v| v.parse().expect("a number"))
+                .collect();
+            if line.starts_with("window ") {
+                shared.to_us.store(f[1], Ordering::Relaxed);
+                shared.from_us.store(f[0], Ordering::Relaxed);
+            } else if line.starts_with("last ") {
+                let deadline = Instant::now() + Duration::from_secs(150);
+                while shared.last.iter().any(|l| l.load(Ordering::Acquire) < f[0]) {
+                    if Instant::now() > deadline {
+                        let behind = shared
+                            .last
+                            .iter()
+                            .filter(|l| l.load(Ordering::Acquire) < f[0])
+                            .count();
+                        println!("timeout: {behind} tailers behind");
+                        std::process::exit(1);
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                let hist: Vec<u64> = shared
+                    .hist
+                    .iter()
+                    .map(|h| h.load(Ordering::Relaxed))
+                    .collect();
+                let count: u64 = hist.iter().sum();
+                let at = |q: f64| -> f64 {
+                    let want = ((count as f64) * q).ceil().max(1.0) as u64;
+                    let mut seen = 0;
+                    for (i, c) in hist.iter().enumerate() {
+                        seen += c;
+                        if seen >= want {
+                            return (i as f64 + 1.0) / 10.0;
+                        }
+                    }
+                    f64::NAN
+                };
+                println!(
+                    "done {count} {} {} {} {} {}",
+                    at(0.5),
+                    at(0.9),
+                    at(0.99),
+                    at(1.0),
+                    util::rss("self").0
+                );
+                std::process::exit(0);
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
 
 fn main() {
+    if std::env::var_os(TAILER_CHILD).is_some() {
+        tailer_child();
+        return;
+    }
     // `cargo bench` passes `--bench`; a filter argument selects nothing here.
     let sections =
         std::env::var("SERVE_BENCH").unwrap_or_else(|_| "throughput,clients,latency".into());
@@ -1096,10 +1419,13 @@ fn main() {
         p.store.close().expect("close store");
     }
     if on("latency") {
-        rt.block_on(latency(false));
+        rt.block_on(latency(false, 0));
+    }
+    if on("tailers") {
+        rt.block_on(latency(false, env_num("SERVE_TAILERS", 1000)));
     }
     if on("standby") {
         println!("(with a standby in an HA group)");
-        rt.block_on(latency(true));
+        rt.block_on(latency(true, 0));
     }
 }

@@ -13,11 +13,21 @@ echo "== simulated workload (row changes/s the simulator generates)"
 cargo bench --locked -p tibinlog --bench sim_workload "${args[@]}"
 echo "== capture end to end (simulated cluster over gRPC -> typed transactions)"
 cargo bench --locked -p tibinlog --bench capture
+echo "== capture of wide rows (2 KiB, 20 columns) into fsynced binlog files: MiB/s, peak RSS"
+CAPTURE_BENCH_SHAPE=wide CAPTURE_BENCH_SINK=binlog CAPTURE_BENCH_TLS=plain CAPTURE_BENCH_ROWS=500000 \
+  cargo bench --locked -p tibinlog --bench capture
+echo "== many regions: 10,000 tables, 100,000 regions: initialization, RSS, idle CPU, resolved lag"
+cargo bench --locked -p tibinlog --bench regions
 echo "== sorter: one 2 GiB transaction streamed (peak RSS printed)"
 SORTER_BIG_TXN_MB=2048 cargo bench --locked -p tibinlog --bench sorter
 echo "== serving: mariadb-binlog --raw against us and against MariaDB (ratio), 100 concurrent"
 echo "   dump clients, commit-to-client latency at 10k rows/s with a 200 ms resolved-ts interval"
 cargo bench --locked -p tibinlog --bench serve
+echo "== 1,000 tailing dump clients at 10k rows/s (in a child process): commit-to-client latency"
+echo "   over all of them, the server's RSS per client"
+SERVE_BENCH=tailers cargo bench --locked -p tibinlog --bench serve
+echo "== initial scan of a 10,000,000-row table: rows/s, MiB/s, peak RSS"
+CAPTURE_BENCH_TLS=plain CAPTURE_BENCH_ROWS=10000000 cargo bench --locked -p tibinlog --bench capture
 echo "== HA: a standby following the owner at 10k rows/s (a real etcd), the standby's client's"
 echo "   lag behind the owner's"
 SERVE_BENCH=standby cargo bench --locked -p tibinlog --bench serve

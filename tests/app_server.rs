@@ -350,10 +350,16 @@ async fn check_status_page(status: SocketAddr, addr: SocketAddr, txns: usize) {
             a.iter()
                 .any(|r| r["server_id"] == 777 && r["caught_up"] == true)
         });
-        if caught_up {
+        // The lag chart draws a line once the sampler (once a second) holds two points.
+        let st = common::http::get_json(status, "/api/v1/status").await;
+        let samples = st["history"].as_array().map_or(0, |h| h.len());
+        if caught_up && samples >= 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "replica never caught up: {reps}");
+        assert!(
+            Instant::now() < deadline,
+            "replica never caught up or no lag history ({samples} samples): {reps}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let profile = tempfile::tempdir().expect("profile dir");

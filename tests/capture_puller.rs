@@ -13,8 +13,8 @@ use tibinlog::capture::gc_keeper::{GcError, GcKeeper, GcKeeperConfig};
 use tibinlog::capture::pd::{PdClient, PdConfig, PdError};
 use tibinlog::capture::puller::{EventReceiver, Puller, PullerConfig, PullerError, PullerHandle};
 use tibinlog::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotReader};
-use tibinlog::capture::span::table_record_span;
-use tibinlog::model::{Op, RawKvEvent, RawRow, TableId, Ts};
+use tibinlog::capture::span::{encode_key_into, table_record_span};
+use tibinlog::model::{Op, RawKvEvent, RawRow, Span, TableId, Ts};
 use tibinlog::mounter::MetaReader;
 use tibinlog::sim::server::{SimCluster, SimConfig};
 use tibinlog::tidb::key::{record_key, table_prefix, Handle};
@@ -961,6 +961,105 @@ async fn capture_reports_its_state_bytes_per_region_with_pending_prewrites() {
             "{regions} regions: {idle} state bytes idle ({idle_per_region} per region), \
              {with_prewrites} with {pending} bytes of prewrites held, {} after their commit",
             metrics.state_bytes.get()
+        );
+        stop(h, cancel, &c).await;
+    })
+    .await;
+}
+
+/// Many regions and many subscriptions at once: 30,000 regions of one table over three
+/// stores, subscribed as 3,000 spans of ten regions each. Every region initializes once (the
+/// count of initialized regions never falls, which it does when a store stream breaks and its
+/// regions are subscribed again), no region reports an error, and the watermark passes a ts
+/// taken after the start.
+///
+/// This is the load under which a capture that stopped reading a stream while its puller was
+/// busy subscribing lost the stream: HTTP/2 buffered thousands of small messages
+/// (INITIALIZED, resolved ts) and closed the connection on its small-frame budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_thousand_regions_initialize_once_without_a_stream_failure() {
+    const REGIONS: i64 = 30_000;
+    const PER_SPAN: i64 = 10;
+    let seed = 18;
+    timed(seed, async {
+        let c = SimCluster::start(SimConfig {
+            stores: 3,
+            seed,
+            resolved_ts_interval: Duration::from_secs(1),
+            ..SimConfig::default()
+        })
+        .await
+        .expect("cluster");
+        let setup = std::time::Instant::now();
+        for h in 1..=REGIONS {
+            let (left, _) = c.split_at(&key(T1, h)).await.expect("split");
+            let store = 1 + (h as u64 % 3);
+            if store != 1 {
+                c.transfer_leader(left, store).await.expect("transfer");
+            }
+        }
+        let setup = setup.elapsed();
+        let start_ts = ts(c.tso());
+        let mut scratch = Vec::new();
+        let mut enc = |h: i64| {
+            encode_key_into(&key(T1, h), &mut scratch);
+            scratch.clone()
+        };
+        let spans: Vec<Span> = (0..REGIONS / PER_SPAN)
+            .map(|i| Span {
+                start: enc(i * PER_SPAN),
+                end: enc((i + 1) * PER_SPAN),
+            })
+            .collect();
+        let mut cfg = PullerConfig::new(vec![c.pd_url()], spans, start_ts);
+        cfg.seed = seed;
+        let metrics = tibinlog::metrics::CaptureMetrics::default();
+        cfg.metrics = metrics.clone();
+        let began = std::time::Instant::now();
+        let (h, mut rx, cancel) = start_puller(cfg).await;
+        let mut log = Log::default();
+        // Spans [0, 10) … [29990, 30000): the regions starting at handles 1 … 29999 and the
+        // one holding handle 0.
+        let want = REGIONS;
+        let mut normal_seen = 0i64;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, _, normal) = metrics.region_totals();
+            assert!(
+                normal >= normal_seen,
+                "initialized regions fell from {normal_seen} to {normal}: a stream was lost"
+            );
+            normal_seen = normal;
+            if normal >= want {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{normal} of {want} regions initialized after 60 s"
+            );
+            // Drain what the puller emits meanwhile (watermarks only: nothing is written).
+            while let Some(ev) = rx.try_recv() {
+                log.on_event(ev);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let initialized = began.elapsed();
+        let after = ts(c.tso());
+        log.until(&mut rx, after).await;
+        assert_eq!(metrics.region_errors.get(), 0, "no region error");
+        assert_eq!(
+            metrics.region_totals().2,
+            normal_seen,
+            "no region subscribed again"
+        );
+        assert!(log.rows.is_empty(), "nothing was written");
+        eprintln!(
+            "{want} regions in {} spans: set up in {:.1} s, initialized in {:.1} s, watermark past \
+             a later ts after {:.1} s",
+            REGIONS / PER_SPAN,
+            setup.as_secs_f64(),
+            initialized.as_secs_f64(),
+            began.elapsed().as_secs_f64()
         );
         stop(h, cancel, &c).await;
     })

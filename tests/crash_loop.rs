@@ -19,6 +19,12 @@
 //!
 //! Replay the kill schedule and workload of a run with `TIBINLOG_CRASH_SEED=<seed>`;
 //! `TIBINLOG_BIN=<path>` runs another build of the binary (e.g. a release build).
+//!
+//! A soak (`scripts/soak.sh`) runs the same test larger: `TIBINLOG_CRASH_KILLS` kills (20),
+//! `TIBINLOG_CRASH_RATE` transactions per second (200), `TIBINLOG_CRASH_TXNS` transactions at
+//! least (0: as many as the kills take; otherwise kill `k` waits until `k / KILLS` of them are
+//! in the truth log, so the kills spread over the whole run), `TIBINLOG_CRASH_BINLOG_SIZE`
+//! bytes per binlog file (64 KiB).
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
@@ -43,10 +49,10 @@ use common::proc::{client_settled, follow, lock, Follow, Proc, POLL, WAIT};
 
 /// Seed of the workload and of the kill schedule unless `TIBINLOG_CRASH_SEED` is set.
 const DEFAULT_SEED: u64 = 1_729;
-/// Kills of the server.
+/// Kills of the server (`TIBINLOG_CRASH_KILLS`).
 const KILLS: usize = 20;
-/// Workload pace. It has no end: it runs until the test stops the simulator (SIGTERM) after
-/// the last kill, so every kill lands while it runs, however slow the machine.
+/// Workload pace (`TIBINLOG_CRASH_RATE`). It has no end: it runs until the test stops the
+/// simulator after the last kill, so every kill lands while it runs, however slow the machine.
 const RATE: u64 = 200;
 /// Every `EARLY_EVERY`th kill is aimed at start-up: at a delay in `[0, EARLY_MS)` after the
 /// process started (connecting to PD, recovering the store, bootstrapping the schema). The
@@ -59,7 +65,8 @@ const SPAN_MS: u64 = 1_500;
 const PAUSE_SHARE: f64 = 0.4;
 /// Interval of the polls of the store's size while waiting for the first write.
 const SIZE_POLL: Duration = Duration::from_millis(10);
-/// Binlog files rotate past this size, so kills also land around rotations.
+/// Binlog files rotate past this size, so kills also land around rotations
+/// (`TIBINLOG_CRASH_BINLOG_SIZE`).
 const MAX_BINLOG_SIZE: u64 = 64 << 10;
 /// PD service id of the test's own safe point, held until the server holds its own.
 const TEST_SERVICE_ID: &str = "crash-loop-test";
@@ -72,6 +79,45 @@ const GTID_EVENT: u8 = 33;
 const HEADER_LEN: usize = 19;
 /// Bytes of one record of the mapping file.
 const MAP_RECORD_LEN: u64 = 48;
+
+/// `name` from the environment, or `default`.
+fn env_u64(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(s) => s
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={s}: not a number")),
+        Err(_) => default,
+    }
+}
+
+/// Lines of a file that only grows (the truth log), counted from where the last call stopped.
+#[derive(Default)]
+struct LineCounter {
+    offset: u64,
+    lines: u64,
+}
+
+impl LineCounter {
+    fn update(&mut self, path: &Path) -> u64 {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(path) else {
+            return self.lines;
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return self.lines;
+        }
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            self.offset += n as u64;
+            self.lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+        self.lines
+    }
+}
 
 fn seed() -> u64 {
     match std::env::var("TIBINLOG_CRASH_SEED") {
@@ -120,7 +166,7 @@ impl Master {
             "--start-ts",
             &self.start_ts.0.to_string(),
             "--max-binlog-size",
-            &MAX_BINLOG_SIZE.to_string(),
+            &env_u64("TIBINLOG_CRASH_BINLOG_SIZE", MAX_BINLOG_SIZE).to_string(),
         ]
         .map(str::to_owned)
         .into();
@@ -411,7 +457,19 @@ struct Round {
 async fn kill_9_twenty_times_loses_and_doubles_nothing() {
     let test_start = Instant::now();
     let seed = seed();
-    eprintln!("crash loop: seed {seed} (replay with TIBINLOG_CRASH_SEED={seed})");
+    let kills = env_u64("TIBINLOG_CRASH_KILLS", KILLS as u64) as usize;
+    let rate = env_u64("TIBINLOG_CRASH_RATE", RATE);
+    let target_txns = env_u64("TIBINLOG_CRASH_TXNS", 0);
+    eprintln!(
+        "crash loop: seed {seed} (replay with TIBINLOG_CRASH_SEED={seed}), {kills} kills, \
+         {rate} transactions/s{}",
+        if target_txns > 0 {
+            format!(", at least {target_txns} transactions")
+        } else {
+            String::new()
+        }
+    );
+    let mut truth_lines = LineCounter::default();
     let mut rng = SimRng::new(seed ^ 0x6b69_6c6c);
     let dir = tempfile::Builder::new()
         .prefix("crash-loop")
@@ -432,7 +490,7 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         "--workload",
         "oltp",
         "--rate",
-        &RATE.to_string(),
+        &rate.to_string(),
         "--seed",
         &seed.to_string(),
         "--truth",
@@ -507,7 +565,14 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
 
     let mut rounds = Vec::new();
     let mut binlog_at_spawn = 0;
-    for round in 0..KILLS {
+    for round in 0..kills {
+        // A soak spreads the kills over its transactions.
+        let due = target_txns * round as u64 / kills as u64;
+        while truth_lines.update(&truth_path) < due {
+            master
+                .run(Some(Instant::now() + Duration::from_millis(200)))
+                .await;
+        }
         // The first process has served already (the test's own safe point is gone by then).
         let early = round % EARLY_EVERY == EARLY_EVERY - 1;
         let delay = Duration::from_millis(rng.below(if early { EARLY_MS } else { SPAN_MS }));
@@ -569,6 +634,11 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         pause_tx.send_replace(false);
     }
     master.run(None).await;
+    while truth_lines.update(&truth_path) < target_txns {
+        master
+            .run(Some(Instant::now() + Duration::from_millis(200)))
+            .await;
+    }
     let addr = (*master.addr.borrow()).expect("address");
 
     // Every kill is done: end the workload (it has no `--txns`, so it ran through all of them).
@@ -670,7 +740,7 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
     let wrote = count(|r| r.wrote);
     eprintln!(
         "crash loop seed {seed}: {} transactions ({compared} values compared), {} binlog files, \
-         {:.1} s; {KILLS} kills: {} aimed at start-up, {} before the serving line, {wrote} \
+         {:.1} s; {kills} kills: {} aimed at start-up, {} before the serving line, {wrote} \
          while writing (the workload ran through every kill); last group commit unwritten \
          {} times ({} transactions); torn tails added: binlog {torn_binlog}, map {torn_map}; \
          store opens {}, that cut a binlog tail {truncated}, \
@@ -692,7 +762,7 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         start_ts.0,
     );
     assert!(
-        wrote >= KILLS / 2,
+        wrote >= kills / 2,
         "only {wrote} kills landed while the server was writing the workload"
     );
     assert!(follow.sessions > 1, "the client streamed across restarts");

@@ -1,4 +1,5 @@
-//! Small helpers of the benchmarks that run servers (`serve`, `select`, `huge_txn`).
+//! Small helpers of the benchmarks that run servers (`serve`, `select`, `huge_txn`, `regions`).
+#![allow(dead_code)]
 
 /// `name` from the environment, parsed, or `default`.
 pub fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -31,4 +32,18 @@ pub fn mysql_opts(port: u16, user: &str) -> mysql_async::Opts {
         .pass(Some(""))
         .prefer_socket(false)
         .into()
+}
+
+/// `VmRSS` and `VmHWM` (peak) of process `pid` (`"self"` for this one), in bytes; 0 if unknown.
+pub fn rss(pid: &str) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
 }

@@ -31,7 +31,7 @@ pub enum CaptureError {
         kind: RegionErrorKind,
     },
     /// The stream to a store broke: reconnect and re-send every region that was on it.
-    #[error("stream to store {store} closed")]
+    #[error("stream to store {store} closed: {}: {}", source.code(), source.message())]
     Stream {
         store: u64,
         #[source]

@@ -193,10 +193,49 @@ impl SpanFrontier {
         self.pieces.insert(key.to_vec(), covering);
     }
 
+    /// The common case of a region reporting over its own span: `span` is exactly one piece
+    /// (its start is a boundary and the next boundary is its end). Applies `f` to that piece with
+    /// one descent of the map and returns true; returns false (changing nothing) otherwise.
+    fn update_one_piece(&mut self, span: &Span, f: &impl Fn(Option<Ts>) -> Option<Ts>) -> bool {
+        let mut it = self
+            .pieces
+            .range_mut::<[u8], _>((Bound::Included(span.start.as_slice()), Bound::Unbounded));
+        let Some((key, v)) = it.next() else {
+            return false;
+        };
+        if key.as_slice() != span.start.as_slice() {
+            return false;
+        }
+        let ends_there = match it.next() {
+            Some((next, _)) => next.as_slice() == span.end.as_slice(),
+            None => span.end.is_empty(),
+        };
+        if !ends_there {
+            return false;
+        }
+        let new = f(*v);
+        if new != *v {
+            if let Some(o) = *v {
+                dec(&mut self.counts, o);
+            }
+            if let Some(n) = new {
+                inc(&mut self.counts, n);
+            }
+            *v = new;
+            if let Some((min, _)) = self.counts.first_key_value() {
+                self.floor = self.floor.max(*min);
+            }
+        }
+        true
+    }
+
     /// Applies `f` to every piece of `span`, then drops interior boundaries that separate equal
     /// pieces. Keeps `floor` at the highest frontier seen.
     fn update(&mut self, span: &Span, f: impl Fn(Option<Ts>) -> Option<Ts>) {
         if span.is_empty() {
+            return;
+        }
+        if self.update_one_piece(span, &f) {
             return;
         }
         self.ensure_boundary(&span.start);

@@ -27,6 +27,7 @@
 pub mod error;
 pub mod frontier;
 pub mod gc_keeper;
+pub mod id_map;
 pub mod matcher;
 pub mod output;
 pub mod pd;

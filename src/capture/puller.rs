@@ -42,7 +42,7 @@
 //! flow control pushes back on TiKV.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -52,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::{CaptureError, Retry};
 use super::frontier::SpanFrontier;
+use super::id_map::IdMap;
 use super::matcher::MatcherConfig;
 use super::output::{output_channel, EventSender};
 use super::pd::{PdClient, PdConfig, PdError};
@@ -321,11 +322,11 @@ impl Puller {
             cfg,
             cancel: cancel.clone(),
             cache: RegionCache::new(),
-            subs: HashMap::new(),
+            subs: IdMap::default(),
             next_sub: 0,
             next_request: 1,
-            live: HashMap::new(),
-            stores: HashMap::new(),
+            live: LiveSet::default(),
+            stores: IdMap::default(),
             next_generation: 1,
             store_out: store_stream::OutputTx::new(store_tx),
             store_rx,
@@ -382,6 +383,61 @@ struct Live {
     store_id: u64,
 }
 
+/// The live requests, by request id and by subscription and region, so that finding a
+/// subscription's requests costs its own size, not the number of regions captured.
+#[derive(Debug, Default)]
+struct LiveSet {
+    by_id: IdMap<u64, Live>,
+    /// (subscription, region, request id) of every entry of `by_id`.
+    by_sub: BTreeSet<(u64, RegionId, u64)>,
+}
+
+impl LiveSet {
+    fn insert(&mut self, request_id: u64, l: Live) {
+        self.by_sub.insert((l.sub, l.region, request_id));
+        if let Some(old) = self.by_id.insert(request_id, l) {
+            self.by_sub.remove(&(old.sub, old.region, request_id));
+        }
+    }
+
+    fn remove(&mut self, request_id: &u64) -> Option<Live> {
+        let l = self.by_id.remove(request_id)?;
+        self.by_sub.remove(&(l.sub, l.region, *request_id));
+        Some(l)
+    }
+
+    fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn get(&self, request_id: u64) -> Option<&Live> {
+        self.by_id.get(&request_id)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Live> {
+        self.by_id.values()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&u64, &Live)> {
+        self.by_id.iter()
+    }
+
+    /// The requests of `sub` on `region`.
+    fn of_sub_region(&self, sub: u64, region: RegionId) -> impl Iterator<Item = &Live> {
+        self.by_sub
+            .range((sub, region, 0)..=(sub, region, u64::MAX))
+            .filter_map(|(_, _, id)| self.by_id.get(id))
+    }
+
+    /// The request ids of `sub`.
+    fn ids_of_sub(&self, sub: u64) -> Vec<u64> {
+        self.by_sub
+            .range((sub, RegionId(0), 0)..=(sub, RegionId(u64::MAX), u64::MAX))
+            .map(|&(_, _, id)| id)
+            .collect()
+    }
+}
+
 #[derive(Debug)]
 enum Task {
     /// Reload the piece from PD and subscribe its regions.
@@ -421,12 +477,12 @@ struct Actor {
     cancel: CancellationToken,
     cache: RegionCache,
     frontier: SpanFrontier,
-    subs: HashMap<u64, SubInfo>,
+    subs: IdMap<u64, SubInfo>,
     next_sub: u64,
     next_request: u64,
-    /// Subscriptions handed to store actors, by request id.
-    live: HashMap<u64, Live>,
-    stores: HashMap<u64, StoreHandle>,
+    /// Subscriptions handed to store actors.
+    live: LiveSet,
+    stores: IdMap<u64, StoreHandle>,
     next_generation: u64,
     /// The store actors' sender (bounded in row bytes; see [`store_stream::OutputTx`]).
     store_out: store_stream::OutputTx,
@@ -627,13 +683,7 @@ impl Actor {
             return;
         };
         self.frontier.unwatch(&info.span);
-        let ids: Vec<u64> = self
-            .live
-            .iter()
-            .filter(|(_, l)| l.sub == sub)
-            .map(|(id, _)| *id)
-            .collect();
-        for request_id in ids {
+        for request_id in self.live.ids_of_sub(sub) {
             let Some(l) = self.live.remove(&request_id) else {
                 continue;
             };
@@ -817,11 +867,10 @@ impl Actor {
         let checkpoint_ts = checkpoint.max(start_ts);
         // A live subscription of this table on this region already covering the piece (two
         // failures reloading the same range) makes a second one pointless.
-        let covered = self.live.values().any(|l| {
-            l.sub == sub
-                && l.region == region.id
-                && intersect(&l.span, &piece).as_ref() == Some(&piece)
-        });
+        let covered = self
+            .live
+            .of_sub_region(sub, region.id)
+            .any(|l| intersect(&l.span, &piece).as_ref() == Some(&piece));
         if covered {
             return Ok(());
         }
@@ -907,8 +956,11 @@ impl Actor {
                 }
             }
             StoreOutput::Resolved(v) => {
-                for (span, ts) in v {
-                    self.frontier.advance(&span, ts);
+                for (request_id, ts) in v {
+                    // A request ended meanwhile no longer speaks for its span.
+                    if let Some(l) = self.live.get(request_id) {
+                        self.frontier.advance(&l.span, ts);
+                    }
                 }
                 return Ok(self.maybe_emit().await);
             }

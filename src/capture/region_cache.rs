@@ -13,6 +13,7 @@ use std::ops::Bound;
 
 use tibinlog_proto::metapb;
 
+use super::id_map::IdMap;
 use super::span::intersect;
 use crate::model::{end_cmp, RegionId, Span};
 
@@ -66,7 +67,7 @@ pub struct RegionCache {
     /// Encoded start key → region.
     by_start: BTreeMap<Vec<u8>, RegionInfo>,
     /// Region id → its start key in `by_start`.
-    by_id: HashMap<RegionId, Vec<u8>>,
+    by_id: IdMap<RegionId, Vec<u8>>,
     /// Store id → `host:port`.
     stores: HashMap<u64, String>,
 }

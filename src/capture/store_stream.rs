@@ -22,7 +22,7 @@
 //! * **Scan limit.** At most `scan_limit` subscriptions are registered but not yet INITIALIZED
 //!   (each holds a token released at INITIALIZED or on failure); others wait in a queue.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use tonic::metadata::MetadataValue;
 use tonic::{Code, Request, Status, Streaming};
 
 use super::error::CaptureError;
+use super::id_map::IdMap;
 use super::matcher::MatcherConfig;
 use super::pd::{dial, MAX_DECODING_MESSAGE_SIZE};
 use super::region::{RegionEvent, RegionFeed};
@@ -100,8 +101,9 @@ pub struct Ended {
 pub enum StoreOutput {
     /// Complete committed rows, in stream order.
     Rows(Vec<RawRow>),
-    /// Resolved ts of subscriptions over their spans.
-    Resolved(Vec<(Span, Ts)>),
+    /// Resolved ts of subscriptions, by request id (the puller knows each request's span, so
+    /// a tick over many regions moves no key bytes).
+    Resolved(Vec<(u64, Ts)>),
     /// TiKV ended one subscription (or it broke the protocol: then `error` is fatal).
     /// Boxed: failures are rare and would otherwise make every output large.
     RegionFailed {
@@ -152,7 +154,7 @@ pub struct StoreState {
 }
 
 /// How often a store actor sums its state (an O(regions) walk).
-pub const STATE_REPORT: std::time::Duration = std::time::Duration::from_millis(200);
+pub const STATE_REPORT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// True if a refused `EventFeedV2` means "use `EventFeed`" (TiCDC's probe, §1.4).
 pub fn should_fall_back(status: &Status) -> bool {
@@ -168,6 +170,36 @@ const ROW_OVERHEAD_BYTES: usize = 64;
 /// Rows of one message handed on as soon as they reach this many payload bytes: a message of
 /// small COMMITs can match prewrites of megabytes each.
 const ROWS_FLUSH_BYTES: usize = 4 << 20;
+/// Outputs a store actor holds for the puller before it stops reading its stream.
+///
+/// The actor keeps reading while the puller is briefly busy (subscribing thousands of regions,
+/// say): a stream left unread makes HTTP/2 buffer TiKV's messages, and a run of small ones
+/// (INITIALIZED, resolved ts) exhausts the client's budget for buffered small DATA frames, on
+/// which it closes the connection with ENHANCE_YOUR_CALM. Past this many bytes the puller is
+/// truly behind and the stream waits, as it must.
+const READ_AHEAD_BYTES: usize = 16 << 20;
+
+/// Messages that had already arrived, handled after one that woke the actor before its outputs
+/// go to the puller (up to [`COALESCE_BYTES`] queued). TiKV packs many messages into one HTTP/2
+/// frame (with a multiplexed stream, one resolved-ts message per subscription every interval):
+/// handling them together hands their resolved ts on as one output instead of thousands.
+const COALESCE_MESSAGES: usize = 256;
+/// Queued output bytes past which arrived messages no longer wait for the outputs to go.
+const COALESCE_BYTES: usize = 1 << 20;
+
+/// Bytes an output queued in a store actor stands for (its rows' payloads, its spans).
+fn queued_bytes(o: &StoreOutput) -> usize {
+    const FIXED: usize = 64;
+    match o {
+        StoreOutput::Rows(rows) => rows
+            .iter()
+            .map(|r| r.payload_len() + ROW_OVERHEAD_BYTES)
+            .sum(),
+        StoreOutput::Resolved(v) => FIXED + v.len() * std::mem::size_of::<(u64, Ts)>(),
+        StoreOutput::RegionFailed { .. } => FIXED * 4,
+        StoreOutput::StreamFailed { ended, .. } => FIXED * 4 * (1 + ended.len()),
+    }
+}
 
 /// The store actors' side of the channel to the puller: bounded in items and in row bytes. A
 /// sent output holds its bytes until the puller calls [`OutputTx::release`] for it.
@@ -243,12 +275,13 @@ pub fn spawn(
         cfg,
         commands: rx,
         out,
-        feeds: HashMap::new(),
-        by_region: HashMap::new(),
+        feeds: IdMap::default(),
+        by_region: IdMap::default(),
         pending: VecDeque::new(),
         scanning: 0,
         multiplexed: true,
         outq: VecDeque::new(),
+        outq_bytes: 0,
         rows: Vec::new(),
         rows_bytes: 0,
         region_gauges,
@@ -275,16 +308,18 @@ struct StoreActor {
     cfg: StoreStreamConfig,
     commands: mpsc::Receiver<StoreCommand>,
     out: OutputTx,
-    feeds: HashMap<(u64, RegionId), Sub>,
+    feeds: IdMap<(u64, RegionId), Sub>,
     /// Region → request ids subscribed on this stream (for `request_id = 0` resolved ts).
-    by_region: HashMap<RegionId, Vec<u64>>,
+    by_region: IdMap<RegionId, Vec<u64>>,
     /// Registrations waiting for a scan token.
     pending: VecDeque<RegionRequest>,
     /// Registered and not yet INITIALIZED.
     scanning: usize,
     multiplexed: bool,
-    /// Outputs of the last gRPC message not yet taken by the puller.
+    /// Outputs of gRPC messages not yet taken by the puller, in stream order.
     outq: VecDeque<StoreOutput>,
+    /// [`queued_bytes`] of `outq`: messages are read while it is under [`READ_AHEAD_BYTES`].
+    outq_bytes: usize,
     /// Scratch for rows of one message.
     rows: Vec<RawRow>,
     /// Payload bytes in `rows`.
@@ -397,7 +432,7 @@ impl StoreActor {
             .map(|ids| ENTRY + ids.capacity() * 8)
             .sum();
         let queued: usize = self.pending.iter().map(request).sum();
-        let outq: usize = self.outq.iter().map(|o| self.out.cost(o) as usize).sum();
+        let outq = self.outq_bytes;
         self.state
             .bytes
             .store(feeds + index + queued + outq, Relaxed);
@@ -468,6 +503,7 @@ impl StoreActor {
                 permit = self.out.reserve(cost), if !self.outq.is_empty() => match permit {
                     Some(slot) => {
                         if let Some(o) = self.outq.pop_front() {
+                            self.outq_bytes = self.outq_bytes.saturating_sub(queued_bytes(&o));
                             slot.send(o);
                         }
                         Woke::Sent
@@ -475,7 +511,7 @@ impl StoreActor {
                     None => Woke::Cancelled,
                 },
                 cmd = self.commands.recv() => Woke::Command(cmd),
-                msg = stream.message(), if self.outq.is_empty() => Woke::Message(msg),
+                msg = stream.message(), if self.outq_bytes < READ_AHEAD_BYTES => Woke::Message(msg),
             };
             if std::time::Instant::now() >= self.next_report {
                 self.report_state();
@@ -484,7 +520,28 @@ impl StoreActor {
                 Woke::Cancelled | Woke::Command(None) => return Ok(()),
                 Woke::Sent => {}
                 Woke::Command(Some(cmd)) => self.on_command(cmd, &req_tx).await?,
-                Woke::Message(Ok(Some(ev))) => self.on_message(ev, &req_tx, cancel).await?,
+                Woke::Message(Ok(Some(ev))) => {
+                    self.on_message(ev, &req_tx, cancel).await?;
+                    // Messages already decoded and waiting (a message is cancel-safe to poll).
+                    let mut more = 0;
+                    while more < COALESCE_MESSAGES && self.outq_bytes < COALESCE_BYTES {
+                        use futures_util::FutureExt;
+                        match stream.message().now_or_never() {
+                            None => break,
+                            Some(Ok(Some(ev))) => self.on_message(ev, &req_tx, cancel).await?,
+                            Some(Ok(None)) => {
+                                return Err(CaptureError::Stream {
+                                    store,
+                                    source: Status::unavailable("stream ended by TiKV"),
+                                })
+                            }
+                            Some(Err(source)) => {
+                                return Err(CaptureError::Stream { store, source })
+                            }
+                        }
+                        more += 1;
+                    }
+                }
                 Woke::Message(Ok(None)) => {
                     return Err(CaptureError::Stream {
                         store,
@@ -494,6 +551,20 @@ impl StoreActor {
                 Woke::Message(Err(source)) => return Err(CaptureError::Stream { store, source }),
             }
         }
+    }
+
+    fn queue_out(&mut self, o: StoreOutput) {
+        // Resolved ts queued back to back travel together (their order within is kept); the
+        // queue's bytes stay the sum of `queued_bytes` of its entries.
+        if let (StoreOutput::Resolved(v), Some(StoreOutput::Resolved(last))) =
+            (&o, self.outq.back_mut())
+        {
+            self.outq_bytes += v.len() * std::mem::size_of::<(u64, Ts)>();
+            last.extend_from_slice(v);
+            return;
+        }
+        self.outq_bytes += queued_bytes(&o);
+        self.outq.push_back(o);
     }
 
     fn request(&self, req: &RegionRequest) -> cdcpb::ChangeDataRequest {
@@ -635,23 +706,27 @@ impl StoreActor {
         req_tx: &mpsc::Sender<cdcpb::ChangeDataRequest>,
         cancel: &CancellationToken,
     ) -> Result<(), CaptureError> {
-        let mut resolved: Vec<(Span, Ts)> = Vec::new();
+        let mut resolved: Vec<(u64, Ts)> = Vec::new();
         let mut failed: Vec<StoreOutput> = Vec::new();
         let mut tokens_freed = false;
         // (rows, bytes) received, and of those from scans; counted once per message.
         let (mut rows_in, mut bytes_in, mut scan_rows, mut scan_bytes) = (0u64, 0u64, 0u64, 0u64);
         for ev in msg.events {
             if self.rows_bytes >= ROWS_FLUSH_BYTES {
-                // Nothing else of this message is queued yet (a message is read only once the
-                // queue is empty), so these rows go out in order.
+                // What earlier messages left queued goes first, so these rows go out in order;
+                // each send waits for the puller.
                 self.rows_bytes = 0;
-                let rows = std::mem::take(&mut self.rows);
-                let sent = tokio::select! {
-                    _ = cancel.cancelled() => false,
-                    sent = self.out.send(StoreOutput::Rows(rows)) => sent,
-                };
-                if !sent {
-                    return Ok(()); // stopped, or the puller is gone
+                let rows = StoreOutput::Rows(std::mem::take(&mut self.rows));
+                let queued = std::mem::take(&mut self.outq);
+                self.outq_bytes = 0;
+                for o in queued.into_iter().chain(std::iter::once(rows)) {
+                    let sent = tokio::select! {
+                        _ = cancel.cancelled() => false,
+                        sent = self.out.send(o) => sent,
+                    };
+                    if !sent {
+                        return Ok(()); // stopped, or the puller is gone
+                    }
                 }
             }
             let Some(key) = self.route(ev.request_id, RegionId(ev.region_id)) else {
@@ -676,7 +751,7 @@ impl StoreActor {
                 scan_bytes += added as u64;
             }
             match stepped {
-                Ok(Some(ts)) => resolved.push((sub.req.span.clone(), ts)),
+                Ok(Some(ts)) => resolved.push((sub.req.request_id, ts)),
                 Ok(None) => {}
                 Err(error) => {
                     if let Some(sub) = self.feeds.remove(&key) {
@@ -711,18 +786,19 @@ impl StoreActor {
             let ts = Ts(r.ts);
             for region in r.regions {
                 let region = RegionId(region);
-                let ids: Vec<u64> = if self.multiplexed || r.request_id != 0 {
-                    vec![r.request_id]
+                let one = [r.request_id];
+                let ids: &[u64] = if self.multiplexed || r.request_id != 0 {
+                    &one
                 } else {
-                    self.by_region.get(&region).cloned().unwrap_or_default()
+                    self.by_region.get(&region).map_or(&[], Vec::as_slice)
                 };
-                for id in ids {
+                for &id in ids {
                     if let Some(sub) = self.feeds.get_mut(&(id, region)) {
                         if let Ok(Some(ts)) = sub
                             .feed
                             .on_event(RegionEvent::ResolvedTs(ts), &mut self.rows)
                         {
-                            resolved.push((sub.req.span.clone(), ts));
+                            resolved.push((sub.req.request_id, ts));
                         }
                     }
                 }
@@ -730,12 +806,14 @@ impl StoreActor {
         }
         if !self.rows.is_empty() {
             self.rows_bytes = 0;
-            self.outq
-                .push_back(StoreOutput::Rows(std::mem::take(&mut self.rows)));
+            let rows = StoreOutput::Rows(std::mem::take(&mut self.rows));
+            self.queue_out(rows);
         }
-        self.outq.extend(failed);
+        for f in failed {
+            self.queue_out(f);
+        }
         if !resolved.is_empty() {
-            self.outq.push_back(StoreOutput::Resolved(resolved));
+            self.queue_out(StoreOutput::Resolved(resolved));
         }
         let m = &self.cfg.metrics;
         if rows_in > 0 {

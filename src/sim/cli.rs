@@ -142,6 +142,12 @@ pub struct SimArgs {
     /// Regions per workload table record span (each partition's span for partitioned tables).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
     pub regions_per_table: usize,
+    /// Idle tables `scale.t00001` … `scale.tN` (BIGINT primary key, INT, VARCHAR(32)), created
+    /// in batches of one CREATE TABLES job each and split like the workload tables, with the
+    /// leaders of their regions spread over the stores as PD's balancer leaves them: the
+    /// many-tables, many-regions cluster of the scale benchmark.
+    #[arg(long, default_value_t = 0)]
+    pub tables: usize,
     /// Workload to run.
     #[arg(long, value_enum, default_value_t = WorkloadKind::Oltp)]
     pub workload: WorkloadKind,
@@ -239,6 +245,7 @@ impl Default for SimArgs {
             pd_listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             stores: DEFAULT_STORES,
             regions_per_table: 1,
+            tables: 0,
             workload: WorkloadKind::Oltp,
             rate: DEFAULT_RATE,
             txns: None,
@@ -524,6 +531,9 @@ impl SimBuilder {
             Epoch::Ms(ms) => ms,
             Epoch::Now => crate::sim::ts::Clock::now_ms(&crate::sim::ts::SystemClock),
         };
+        // A clock that starts at the wall clock keeps up with it from here, the setup included
+        // (a fixed epoch keeps its runs alike, and counts only idle time).
+        let clock_origin = (args.epoch_ms == Epoch::Now).then(Instant::now);
         let clock = ManualClock::new(epoch_ms);
         let cluster = SimCluster::start(SimConfig {
             stores: args.stores.max(1),
@@ -653,7 +663,7 @@ impl SimBuilder {
                 cancel.clone(),
             ));
         }
-        tracker.spawn(idle_clock(clock, active, cancel.clone()));
+        tracker.spawn(idle_clock(clock, clock_origin, active, cancel.clone()));
         tracker.spawn(progress(
             cluster.clone(),
             stats.clone(),
@@ -758,6 +768,46 @@ async fn prepare(
         .map(|d| d.tables.values().cloned().collect())
         .unwrap_or_default();
     let span = presplit_handle_span(args.txns);
+    for ddl in crate::sim::workload::scale::ddls(args.tables) {
+        apply_tidb(cluster, |core| {
+            clock.advance(1);
+            let out = tidb.execute_ddl(core, &ddl)?;
+            Ok(((), out.outputs))
+        })
+        .context("create the scale tables")?;
+    }
+    let scale_tables: Vec<Arc<TableMeta>> = tidb
+        .catalog()
+        .db(crate::sim::workload::scale::DB)
+        .map(|d| d.tables.values().cloned().collect())
+        .unwrap_or_default();
+    let mut leader = 0usize;
+    for t in &scale_tables {
+        let pid = t.info.id;
+        let (start, end) = record_span(pid);
+        let mut keys = vec![start];
+        for i in 1..args.regions_per_table {
+            let h = span.saturating_mul(i as i64) / args.regions_per_table as i64;
+            keys.push(handle_key(t, pid, h)?);
+        }
+        keys.push(end);
+        for k in &keys {
+            split_once(cluster, k).await?;
+        }
+        // Every region of the table's span, its leader on the next store in turn.
+        for k in &keys[..keys.len() - 1] {
+            let region = cluster
+                .region_by_raw_key(k)
+                .map(|r| r.id())
+                .context("a region holds the split key")?;
+            let store = 1 + (leader % args.stores.max(1)) as u64;
+            leader += 1;
+            cluster
+                .transfer_leader(region, store)
+                .await
+                .with_context(|| format!("move region {region}'s leader to store {store}"))?;
+        }
+    }
     let mut prefixes = Vec::new();
     for t in &tables {
         for pid in physical_ids(t) {
@@ -781,6 +831,7 @@ async fn prepare(
     let regions = cluster.with_core(|c| c.cluster.region_count());
     tracing::info!(
         tables = tables.len(),
+        scale_tables = scale_tables.len(),
         physical_tables = prefixes.len(),
         regions_per_table = args.regions_per_table,
         handle_span = span,
@@ -1095,10 +1146,16 @@ impl WorkloadTask {
     }
 }
 
-/// Moves the virtual clock with the wall clock while no workload runs.
-async fn idle_clock(clock: ManualClock, active: Arc<AtomicBool>, cancel: CancellationToken) {
+/// Moves the virtual clock with the wall clock while no workload runs, from `origin` (now when
+/// absent).
+async fn idle_clock(
+    clock: ManualClock,
+    origin: Option<Instant>,
+    active: Arc<AtomicBool>,
+    cancel: CancellationToken,
+) {
     let mut tick = tokio::time::interval(IDLE_CLOCK_TICK);
-    let mut last = Instant::now();
+    let mut last = origin.unwrap_or_else(Instant::now);
     loop {
         tokio::select! {
             _ = cancel.cancelled() => break,

@@ -21,7 +21,7 @@
 mod resolved;
 mod rows;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use tibinlog_proto::cdcpb::{self, change_data_request, event};
 use tibinlog_proto::{errorpb, metapb};
@@ -150,6 +150,11 @@ pub struct CdcEndpoint {
     downstreams: HashMap<DownstreamId, Downstream>,
     delegates: HashMap<u64, Delegate>,
     pending_scans: VecDeque<DownstreamId>,
+    /// Downstreams in `Initializing` (kept beside `downstreams`, so that a scan step or a
+    /// registration does not walk every region the store captures).
+    scanning: BTreeSet<DownstreamId>,
+    /// Downstreams not yet `Normal` (TiKV's pending-scan count).
+    unready: usize,
     faults: HashMap<u64, RegionFaults>,
 }
 
@@ -224,6 +229,8 @@ impl CdcEndpoint {
             downstreams: HashMap::new(),
             delegates: HashMap::new(),
             pending_scans: VecDeque::new(),
+            scanning: BTreeSet::new(),
+            unready: 0,
             faults: HashMap::new(),
         }
     }
@@ -264,6 +271,8 @@ impl CdcEndpoint {
         self.downstreams.clear();
         self.delegates.clear();
         self.pending_scans.clear();
+        self.scanning.clear();
+        self.unready = 0;
     }
 
     /// Sets faults for a region (replacing earlier ones).
@@ -297,18 +306,15 @@ impl CdcEndpoint {
 
     /// Downstreams currently running their incremental scan.
     pub fn initializing(&self) -> Vec<DownstreamId> {
-        let mut v: Vec<DownstreamId> = self
-            .downstreams
-            .iter()
-            .filter(|(_, d)| matches!(d.state, DownstreamState::Initializing { .. }))
-            .map(|(id, _)| *id)
-            .collect();
-        v.sort_unstable();
-        v
+        self.scanning.iter().copied().collect()
     }
 
     fn remove_downstream(&mut self, id: DownstreamId) -> Option<Downstream> {
         let d = self.downstreams.remove(&id)?;
+        if !matches!(d.state, DownstreamState::Normal { .. }) {
+            self.unready -= 1;
+        }
+        self.scanning.remove(&id);
         self.pending_scans.retain(|p| *p != id);
         if let Some(del) = self.delegates.get_mut(&id.region_id) {
             del.downstreams.retain(|x| *x != id);
@@ -387,12 +393,7 @@ impl CdcEndpoint {
             });
         }
         // 3. pending scan limit
-        let pending = self
-            .downstreams
-            .values()
-            .filter(|d| !matches!(d.state, DownstreamState::Normal { .. }))
-            .count();
-        if pending >= self.config.scan_pending_limit {
+        if self.unready >= self.config.scan_pending_limit {
             return fail(cdcpb::Error {
                 server_is_busy: Some(errorpb::ServerIsBusy {
                     reason: "too many pending incremental scans".into(),
@@ -436,6 +437,7 @@ impl CdcEndpoint {
                 state: DownstreamState::Uninitialized,
             },
         );
+        self.unready += 1;
         self.pending_scans.push_back(id);
         Vec::new()
     }
@@ -469,7 +471,7 @@ impl CdcEndpoint {
         cluster: &Cluster,
         mvcc: &MvccStore,
     ) -> Option<(DownstreamId, Vec<Output>)> {
-        if self.initializing().len() >= self.config.scan_concurrency {
+        if self.scanning.len() >= self.config.scan_concurrency {
             return None;
         }
         let id = self.pending_scans.pop_front()?;
@@ -501,6 +503,7 @@ impl CdcEndpoint {
         if let Some(d) = self.downstreams.get_mut(&id) {
             d.range = range;
             d.state = DownstreamState::Initializing { rows: rows.into() };
+            self.scanning.insert(id);
         }
         let delegate = self.delegates.entry(id.region_id).or_insert_with(|| {
             let mut tracker = LockTracker::default();
@@ -556,6 +559,8 @@ impl CdcEndpoint {
                 d.state = DownstreamState::Normal {
                     last_resolved: Ts::ZERO,
                 };
+                self.scanning.remove(&id);
+                self.unready -= 1;
                 break;
             }
             events.push(entries_event(id, chunk));
@@ -747,16 +752,22 @@ impl CdcEndpoint {
                 // minimum would move their resolved ts backwards on the wire.
                 let mut sent = Vec::with_capacity(regions.len());
                 for region_id in regions {
+                    // The region's downstreams, from its delegate (a scan that started put
+                    // them there; only Normal ones are updated below).
                     let ids: Vec<DownstreamId> = self
-                        .downstreams
-                        .keys()
-                        .filter(|d| {
-                            d.conn == conn
-                                && d.region_id == region_id
-                                && (request_id == 0 || d.request_id == request_id)
+                        .delegates
+                        .get(&region_id)
+                        .map(|del| {
+                            del.downstreams
+                                .iter()
+                                .filter(|d| {
+                                    d.conn == conn
+                                        && (request_id == 0 || d.request_id == request_id)
+                                })
+                                .copied()
+                                .collect()
                         })
-                        .copied()
-                        .collect();
+                        .unwrap_or_default();
                     let mut ok = false;
                     for id in ids {
                         if let Some(DownstreamState::Normal { last_resolved }) =

@@ -100,7 +100,7 @@ impl ChangeDataService {
         }
         tracing::debug!(store_id, conn, multiplexing, "cdc stream opened");
         let conn_cancel = self.cancel.child_token();
-        let (tx, rx) = mpsc::channel(1);
+        let (tx, rx) = mpsc::channel(super::cdc_stream::PUMP_MESSAGES);
         self.tracker
             .spawn(pump(sink.clone(), tx, delay, conn_cancel.clone()));
         self.tracker.spawn(read_requests(

@@ -1,16 +1,16 @@
 //! The send half of one `EventFeed` stream: a byte-bounded queue (TiKV's `Sink`) filled by the
 //! core under its lock, and a pump task (TiKV's `Drain`) that batches queued events into
-//! `ChangeDataEvent`s and hands them to gRPC through a one-slot channel.
+//! `ChangeDataEvent`s and hands them to gRPC through a channel of [`PUMP_MESSAGES`] messages.
 //!
 //! ```text
-//! core (under lock) --try_send/force_send--> ConnSink queue --pump--> mpsc(1) --> tonic --> client
+//! core (under lock) --try_send/force_send--> ConnSink queue --pump--> mpsc(16) --> tonic --> client
 //!                      counted against the store's MemoryQuota    freed when the pump takes it
 //! ```
 //!
 //! # Back-pressure (TiKV `components/cdc/src/channel.rs`)
 //!
 //! When the client stops reading, HTTP/2 flow control stops tonic from polling the response,
-//! the one-slot channel stays full, the pump stops taking items, and the queue grows until the
+//! the channel stays full, the pump stops taking items, and the queue grows until the
 //! store-wide memory quota (TiKV `sink-memory-quota`, 512 MiB) is used up. From then on, like
 //! TiKV:
 //! * a change event (scan or realtime rows) that does not fit is **not** queued; the core drops
@@ -19,7 +19,8 @@
 //! * a resolved-ts message that does not fit is dropped (safe: the next tick repeats it);
 //! * error events are always queued ("forced"), so every stopped subscription is told why.
 //!
-//! Nothing else is buffered: memory per connection is bounded by the quota plus one batch.
+//! Nothing else is buffered: memory per connection is bounded by the quota plus [`PUMP_MESSAGES`]
+//! messages.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +33,12 @@ use tokio_util::sync::CancellationToken;
 
 /// A `ChangeDataEvent` carries events up to this many bytes (TiKV `CDC_RESP_MAX_BYTES`, 6 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 6 * 1024 * 1024;
+
+/// Messages the pump may hand gRPC ahead of the wire. TiKV writes the messages its drain has
+/// ready with gRPC's buffer hint, so gRPC packs them into shared DATA frames; tonic packs the
+/// messages it finds ready in its channel the same way, so a run of small messages (one
+/// INITIALIZED each, resolved ts) does not reach the client as as many tiny frames.
+pub const PUMP_MESSAGES: usize = 16;
 
 /// TiKV's default `sink-memory-quota`: 512 MiB per store.
 pub const DEFAULT_SINK_MEMORY_QUOTA: usize = 512 * 1024 * 1024;

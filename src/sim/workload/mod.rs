@@ -12,6 +12,7 @@
 
 pub mod gen;
 pub mod huge;
+pub mod scale;
 
 use std::time::{Duration, Instant};
 
