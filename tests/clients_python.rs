@@ -129,6 +129,7 @@ async fn run_client(py: &Path, addr: SocketAddr, uuid: &str, args: &[String]) ->
             undecodable: false,
             file: v["file"].as_str().expect("file").to_owned(),
             pos: v["pos"].as_u64().expect("pos"),
+            digest: None,
         });
     }
     let end = end.unwrap_or_else(|| panic!("no end line from {args:?}:\n{stderr}"));

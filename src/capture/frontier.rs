@@ -65,6 +65,21 @@ fn dec(counts: &mut BTreeMap<Ts, usize>, ts: Ts) {
     }
 }
 
+/// Sets a piece's ts to `new`, keeping `counts` the multiset of pieces' ts; true if it changed.
+fn set_piece(counts: &mut BTreeMap<Ts, usize>, piece: &mut Option<Ts>, new: Option<Ts>) -> bool {
+    if *piece == new {
+        return false;
+    }
+    if let Some(o) = *piece {
+        dec(counts, o);
+    }
+    if let Some(n) = new {
+        inc(counts, n);
+    }
+    *piece = new;
+    true
+}
+
 impl SpanFrontier {
     /// Estimated heap bytes: each piece's key and map entry, each count entry.
     pub fn heap_bytes(&self) -> usize {
@@ -213,15 +228,7 @@ impl SpanFrontier {
         if !ends_there {
             return false;
         }
-        let new = f(*v);
-        if new != *v {
-            if let Some(o) = *v {
-                dec(&mut self.counts, o);
-            }
-            if let Some(n) = new {
-                inc(&mut self.counts, n);
-            }
-            *v = new;
+        if set_piece(&mut self.counts, v, f(*v)) {
             if let Some((min, _)) = self.counts.first_key_value() {
                 self.floor = self.floor.max(*min);
             }
@@ -245,15 +252,7 @@ impl SpanFrontier {
         let mut redundant: Vec<Vec<u8>> = Vec::new();
         for (key, v) in self.pieces.range_mut::<[u8], _>(range_of(span)) {
             let new = f(*v);
-            if new != *v {
-                if let Some(o) = *v {
-                    dec(counts, o);
-                }
-                if let Some(n) = new {
-                    inc(counts, n);
-                }
-                *v = new;
-            }
+            set_piece(counts, v, new);
             if prev == Some(new) {
                 redundant.push(key.clone());
             }

@@ -6,7 +6,7 @@
 //! | source | accepted rows |
 //! |---|---|
 //! | `mysql.tidb_ddl_job` (id MaxInt48 − 1) | PUTs whose `job_meta` has state **done** (TiDB 8.5: the run step) |
-//! | `mysql.tidb_ddl_history` (id MaxInt48 − 3) | PUTs of CREATE TABLE(S) jobs in state **synced** (TiDB 8.0–8.2 fast create table; duplicates of jobs already applied are skipped by job id) |
+//! | `mysql.tidb_ddl_history` (id MaxInt48 − 3) | PUTs of CREATE TABLE(S) jobs in state **synced** (TiDB 8.0–8.2 fast create table; duplicates of jobs already applied are skipped by job id, and after a restart by schema version) |
 //! | legacy meta lists `DDLJobList` / `DDLJobAddIdxList` | PUTs of Job JSON in state done |
 //!
 //! `job_meta` is found by column **name** in the system table's own TableInfo from the schema

@@ -13,8 +13,9 @@
 //! [`SchemaStore::apply_ddl_job`] takes a job that reached state done, with the commit ts F of
 //! the job row that says so (the job's FinishedTS; the done record leaves `binlog.FinishedTS`
 //! at 0). Jobs arrive in commit order (an earlier F than the last applied job is an error); one
-//! already applied (same job id, or F ≤ the snapshot/GC ts, so the snapshot already has it) is
-//! skipped, as are jobs with `SchemaVersion == 0`. How each action changes the schema follows
+//! already applied (same job id, or F ≤ the snapshot/GC ts, or `binlog.SchemaVersion` ≤ the
+//! snapshot's `SchemaVersionKey`, so the snapshot already has it) is skipped, as are jobs with
+//! `SchemaVersion == 0`. How each action changes the schema follows
 //! tiflow `cdc/entry/schema/snapshot.go`:
 //!
 //! | action | effect |
@@ -223,6 +224,9 @@ pub struct SchemaStore {
     physical: BTreeMap<i64, Versions>,
     logical: BTreeMap<i64, Versions>,
     applied_jobs: BTreeMap<i64, Ts>,
+    /// `SchemaVersionKey` of the bootstrap snapshot (0 if none was read): a job whose
+    /// `binlog.SchemaVersion` is at or below it is in the snapshot already.
+    snapshot_version: i64,
     /// Ts of the snapshot or of the last applied job.
     resolved: Ts,
     /// Rows with `commit_ts <= valid_after` cannot be served.
@@ -264,6 +268,7 @@ impl SchemaStore {
             physical: BTreeMap::new(),
             logical: BTreeMap::new(),
             applied_jobs: BTreeMap::new(),
+            snapshot_version: 0,
             resolved: start_ts,
             valid_after: start_ts,
         }
@@ -272,6 +277,12 @@ impl SchemaStore {
     /// Reads the schema at `start_ts` from the meta keys (see the module doc).
     pub fn bootstrap(reader: &dyn MetaReader, start_ts: Ts, filter: TableFilter) -> Result<Self> {
         let mut store = SchemaStore::new(filter, start_ts);
+        // The version of the snapshot: the history copy of a job that finished before it
+        // (committed after it) must not be applied again.
+        store.snapshot_version = reader
+            .get(&key::meta_string_key(b"SchemaVersionKey"), start_ts)?
+            .and_then(|v| std::str::from_utf8(&v).ok()?.trim().parse().ok())
+            .unwrap_or(0);
         let dbs_prefix = key::meta_hash_prefix(b"DBs");
         let mut dbs = Vec::new();
         for (k, v) in reader.scan(&dbs_prefix, &scan_end(&dbs_prefix), start_ts)? {
@@ -463,7 +474,10 @@ impl SchemaStore {
                 applied: self.resolved,
             });
         }
-        if job.schema_version() == 0 {
+        // SchemaVersion 0: ignored upstream. At or below the snapshot's version: the snapshot
+        // has it (a restart at a checkpoint between a job's done record and its history copy,
+        // which commits later, sees only the copy).
+        if job.schema_version() == 0 || job.schema_version() <= self.snapshot_version {
             return Ok(None);
         }
         let bad = |reason| MounterError::BadJob {

@@ -2,7 +2,9 @@
 //! partition, CREATE TABLES, RENAME TABLES, DROP DATABASE with tables) and job ordering.
 
 #![allow(clippy::unwrap_used)]
-use super::error::MounterError;
+use std::collections::BTreeMap;
+
+use super::error::{MounterError, Result};
 use super::filter::TableFilter;
 use super::schema_store::*;
 use crate::model::Ts;
@@ -322,4 +324,60 @@ fn virtual_generated_columns_are_computed_when_a_row_is_decoded() {
             Value::Null
         ]
     );
+}
+
+/// Meta keys at one ts, for [`SchemaStore::bootstrap`].
+struct Meta(BTreeMap<Vec<u8>, Vec<u8>>);
+
+impl MetaReader for Meta {
+    fn scan(&self, start: &[u8], end: &[u8], _ts: Ts) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        Ok(self
+            .0
+            .range(start.to_vec()..end.to_vec())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
+    fn get(&self, key: &[u8], _ts: Ts) -> Result<Option<Vec<u8>>> {
+        Ok(self.0.get(key).cloned())
+    }
+}
+
+#[test]
+fn a_history_copy_of_a_job_in_the_snapshot_is_not_applied_again() {
+    use crate::tidb::key::{meta_hash_key, meta_string_key};
+    let mut meta = BTreeMap::new();
+    meta.insert(
+        meta_hash_key(b"DBs", b"DB:2"),
+        serde_json::to_vec(&db(2, "d")).unwrap(),
+    );
+    meta.insert(
+        meta_hash_key(b"DB:2", b"Table:10"),
+        serde_json::to_vec(&table(10, "t", &[])).unwrap(),
+    );
+    meta.insert(meta_string_key(b"SchemaVersionKey"), b"7".to_vec());
+    let mut s = SchemaStore::bootstrap(&Meta(meta), Ts(100), TableFilter::all()).unwrap();
+    // The job that created `t` finished before the snapshot (version 7); its history copy
+    // (state synced) commits after it.
+    let mut copy = job(
+        7,
+        action::CREATE_TABLE,
+        2,
+        10,
+        with_table(table(10, "t", &[])),
+    );
+    copy.state = crate::tidb::schema::job_state::SYNCED;
+    assert!(
+        s.apply_ddl_job(copy, Ts(105)).unwrap().is_none(),
+        "the snapshot has version 7"
+    );
+    let next = job(
+        8,
+        action::CREATE_TABLE,
+        2,
+        11,
+        with_table(table(11, "u", &[])),
+    );
+    assert!(s.apply_ddl_job(next, Ts(110)).unwrap().is_some());
+    assert_eq!(s.included_physical_ids(), vec![10, 11]);
 }

@@ -192,18 +192,19 @@ pub async fn start_app_with(cfg: AppConfig) -> App {
 /// Truth-log transactions after `after` that reach the binlog (rows or DDL), DDL text
 /// normalised as the binlog carries it.
 pub fn truth_after(lines: &[String], after: Ts) -> Vec<Json> {
-    lines
-        .iter()
-        .map(|l| {
-            let mut v: Json = serde_json::from_str(l).expect("truth json");
-            if let Some(q) = v.get("ddl").and_then(Json::as_str) {
-                v["ddl"] = json!(normalize_ddl(q));
-            }
-            v
-        })
-        .filter(|v| v["commit_ts"].as_u64().is_some_and(|c| c > after.0))
-        .filter(|v| v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null())
-        .collect()
+    lines.iter().filter_map(|l| truth_line(l, after)).collect()
+}
+
+/// A truth log line as [`truth_after`] keeps it, or `None` if it commits at or before `after`
+/// or writes nothing.
+pub fn truth_line(line: &str, after: Ts) -> Option<Json> {
+    let mut v: Json = serde_json::from_str(line).expect("truth json");
+    if let Some(q) = v.get("ddl").and_then(Json::as_str) {
+        v["ddl"] = json!(normalize_ddl(q));
+    }
+    let commits_after = v["commit_ts"].as_u64().is_some_and(|c| c > after.0);
+    let writes = v["rows"].as_array().is_some_and(|r| !r.is_empty()) || !v["ddl"].is_null();
+    (commits_after && writes).then_some(v)
 }
 
 /// The largest commit ts in the truth log.

@@ -384,8 +384,16 @@ impl Debezium {
         }
         let Some(status) = status else {
             let last = lines.iter().rev().find(|l| l["ev"] == "tx");
+            // An incremental snapshot it waits for shows in its notifications and reads.
+            let notes: Vec<String> = lines
+                .iter()
+                .filter(|l| l["ev"] == "notification")
+                .map(|l| format!("{} {}", l["aggregate"], l["type"]))
+                .collect();
+            let reads = lines.iter().filter(|l| l["op"] == "read").count();
             panic!(
-                "Debezium did not reach {last_gtid} in time; last transaction event {last:?}\n--- log tail ---\n{log}"
+                "Debezium did not reach {last_gtid} in time; last transaction event {last:?}; \
+                 notifications {notes:?}; {reads} snapshot reads\n--- log tail ---\n{log}"
             );
         };
         assert!(status.success(), "java exited with {status}\n{log}");

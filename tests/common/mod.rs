@@ -9,6 +9,7 @@ pub mod java;
 pub mod mariadb;
 pub mod mariadb_binlog;
 pub mod mysql_binlog;
+pub mod parent;
 pub mod peer;
 pub mod proc;
 pub mod raw_binlog;

@@ -14,13 +14,14 @@ use futures_util::StreamExt;
 use mysql_async::{BinlogStreamRequest, GnoInterval, Sid as MySid};
 use serde_json::Value as Json;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::app::opts;
 use super::mysql_binlog::{Assembler, SeenTxn};
+use super::parent;
 
 /// Upper bound of any single wait.
 pub const WAIT: Duration = Duration::from_secs(180);
@@ -62,14 +63,15 @@ impl Proc {
             .append(true)
             .open(log)
             .expect("open log file");
-        let mut child = Command::new(binary())
-            .args(args)
+        let mut cmd = parent::command(&binary());
+        cmd.args(args)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(err))
-            .kill_on_drop(true)
+            .kill_on_drop(true);
+        let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("spawn tibinlog {name}: {e}"));
         let out = child.stdout.take().expect("stdout");
@@ -176,6 +178,8 @@ pub struct Follow {
     /// every session with a killed server has ended and its transactions are in `txns`.
     pub attempts_begun: usize,
     pub attempts_ended: usize,
+    /// Keep a digest of each transaction's rows instead of the rows (long runs).
+    pub digest: bool,
 }
 
 impl Follow {
@@ -274,8 +278,11 @@ pub async fn follow(
             };
             match ev {
                 Some(Ok(ev)) => {
-                    if let Some(t) = asm.on_event(&ev, &stream) {
+                    if let Some(mut t) = asm.on_event(&ev, &stream) {
                         let mut f = lock(&seen);
+                        if f.digest {
+                            t.digest_rows();
+                        }
                         f.txns.push(t);
                         f.received_at.push(Instant::now());
                     }
