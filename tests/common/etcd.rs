@@ -104,6 +104,9 @@ impl Etcd {
             .args(["--initial-cluster", &cluster.join(",")])
             .args(["--initial-cluster-token", "tibinlog-test"])
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            // As PD runs its embedded etcd (`enable-prevote`, default true): a member back from
+            // a partition does not force an election with its higher term.
+            .arg("--pre-vote")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
