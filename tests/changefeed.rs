@@ -414,6 +414,48 @@ async fn restart_from_checkpoint_loses_and_doubles_nothing() {
     }
 }
 
+/// A restart whose checkpoint is the commit ts of a CREATE TABLE job's done record: TiDB moves
+/// the job to its history table in a later transaction, so the restarted feed sees only that
+/// copy, of a job its starting schema snapshot already has. It must not come out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restart_at_a_create_table_does_not_replay_it_from_the_ddl_history() {
+    let seed = 12;
+    let run = start_sim(seed, 1_500, 0.0, false).await;
+    run.sim.start_workload();
+    tokio::time::timeout(CATCH_UP, run.sim.workload_done())
+        .await
+        .expect("workload finishes");
+    assert_eq!(run.sim.failure(), None, "seed {seed}: the workload failed");
+    let lines = run.truth.lines();
+    let end = max_commit_ts(&lines);
+    let mut creates: Vec<u64> = truth_after(&lines, run.start_ts)
+        .iter()
+        .filter(|t| {
+            t["ddl"]
+                .as_str()
+                .is_some_and(|q| q.starts_with("CREATE TABLE"))
+        })
+        .filter_map(|t| t["commit_ts"].as_u64())
+        .collect();
+    creates.dedup();
+    assert!(
+        !creates.is_empty(),
+        "seed {seed}: the workload creates tables"
+    );
+    // Spread over the run: the first, a middle one and the last.
+    let picks: std::collections::BTreeSet<u64> = [0, creates.len() / 2, creates.len() - 1]
+        .map(|i| creates[i])
+        .into();
+    for checkpoint in picks {
+        let mut feed = start_feed(&run, Ts(checkpoint)).await;
+        let mut c = Consumer::default();
+        consume(&mut feed, &mut c, Some(end), None).await;
+        assert_same(&c.txns, &truth_after(&lines, Ts(checkpoint)), seed);
+        feed.close().await;
+    }
+    run.sim.shutdown().await.expect("sim shutdown");
+}
+
 /// PD as a 3-member cluster under the running workload and TiKV faults: the leader moves, the
 /// leader dies, the member the client was configured with dies while another leads (the client
 /// finds the others through what `GetMembers` told it), members come back as followers; and
