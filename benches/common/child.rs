@@ -2,7 +2,6 @@
 //! arrive on a channel, its stderr goes to a log file; killed on drop and with the benchmark.
 
 use std::path::Path;
-use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
@@ -20,15 +19,10 @@ impl Proc {
     /// Runs the project's binary with `args` (`RUST_LOG=info`), stderr into `log`.
     pub fn spawn(args: &[String], log: &Path) -> Proc {
         let err = std::fs::File::create(log).expect("log file");
-        let mut cmd = parent::command(std::path::Path::new(env!("CARGO_BIN_EXE_tibinlog")));
-        cmd.args(args)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn tibinlog");
+        let program = Path::new(env!("CARGO_BIN_EXE_tibinlog"));
+        let mut child = parent::tibinlog_command(program, args, err)
+            .spawn()
+            .expect("spawn tibinlog");
         let out = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::unbounded_channel();
         tokio::spawn(async move {

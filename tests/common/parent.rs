@@ -20,3 +20,18 @@ pub fn command(program: &Path) -> Command {
         Command::new(program)
     }
 }
+
+/// A `tibinlog` child as tests and benchmarks run it: [`command`] with `args`, `RUST_LOG=info`
+/// without colours, stdout piped (its JSON lines), stderr into `log`, killed on drop.
+pub fn tibinlog_command(program: &Path, args: &[String], log: std::fs::File) -> Command {
+    use std::process::Stdio;
+    let mut cmd = command(program);
+    cmd.args(args)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        .kill_on_drop(true);
+    cmd
+}

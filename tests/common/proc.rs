@@ -6,7 +6,7 @@
 use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -63,15 +63,7 @@ impl Proc {
             .append(true)
             .open(log)
             .expect("open log file");
-        let mut cmd = parent::command(&binary());
-        cmd.args(args)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(err))
-            .kill_on_drop(true);
-        let mut child = cmd
+        let mut child = parent::tibinlog_command(&binary(), args, err)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn tibinlog {name}: {e}"));
         let out = child.stdout.take().expect("stdout");
