@@ -233,6 +233,81 @@ fn inserted_rows_decode_and_index_keys_exist() {
 }
 
 #[test]
+fn gc_destroys_the_rows_of_a_truncated_table_once_past_the_ddl() {
+    let (mut core, mut tidb) = boot();
+    for name in ["t", "u"] {
+        tidb.execute_ddl(
+            &mut core,
+            &Ddl::CreateTable {
+                db: "test".into(),
+                table: simple_table(name),
+            },
+        )
+        .expect("create");
+    }
+    let old_t = tidb.table("test", "t").expect("t").info.id;
+    let u = tidb.table("test", "u").expect("u").info.id;
+    let mut txn = tidb.begin(&mut core);
+    for id in 1..=5i64 {
+        for table in ["t", "u"] {
+            txn.insert(
+                "test",
+                table,
+                &[Value::Int(id), Value::Bytes(b"x".to_vec())],
+            )
+            .expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
+    let before = core.ts();
+    tidb.execute_ddl(
+        &mut core,
+        &Ddl::TruncateTable {
+            db: "test".into(),
+            table: "t".into(),
+        },
+    )
+    .expect("truncate");
+    let new_t = tidb.table("test", "t").expect("t").info.id;
+    assert_ne!(new_t, old_t);
+    let mut txn = tidb.begin(&mut core);
+    txn.insert("test", "t", &[Value::Int(1), Value::Bytes(b"y".to_vec())])
+        .expect("insert");
+    txn.commit().expect("commit");
+    let after = core.ts();
+    let row = |table: i64| record_key(table, &Handle::Int(1));
+    assert_eq!(core.pending_delete_ranges(), 1);
+
+    assert_eq!(core.run_gc(before), before);
+    assert!(
+        core.mvcc.entry(&row(old_t)).is_some(),
+        "destroyed before GC passed the truncate"
+    );
+    assert_eq!(core.pending_delete_ranges(), 1);
+
+    assert_eq!(core.run_gc(after), after);
+    assert_eq!(core.pending_delete_ranges(), 0);
+    assert!(core.mvcc.entry(&row(old_t)).is_none(), "old rows left");
+    let (_, old_end) = tibinlog::tidb::key::table_span(old_t);
+    let (old_start, _) = tibinlog::tidb::key::table_span(old_t);
+    assert!(
+        core.mvcc
+            .entries_from(&old_start)
+            .next()
+            .is_none_or(|(k, _)| k >= old_end.as_slice()),
+        "index keys of the old table left"
+    );
+    assert!(
+        core.mvcc.entry(&row(u)).is_some(),
+        "another table's rows destroyed"
+    );
+    assert!(
+        core.mvcc.entry(&row(new_t)).is_some(),
+        "the new table's rows destroyed"
+    );
+}
+
+#[test]
 fn pk_change_is_delete_plus_put_in_one_txn() {
     let (mut core, mut tidb) = boot();
     for t in gen::initial_tables() {

@@ -194,6 +194,10 @@ pub struct SimArgs {
     /// PARTITION or EXCHANGE PARTITION (for consumers that track tables by name).
     #[arg(long)]
     pub basic_ddl: bool,
+    /// Keep at most this many live rows per workload table: an insert into a full table
+    /// deletes a row instead, so that a long run's data stays bounded (the store is in memory).
+    #[arg(long)]
+    pub max_live_rows: Option<usize>,
     /// PD members: the first listens on --pd-listen and leads at start, the others on free
     /// ports (a client given the first learns them through GetMembers).
     #[arg(long, default_value_t = 1)]
@@ -260,6 +264,7 @@ impl Default for SimArgs {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             no_json: false,
             basic_ddl: false,
+            max_live_rows: None,
             pd_members: 1,
             ca: None,
             cert: None,
@@ -744,6 +749,7 @@ async fn prepare(
         tick_ms,
         json_columns: !args.no_json,
         moving_ddl: !args.basic_ddl,
+        max_live_rows: args.max_live_rows,
         ..WorkloadConfig::default()
     };
     let db = cfg.db.clone();

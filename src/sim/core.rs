@@ -39,6 +39,9 @@ pub struct SimCore {
     clock: Arc<dyn Clock>,
     endpoints: BTreeMap<u64, CdcEndpoint>,
     rng: SimRng,
+    /// Raw key ranges of dropped and truncated tables with the ts of the DDL that dropped
+    /// them: TiDB's `mysql.gc_delete_range`, destroyed once the GC safe point passes the ts.
+    delete_ranges: Vec<(Ts, Vec<u8>, Vec<u8>)>,
 }
 
 impl SimCore {
@@ -62,6 +65,7 @@ impl SimCore {
             clock,
             endpoints,
             rng: SimRng::new(seed),
+            delete_ranges: Vec::new(),
         })
     }
 
@@ -369,12 +373,33 @@ impl SimCore {
             .update_service(service_id, ttl_secs, safe_point, now)
     }
 
+    /// Records the raw range `[start, end)` of a table dropped by a DDL committed at `ts`, to
+    /// be destroyed once GC passes `ts` (TiDB's `mysql.gc_delete_range`).
+    pub fn add_delete_range(&mut self, ts: Ts, start: Vec<u8>, end: Vec<u8>) {
+        self.delete_ranges.push((ts, start, end));
+    }
+
+    /// Delete ranges not yet destroyed.
+    pub fn pending_delete_ranges(&self) -> usize {
+        self.delete_ranges.len()
+    }
+
     /// Advances the GC safe point towards `target` (capped by services) and really drops the
-    /// history below it. Returns the safe point used.
+    /// history below it, then destroys the delete ranges at or below it as TiDB's GC worker
+    /// does with `UnsafeDestroyRange`: straight from the storage, not through raft, so CDC
+    /// sees nothing of it. Returns the safe point used.
     pub fn run_gc(&mut self, target: Ts) -> Ts {
         let now = self.clock.now_ms();
         let sp = self.gc.advance_gc_safe_point(target, now);
         self.mvcc.gc(sp);
+        let mvcc = &mut self.mvcc;
+        self.delete_ranges.retain(|(ts, start, end)| {
+            if *ts > sp {
+                return true;
+            }
+            mvcc.destroy_range(start, end);
+            false
+        });
         sp
     }
 }

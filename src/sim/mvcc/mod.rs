@@ -304,6 +304,11 @@ pub struct MvccStore {
     max_ts: Ts,
     /// Versions at or below this were garbage-collected; reads below it fail.
     gc_safe_point: Ts,
+    /// Keys by the commit ts of each write record added since GC last looked at them. Only a
+    /// new record can make older ones garbage (or be garbage itself, a Delete, Lock or
+    /// Rollback), and only once the safe point reaches it, so a GC pass visits the keys
+    /// queued at or below its safe point instead of every key of the store.
+    gc_pending: BTreeMap<Ts, Vec<Vec<u8>>>,
 }
 
 impl MvccStore {
@@ -374,6 +379,10 @@ impl MvccStore {
                     write,
                 } => {
                     self.slot(key).writes.insert(*commit_ts, write.clone());
+                    self.gc_pending
+                        .entry(*commit_ts)
+                        .or_default()
+                        .push(key.clone());
                 }
                 Modify::DeleteDefault { key, start_ts } => self.update_existing(key, |e| {
                     e.defaults.remove(start_ts);
@@ -407,16 +416,47 @@ impl MvccStore {
         }
     }
 
+    /// Removes every key in `[start, end)` with all its column families (TiKV's
+    /// `UnsafeDestroyRange`). Returns the number of keys removed.
+    pub fn destroy_range(&mut self, start: &[u8], end: &[u8]) -> usize {
+        use std::ops::Bound::{Excluded, Included};
+        let doomed: Vec<Vec<u8>> = self
+            .keys
+            .range::<[u8], _>((Included(start), Excluded(end)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &doomed {
+            self.keys.remove(k);
+        }
+        doomed.len()
+    }
+
     /// Garbage collection at `safe_point`: for each key keep every version newer than the safe
     /// point and, among older ones, only the newest data version if it is a Put. Deletes,
     /// Lock and Rollback records at or below the safe point go, and so do the default-CF values
     /// of dropped Puts. Locks are untouched. Returns the applied batch (CDC ignores deletes).
+    ///
+    /// Visits only the keys with a write record added at or below the safe point since their
+    /// last visit: the cost follows the writes, not the size of the store.
     pub fn gc(&mut self, safe_point: Ts) -> WriteBatch {
         let mut batch = WriteBatch::default();
         if safe_point <= self.gc_safe_point {
             return batch;
         }
-        for (key, entry) in &self.keys {
+        let due = match safe_point.0.checked_add(1) {
+            Some(above) => {
+                let later = self.gc_pending.split_off(&Ts(above));
+                std::mem::replace(&mut self.gc_pending, later)
+            }
+            None => std::mem::take(&mut self.gc_pending),
+        };
+        let mut keys: Vec<Vec<u8>> = due.into_values().flatten().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for key in keys {
+            let Some(entry) = self.keys.get(&key) else {
+                continue;
+            };
             let mut kept_data = false;
             for (commit_ts, w) in entry.writes_at_or_before(safe_point) {
                 let keep = !kept_data && w.write_type == WriteType::Put;

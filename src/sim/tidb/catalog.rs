@@ -283,6 +283,22 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Every id that rows of some table are stored under: a table's own id, and its partitions'.
+    pub fn physical_ids(&self) -> std::collections::BTreeSet<i64> {
+        let mut ids = std::collections::BTreeSet::new();
+        for t in self.dbs.values().flat_map(|d| d.tables.values()) {
+            ids.insert(t.info.id);
+            match &t.partition {
+                Some(PartitionPlan::Range { parts, .. }) => {
+                    ids.extend(parts.iter().map(|(_, id)| *id))
+                }
+                Some(PartitionPlan::Hash { parts, .. }) => ids.extend(parts.iter().copied()),
+                None => {}
+            }
+        }
+        ids
+    }
+
     /// Database by (case-insensitive) name.
     pub fn db(&self, name: &str) -> Option<&DbEntry> {
         let l = name.to_lowercase();

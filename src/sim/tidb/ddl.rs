@@ -9,7 +9,7 @@ use tibinlog_protocol::value::Value;
 
 use crate::sim::core::{SimCore, StoreOutput};
 use crate::sim::Ts;
-use crate::tidb::key::{decode_record_key, record_key, record_span, Handle};
+use crate::tidb::key::{decode_record_key, record_key, record_span, table_span, Handle};
 use crate::tidb::schema::{
     action, job_state, mysql, schema_state, CIStr, DBInfo, HistoryInfo, Job, TableInfo,
 };
@@ -1171,7 +1171,15 @@ impl Tidb {
         txn.put(k, v);
         let done = txn.commit(core, CommitMode::TwoPc)?;
         outputs.extend(done.outputs);
+        let stored_before = self.catalog.physical_ids();
         self.apply(&plan, version);
+        // The rows of every table or partition the job dropped (DROP, TRUNCATE, DROP DATABASE,
+        // TRUNCATE PARTITION) go to the delete ranges that GC destroys past the job's ts.
+        let stored_after = self.catalog.physical_ids();
+        for id in stored_before.difference(&stored_after) {
+            let (start, end) = table_span(*id);
+            core.add_delete_range(done.commit_ts, start, end);
+        }
         // A batch create is one binlog transaction per table, in statement order.
         let statements = match ddl {
             Ddl::CreateTables { db, tables } => tables.iter().map(|t| t.sql(db)).collect(),

@@ -82,6 +82,9 @@ pub struct WorkloadConfig {
     /// TABLES` that makes exchange pairs). Off keeps the first DDL mix (and its seeds), for
     /// checks that follow a consumer's per-table view, which cannot see such moves.
     pub moving_ddl: bool,
+    /// At most this many live rows per table: an insert into a full table is a delete instead.
+    /// `None` lets tables grow (and keeps the seeds of runs made before the cap existed).
+    pub max_live_rows: Option<usize>,
 }
 
 impl Default for WorkloadConfig {
@@ -96,6 +99,7 @@ impl Default for WorkloadConfig {
             tick_ms: 1,
             json_columns: true,
             moving_ddl: true,
+            max_live_rows: None,
         }
     }
 }
@@ -293,7 +297,15 @@ impl Workload {
         let db = self.cfg.db.clone();
         let name = self.tables[t].name.clone();
         let live = self.tables[t].live.len() as u64;
-        let op = if live == 0 { Op::Insert } else { op };
+        let full = self
+            .cfg
+            .max_live_rows
+            .is_some_and(|cap| live as usize >= cap);
+        let op = match op {
+            _ if live == 0 => Op::Insert,
+            Op::Insert if full => Op::Delete,
+            op => op,
+        };
         match op {
             Op::Insert => {
                 let key = self.new_key(t, tidb_meta);
@@ -693,6 +705,35 @@ mod tests {
         assert!(sa.ddls > 3, "{sa:?}");
         // One line per transaction, one more for each further table of a CREATE TABLES.
         assert!(a.len() as u64 >= 6 + sa.txns);
+    }
+
+    #[test]
+    fn a_row_cap_turns_inserts_into_full_tables_into_deletes() {
+        let clock = ManualClock::new(1_000_000);
+        let mut core =
+            SimCore::new(&[1, 2], CdcConfig::default(), Arc::new(clock.clone()), 5).expect("core");
+        let (mut tidb, _) = Tidb::bootstrap(&mut core, TidbConfig::default()).expect("boot");
+        let cfg = WorkloadConfig {
+            seed: 5,
+            txns: 300,
+            mix: Mix {
+                large: 20,
+                ..Mix::default()
+            },
+            large_rows: 40,
+            max_live_rows: Some(25),
+            ..WorkloadConfig::default()
+        };
+        let mut wl = Workload::new(cfg, Some(clock));
+        wl.setup(&mut tidb, &mut core).expect("setup");
+        let stats = wl.run(&mut tidb, &mut core, |_| {}).expect("run");
+        let live: Vec<usize> = wl.tables.iter().map(|t| t.live.len()).collect();
+        assert!(live.iter().all(|&n| n <= 25), "{live:?}");
+        assert!(
+            live.iter().any(|&n| n == 25),
+            "no table reached the cap: {live:?}"
+        );
+        assert!(stats.row_changes > 300 * 2, "{stats:?}");
     }
 
     #[test]
