@@ -280,6 +280,9 @@ pub struct Catalog {
     pub dbs: BTreeMap<i64, DbEntry>,
     pub next_global_id: i64,
     pub schema_version: i64,
+    /// Lower-case names to ids, rebuilt by [`Catalog::reindex`] after each change. A hint
+    /// only: lookups check what it points at and scan when it is stale.
+    names: std::collections::HashMap<String, (i64, std::collections::HashMap<String, i64>)>,
 }
 
 impl Catalog {
@@ -299,10 +302,47 @@ impl Catalog {
         ids
     }
 
+    /// A catalog of `dbs`.
+    pub fn new(dbs: BTreeMap<i64, DbEntry>, next_global_id: i64, schema_version: i64) -> Self {
+        let mut c = Catalog {
+            dbs,
+            next_global_id,
+            schema_version,
+            names: Default::default(),
+        };
+        c.reindex();
+        c
+    }
+
+    /// Rebuilds the name index (after databases or tables were added, dropped or renamed).
+    pub fn reindex(&mut self) {
+        self.names = self
+            .dbs
+            .iter()
+            .map(|(db_id, d)| {
+                let tables = d
+                    .tables
+                    .iter()
+                    .map(|(id, t)| (t.info.name.l.clone(), *id))
+                    .collect();
+                (d.info.db_name.l.clone(), (*db_id, tables))
+            })
+            .collect();
+    }
+
     /// Database by (case-insensitive) name.
     pub fn db(&self, name: &str) -> Option<&DbEntry> {
         let l = name.to_lowercase();
-        self.dbs.values().find(|d| d.info.db_name.l == l)
+        self.db_lower(&l)
+    }
+
+    fn db_lower(&self, l: &str) -> Option<&DbEntry> {
+        let hinted = self
+            .names
+            .get(l)
+            .and_then(|(id, _)| self.dbs.get(id))
+            .filter(|d| d.info.db_name.l == l);
+        hinted.or_else(|| self.dbs.values().find(|d| d.info.db_name.l == l))
     }
 
     /// Database by name, or `ER_BAD_DB_ERROR`.
@@ -315,8 +355,16 @@ impl Catalog {
 
     /// Table by names.
     pub fn table(&self, db: &str, table: &str) -> Option<&Arc<TableMeta>> {
+        let db_l = db.to_lowercase();
         let l = table.to_lowercase();
-        self.db(db)?.tables.values().find(|t| t.info.name.l == l)
+        let entry = self.db_lower(&db_l)?;
+        let hinted = self
+            .names
+            .get(&db_l)
+            .and_then(|(_, tables)| tables.get(&l))
+            .and_then(|id| entry.tables.get(id))
+            .filter(|t| t.info.name.l == l);
+        hinted.or_else(|| entry.tables.values().find(|t| t.info.name.l == l))
     }
 
     /// Table by names, or `ER_NO_SUCH_TABLE`.

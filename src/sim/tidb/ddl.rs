@@ -1276,5 +1276,6 @@ impl Tidb {
                 }
             }
         }
+        self.catalog.reindex();
     }
 }

@@ -199,11 +199,7 @@ impl Tidb {
         let mut dbs = BTreeMap::new();
         dbs.insert(mysql_id, DbEntry { info: db, tables });
         let mut tidb = Tidb {
-            catalog: Catalog {
-                dbs,
-                next_global_id: mysql_id,
-                schema_version: 0,
-            },
+            catalog: Catalog::new(dbs, mysql_id, 0),
             cfg,
             row_ids: BTreeMap::new(),
             truth: None,
