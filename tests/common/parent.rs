@@ -27,7 +27,10 @@ pub fn tibinlog_command(program: &Path, args: &[String], log: std::fs::File) -> 
     use std::process::Stdio;
     let mut cmd = command(program);
     cmd.args(args)
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("TIBINLOG_CHILD_LOG").unwrap_or_else(|_| "info".to_owned()),
+        )
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
