@@ -268,6 +268,8 @@ pub struct Changefeed {
     cancel: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
     puller: Option<PullerHandle>,
+    /// The highest resolved ts [`Changefeed::next`] has yielded (the start ts before any).
+    yielded: Ts,
     sorter: sorter::SorterThreads,
 }
 
@@ -384,6 +386,7 @@ impl Changefeed {
             cancel,
             tasks,
             puller: Some(puller),
+            yielded: cfg.start_ts,
             sorter: sorter_threads,
         })
     }
@@ -391,7 +394,12 @@ impl Changefeed {
     /// The next event; `None` once stopped. After an `Err` nothing more comes.
     pub async fn next(&mut self) -> Option<Result<ChangeEvent>> {
         match self.out.recv().await {
-            Some(ev) => Some(ev),
+            Some(ev) => {
+                if let Ok(ChangeEvent::Resolved(ts)) = &ev {
+                    self.yielded = self.yielded.max(*ts);
+                }
+                Some(ev)
+            }
             None => match self.puller.take() {
                 // The pipeline ended: report why the puller stopped, if it failed.
                 Some(p) => p.join().await.err().map(|e| Err(e.into())),
@@ -400,9 +408,13 @@ impl Changefeed {
         }
     }
 
-    /// Everything with `commit_ts <= ts` is durably written downstream; `ts` must be a value
-    /// yielded as [`ChangeEvent::Resolved`]. Never moves backwards.
+    /// Everything with `commit_ts <= ts` is durably written downstream. Never moves backwards,
+    /// and never past the highest resolved ts this changefeed has yielded: a consumer that
+    /// restarted its changefeed may still be writing what an earlier one yielded, and a
+    /// checkpoint from those writes would let this one forget schema versions and sorted rows
+    /// it has not used yet.
     pub fn advance_checkpoint(&self, ts: Ts) {
+        let ts = ts.min(self.yielded);
         self.checkpoint.send_if_modified(|cur| {
             if ts > *cur {
                 *cur = ts;

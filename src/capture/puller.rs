@@ -381,6 +381,8 @@ struct Live {
     region: RegionId,
     span: Span,
     store_id: u64,
+    /// Generation of the store actor the request was handed to.
+    generation: u64,
 }
 
 /// The live requests, by request id and by subscription and region, so that finding a
@@ -896,6 +898,7 @@ impl Actor {
                 region: region.id,
                 span: piece.clone(),
                 store_id,
+                generation: handle.generation,
             },
         );
         let req = RegionRequest {
@@ -986,6 +989,27 @@ impl Actor {
                     self.cache.invalidate(e.req.region.id);
                     // At least one backoff step: the store may be restarting.
                     self.retry_range(e.req.sub, e.req.span, attempt.max(1));
+                }
+                // A registration that reached the actor's channel after it drained it on the
+                // way out is in no report: left live, it would hold its piece back for good
+                // (a retry of the piece finds it covered).
+                let lost: Vec<u64> = self
+                    .live
+                    .iter()
+                    .filter(|(_, l)| l.store_id == store_id && l.generation == generation)
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in lost {
+                    if let Some(l) = self.live.remove(&id) {
+                        tracing::debug!(
+                            request_id = id,
+                            region_id = l.region.0,
+                            store_id,
+                            "registration lost with its store stream, re-subscribing"
+                        );
+                        self.cache.invalidate(l.region);
+                        self.retry_range(l.sub, l.span, 1);
+                    }
                 }
             }
         }

@@ -307,6 +307,12 @@ fn item_size(i: &Item) -> usize {
 /// Moves batches from `sink` to the gRPC response channel until the stream ends, the client
 /// goes away or `cancel` fires; then cancels `cancel` so the request reader stops too.
 ///
+/// What the client receives is always a prefix of what was queued, as over a real stream: once
+/// `cancel` fires (the store stopped, or the reader gave up) nothing more is sent, not even a
+/// message already taken from the queue, and every wait checks `cancel` first. A message
+/// dropped with later ones still delivered would let a resolved ts pass rows the client never
+/// got.
+///
 /// `delay_us` is the stream-slowing fault: a pause before every message, read each time.
 pub async fn pump(
     sink: ConnSink,
@@ -316,12 +322,8 @@ pub async fn pump(
 ) {
     loop {
         let next = tokio::select! {
-            _ = cancel.cancelled() => {
-                // Store stopped (or the reader gave up): break the stream if the client still
-                // listens; a full channel means it does not read anyway.
-                let _ = tx.try_send(Err(tonic::Status::unavailable("store is stopped")));
-                break;
-            }
+            biased;
+            _ = cancel.cancelled() => break,
             n = sink.next() => n,
         };
         let msg = match next {
@@ -335,14 +337,21 @@ pub async fn pump(
         let d = delay_us.load(Ordering::Relaxed);
         if d > 0 {
             tokio::select! {
-                _ = cancel.cancelled() => continue,
+                biased;
+                _ = cancel.cancelled() => break,
                 _ = tokio::time::sleep(Duration::from_micros(d)) => {}
             }
         }
         tokio::select! {
-            _ = cancel.cancelled() => continue,
+            biased;
+            _ = cancel.cancelled() => break,
             r = tx.send(Ok(msg)) => if r.is_err() { break },
         }
+    }
+    if cancel.is_cancelled() {
+        // Store stopped (or the reader gave up): break the stream if the client still listens;
+        // a full channel means it does not read anyway.
+        let _ = tx.try_send(Err(tonic::Status::unavailable("store is stopped")));
     }
     cancel.cancel();
 }
@@ -394,5 +403,73 @@ mod tests {
         assert!(sink.take().is_none());
         sink.finish();
         assert!(matches!(sink.take(), Some(Next::End)));
+    }
+
+    /// A store that stops while the client lags: the pump holds a message it cannot hand on,
+    /// more wait in the queue, and the client frees a slot just after the stop. Whatever it
+    /// then receives must be a prefix of the queued messages (then at most the stream's
+    /// error), never a later message after a dropped one.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stop_never_leaves_a_gap_in_what_the_client_receives() {
+        for round in 0..300u64 {
+            let quota = Arc::new(MemoryQuota::new(1 << 20));
+            let sink = ConnSink::new(quota.clone());
+            for region in 1..=4 {
+                sink.try_send_event(rows_event(region, 10)).expect("fits");
+                sink.try_send_resolved(cdcpb::ResolvedTs {
+                    regions: vec![region],
+                    ts: region,
+                    request_id: 0,
+                })
+                .expect("fits");
+            }
+            let queued = quota.used();
+            let (tx, mut rx) = mpsc::channel(1);
+            tx.try_send(Ok(cdcpb::ChangeDataEvent::default()))
+                .expect("an empty channel");
+            let cancel = CancellationToken::new();
+            let pump = tokio::spawn(pump(
+                sink.clone(),
+                tx,
+                Arc::new(AtomicU64::new(0)),
+                cancel.clone(),
+            ));
+            // The pump has taken the first message and waits for room in the full channel.
+            while quota.used() == queued {
+                tokio::task::yield_now().await;
+            }
+            cancel.cancel();
+            let filler = rx.recv().await.expect("the filler message");
+            assert!(filler.is_ok_and(|m| m.events.is_empty() && m.resolved_ts.is_none()));
+            let mut got = Vec::new();
+            let mut error = false;
+            while let Some(m) = rx.recv().await {
+                match m {
+                    Ok(m) => {
+                        assert!(!error, "round {round}: a message after the error");
+                        got.push(m);
+                    }
+                    Err(_) => error = true,
+                }
+            }
+            pump.await.expect("pump");
+            // Messages alternate: rows of region r, then resolved ts r.
+            for (i, m) in got.iter().enumerate() {
+                let region = i as u64 / 2 + 1;
+                if i % 2 == 0 {
+                    assert_eq!(
+                        m.events.first().map(|e| e.region_id),
+                        Some(region),
+                        "round {round}: message {i} skipped the rows of region {region}"
+                    );
+                } else {
+                    assert_eq!(
+                        m.resolved_ts.as_ref().map(|r| r.ts),
+                        Some(region),
+                        "round {round}: message {i} skipped resolved ts {region}"
+                    );
+                }
+            }
+        }
     }
 }
