@@ -198,6 +198,10 @@ pub struct SimArgs {
     /// deletes a row instead, so that a long run's data stays bounded (the store is in memory).
     #[arg(long)]
     pub max_live_rows: Option<usize>,
+    /// Keep at most this many workload tables: a DDL that would create one more drops one
+    /// the workload created instead, so that a long run's tables stay bounded.
+    #[arg(long)]
+    pub max_tables: Option<usize>,
     /// PD members: the first listens on --pd-listen and leads at start, the others on free
     /// ports (a client given the first learns them through GetMembers).
     #[arg(long, default_value_t = 1)]
@@ -265,6 +269,7 @@ impl Default for SimArgs {
             no_json: false,
             basic_ddl: false,
             max_live_rows: None,
+            max_tables: None,
             pd_members: 1,
             ca: None,
             cert: None,
@@ -750,6 +755,7 @@ async fn prepare(
         json_columns: !args.no_json,
         moving_ddl: !args.basic_ddl,
         max_live_rows: args.max_live_rows,
+        max_tables: args.max_tables,
         ..WorkloadConfig::default()
     };
     let db = cfg.db.clone();

@@ -85,6 +85,10 @@ pub struct WorkloadConfig {
     /// At most this many live rows per table: an insert into a full table is a delete instead.
     /// `None` lets tables grow (and keeps the seeds of runs made before the cap existed).
     pub max_live_rows: Option<usize>,
+    /// At most this many workload tables: a DDL that would create one more drops a table the
+    /// workload created instead (`DROP TABLE`), so that a long run's tables stay bounded. `None`
+    /// lets them grow (and keeps the seeds of runs made before the cap existed).
+    pub max_tables: Option<usize>,
 }
 
 impl Default for WorkloadConfig {
@@ -100,6 +104,7 @@ impl Default for WorkloadConfig {
             json_columns: true,
             moving_ddl: true,
             max_live_rows: None,
+            max_tables: None,
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct Workload {
     names: u64,
     /// Tables made for EXCHANGE PARTITION: (partitioned, plain) indexes into `tables`.
     pairs: Vec<(usize, usize)>,
+    /// How many of `tables` setup created (never dropped).
+    initial: usize,
 }
 
 /// Exchange pairs the workload makes at most.
@@ -191,6 +198,7 @@ impl Workload {
             steps: 0,
             names: 0,
             pairs: Vec::new(),
+            initial: 0,
         }
     }
 
@@ -251,6 +259,7 @@ impl Workload {
                 &mut rep,
             )?;
         }
+        self.initial = self.tables.len();
         Ok(rep.outputs)
     }
 
@@ -344,6 +353,9 @@ impl Workload {
         let n = self.names;
         let kinds = if self.cfg.moving_ddl { 9 } else { 6 };
         match self.rng.below(kinds) {
+            0 if self.full() => self
+                .drop_table(db)
+                .unwrap_or_else(|db| self.add_column(t, db, table, n)),
             0 => {
                 let name = format!("t_extra{n}");
                 self.tables.push(WlTable {
@@ -456,6 +468,14 @@ impl Workload {
     /// `CREATE TABLES`: two plain tables, or an exchange pair while there are fewer than
     /// [`MAX_PAIRS`] (a range-partitioned table and a plain one of the same definition).
     fn create_tables(&mut self, db: String, n: u64) -> Ddl {
+        let db = if self.full() {
+            match self.drop_table(db) {
+                Ok(drop) => return drop,
+                Err(db) => db,
+            }
+        } else {
+            db
+        };
         let tables = if self.pairs.len() < MAX_PAIRS {
             let (pt, nt) = gen::exchange_pair(&format!("t_xp{n}"), &format!("t_xn{n}"));
             self.pairs.push((self.tables.len(), self.tables.len() + 1));
@@ -475,6 +495,34 @@ impl Workload {
             });
         }
         Ddl::CreateTables { db, tables }
+    }
+
+    /// Whether the workload has as many tables as it may.
+    fn full(&self) -> bool {
+        self.cfg
+            .max_tables
+            .is_some_and(|cap| self.tables.len() >= cap)
+    }
+
+    /// `DROP TABLE` of a table the workload created (not one of setup's, not an exchange
+    /// pair's), or `Err(db)` when there is none.
+    fn drop_table(&mut self, db: String) -> std::result::Result<Ddl, String> {
+        let droppable: Vec<usize> = (self.initial..self.tables.len())
+            .filter(|i| !self.pairs.iter().any(|&(p, q)| p == *i || q == *i))
+            .collect();
+        if droppable.is_empty() {
+            return Err(db);
+        }
+        let i = droppable[self.rng.below(droppable.len() as u64) as usize];
+        let gone = self.tables.remove(i);
+        for (p, q) in &mut self.pairs {
+            *p -= usize::from(*p > i);
+            *q -= usize::from(*q > i);
+        }
+        Ok(Ddl::DropTable {
+            db,
+            table: gone.name,
+        })
     }
 
     /// EXCHANGE PARTITION of a pair whose definitions still match and whose plain table's
@@ -731,6 +779,60 @@ mod tests {
         assert!(live.iter().all(|&n| n <= 25), "{live:?}");
         assert!(live.contains(&25), "no table reached the cap: {live:?}");
         assert!(stats.row_changes > 300 * 2, "{stats:?}");
+    }
+
+    #[test]
+    fn a_table_cap_turns_creates_into_drops_of_the_workloads_own_tables() {
+        let clock = ManualClock::new(1_000_000);
+        let mut core =
+            SimCore::new(&[1, 2], CdcConfig::default(), Arc::new(clock.clone()), 9).expect("core");
+        let (mut tidb, _) = Tidb::bootstrap(&mut core, TidbConfig::default()).expect("boot");
+        let truth = TruthCollector::new();
+        tidb.set_truth_sink(Box::new(truth.clone()));
+        let cfg = WorkloadConfig {
+            seed: 9,
+            txns: 1500,
+            mix: Mix {
+                ddl: 30,
+                ..Mix::default()
+            },
+            large_rows: 10,
+            max_tables: Some(12),
+            ..WorkloadConfig::default()
+        };
+        let mut wl = Workload::new(cfg, Some(clock));
+        wl.setup(&mut tidb, &mut core).expect("setup");
+        let mut most = 0;
+        for _ in 0..1500 {
+            wl.step(&mut tidb, &mut core).expect("step");
+            let in_catalog = tidb.catalog().db("wl").map_or(0, |d| d.tables.len());
+            assert_eq!(
+                in_catalog,
+                wl.tables.len(),
+                "the workload's tables are the catalog's"
+            );
+            most = most.max(in_catalog);
+        }
+        // A CREATE TABLES adds two, so the cap may be passed by one.
+        assert!(most <= 13, "{most} tables");
+        let lines = truth.lines();
+        let drops: Vec<&String> = lines.iter().filter(|l| l.contains("DROP TABLE")).collect();
+        assert!(drops.len() > 3, "{} drops", drops.len());
+        // Setup's tables are never dropped.
+        assert!(wl.tables.len() >= wl.initial && wl.initial > 0);
+        // Rows still flow after the drops.
+        let first_drop = lines
+            .iter()
+            .position(|l| l.contains("DROP TABLE"))
+            .expect("a drop");
+        assert!(
+            lines[first_drop..]
+                .iter()
+                .filter(|l| !l.contains("\"rows\":[]"))
+                .count()
+                > 100,
+            "few row changes after the first drop"
+        );
     }
 
     #[test]
