@@ -18,11 +18,20 @@
 //! columns of 106 bytes each, about 2 KiB of row value. `CAPTURE_BENCH_SINK=binlog` runs the
 //! whole server instead of the changefeed alone: rows go on into binlog files, each group
 //! commit fsynced, and the clock stops when the durable checkpoint reaches the last commit.
+//! `CAPTURE_BENCH_SINK=process` does the same with the server as a child process (`tibinlog
+//! server --start-ts`, default settings; the clock stops when its status API reports the
+//! checkpoint at the last commit), so that its own peak RSS is printed apart from the
+//! simulator's data.
 //! Besides rows/s, each run prints MiB/s of column values (8 bytes per integer, a string's
 //! length) and the process's peak RSS (`VmHWM`) before capture starts (the simulated cluster holds
 //! the rows in memory) and at the end.
 
 use std::time::{Duration, Instant};
+
+#[path = "common/child.rs"]
+mod child;
+#[path = "common/util.rs"]
+mod util;
 
 use tibinlog::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
 use tibinlog::model::Ts;
@@ -53,6 +62,8 @@ enum Sink {
     Changefeed,
     /// The server's binlog files, fsynced.
     Binlog,
+    /// The same, the server in a child process.
+    Process,
 }
 
 fn table(shape: Shape) -> TableDef {
@@ -94,6 +105,62 @@ struct Run {
     value_bytes: u64,
     rss_before: u64,
     rss_after: u64,
+    /// The child server's peak RSS (`Sink::Process`).
+    server_rss: Option<u64>,
+}
+
+/// Runs `tibinlog server` against `pd` from `start_ts` until its checkpoint reaches
+/// `last_commit`; returns the time from its start and its peak RSS.
+async fn run_process(
+    pd: &str,
+    tls: Option<[&std::path::Path; 3]>,
+    start_ts: Ts,
+    last_commit: u64,
+) -> (Duration, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let status_port = util::free_port();
+    let mut args: Vec<String> = [
+        "server",
+        "--pd",
+        pd,
+        "--listen",
+        &format!("127.0.0.1:{}", util::free_port()),
+        "--status-listen",
+        &format!("127.0.0.1:{status_port}"),
+        "--data-dir",
+        dir.path().join("data").to_str().expect("utf-8 path"),
+        "--start-ts",
+        &start_ts.0.to_string(),
+    ]
+    .map(String::from)
+    .into();
+    if let Some(files) = tls {
+        for (flag, path) in ["--ca", "--cert", "--key"].into_iter().zip(files) {
+            args.push(flag.into());
+            args.push(path.to_str().expect("utf-8 path").into());
+        }
+    }
+    let log = dir.path().join("server.log");
+    let began = Instant::now();
+    let mut server = child::Proc::spawn(&args, &log);
+    server.wait_event("serving", &log).await;
+    let pid = server.pid().to_string();
+    loop {
+        let checkpoint = util::status(status_port)
+            .and_then(|s| s["capture"]["checkpoint_ts"].as_u64())
+            .unwrap_or(0);
+        if checkpoint >= last_commit {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(3600),
+            "the server did not reach the last commit within an hour; log in {}",
+            log.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let took = began.elapsed();
+    (took, util::rss(&pid).1)
 }
 
 async fn run(rows: usize, tls: bool, shape: Shape, sink: Sink) -> Run {
@@ -185,6 +252,25 @@ async fn run(rows: usize, tls: bool, shape: Shape, sink: Sink) -> Run {
             .expect("load");
     }
     let rss_before = peak_rss();
+    if sink == Sink::Process {
+        let tls = files.as_ref().map(|f| {
+            [
+                f.ca.as_path(),
+                f.client_cert.as_path(),
+                f.client_key.as_path(),
+            ]
+        });
+        let (took, server_rss) = run_process(&cluster.pd_url(), tls, start_ts, last_commit).await;
+        let rss_after = peak_rss();
+        sim.shutdown().await.expect("shutdown");
+        return Run {
+            took,
+            value_bytes,
+            rss_before,
+            rss_after,
+            server_rss: Some(server_rss),
+        };
+    }
     if sink == Sink::Binlog {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cfg = tibinlog::app::AppConfig::new(
@@ -216,6 +302,7 @@ async fn run(rows: usize, tls: bool, shape: Shape, sink: Sink) -> Run {
             value_bytes,
             rss_before,
             rss_after,
+            server_rss: None,
         };
     }
 
@@ -261,6 +348,7 @@ async fn run(rows: usize, tls: bool, shape: Shape, sink: Sink) -> Run {
         value_bytes,
         rss_before,
         rss_after,
+        server_rss: None,
     }
 }
 
@@ -285,6 +373,7 @@ fn main() {
     };
     let sink = match std::env::var("CAPTURE_BENCH_SINK").as_deref() {
         Ok("binlog") => Sink::Binlog,
+        Ok("process") => Sink::Process,
         _ => Sink::Changefeed,
     };
     for rows in sizes {
@@ -299,6 +388,7 @@ fn main() {
                 match sink {
                     Sink::Changefeed => "end to end",
                     Sink::Binlog => "into fsynced binlog files",
+                    Sink::Process => "into fsynced binlog files by a server process",
                 },
                 if tls { " over mutual TLS" } else { "" },
                 match shape {
@@ -310,6 +400,9 @@ fn main() {
                 mib(r.rss_before),
                 mib(r.rss_after),
             );
+            if let Some(b) = r.server_rss {
+                println!("  the server process's peak RSS: {:.0} MiB", mib(b));
+            }
             rates.push(rate);
         }
         if let [plain, tls] = rates[..] {

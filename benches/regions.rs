@@ -22,7 +22,6 @@
 //! `REGIONS_TABLES` (10000), `REGIONS_PER_TABLE` (10), `REGIONS_IDLE_SECS` (30).
 //! `cargo bench --bench regions`.
 
-use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 #[path = "common/child.rs"]
@@ -51,18 +50,6 @@ fn clock_ticks_per_second() -> f64 {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(100.0)
-}
-
-/// The server's `/api/v1/status` document.
-fn status(port: u16) -> Option<serde_json::Value> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(b"GET /api/v1/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    let (_, json) = body.split_once("\r\n\r\n")?;
-    serde_json::from_str(json).ok()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -136,7 +123,7 @@ async fn main() {
     let want = (tables * per_table) as u64;
     let mut last_print = Instant::now();
     let initialized = loop {
-        if let Some(s) = status(status_port) {
+        if let Some(s) = util::status(status_port) {
             let r = &s["capture"]["regions"];
             let (q, i, n) = (
                 r["queued"].as_u64().unwrap_or(u64::MAX),
@@ -173,7 +160,7 @@ async fn main() {
     let t0 = Instant::now();
     let mut lags = Vec::new();
     while t0.elapsed() < Duration::from_secs(idle_secs) {
-        if let Some(s) = status(status_port) {
+        if let Some(s) = util::status(status_port) {
             if let Some(l) = s["capture"]["resolved_lag_seconds"].as_f64() {
                 lags.push(l);
             }
@@ -194,7 +181,7 @@ async fn main() {
         lags.last().copied().unwrap_or(f64::NAN)
     );
     let end_hwm = util::rss(&pid.to_string()).1;
-    let state = status(status_port)
+    let state = util::status(status_port)
         .map(|s| s["capture"].clone())
         .unwrap_or_default();
     println!(

@@ -28,6 +28,9 @@ echo "   over all of them, the server's RSS per client"
 SERVE_BENCH=tailers cargo bench --locked -p tibinlog --bench serve
 echo "== initial scan of a 10,000,000-row table: rows/s, MiB/s, peak RSS"
 CAPTURE_BENCH_TLS=plain CAPTURE_BENCH_ROWS=10000000 cargo bench --locked -p tibinlog --bench capture
+echo "== the same scan into fsynced binlog files by a server process: rows/s, the server's own peak RSS"
+CAPTURE_BENCH_SINK=process CAPTURE_BENCH_TLS=plain CAPTURE_BENCH_ROWS=10000000 \
+  cargo bench --locked -p tibinlog --bench capture
 echo "== HA: a standby following the owner at 10k rows/s (a real etcd), the standby's client's"
 echo "   lag behind the owner's"
 SERVE_BENCH=standby cargo bench --locked -p tibinlog --bench serve

@@ -1,4 +1,5 @@
-//! Small helpers of the benchmarks that run servers (`serve`, `select`, `huge_txn`, `regions`).
+//! Small helpers of the benchmarks that run servers (`serve`, `select`, `huge_txn`, `regions`,
+//! `capture`).
 #![allow(dead_code)]
 
 /// `name` from the environment, parsed, or `default`.
@@ -46,4 +47,18 @@ pub fn rss(pid: &str) -> (u64, u64) {
             .map_or(0, |kb| kb * 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The `/api/v1/status` document of the server whose status API listens on loopback `port`.
+pub fn status(port: u16) -> Option<serde_json::Value> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .ok()?;
+    s.write_all(b"GET /api/v1/status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let (_, json) = body.split_once("\r\n\r\n")?;
+    serde_json::from_str(json).ok()
 }
