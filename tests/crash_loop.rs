@@ -597,8 +597,8 @@ async fn kill_9_twenty_times_loses_and_doubles_nothing() {
         "--max-live-rows",
         "500",
         // ... and at most this many tables: a CREATE TABLE beyond it is a DROP TABLE instead
-        // (a million transactions create thousands of tables otherwise, every one of them in
-        // the last region, which each re-subscription then scans whole).
+        // (a million transactions create thousands of tables otherwise, and the simulator
+        // slows down as they fill).
         "--max-tables",
         "64",
         // A fixed TSO epoch: the seed replays the run.
