@@ -1475,7 +1475,7 @@ async fn failover_loop_kills_stops_and_an_etcd_restart_lose_and_double_nothing()
             for txn in &want {
                 model.apply(txn);
             }
-            assert_replica_equals_model(db, &model).await
+            assert_replica_equals_model(db.conn().await, &model).await
         }
         None => 0,
     };

@@ -26,135 +26,17 @@ use std::time::{Duration, Instant};
 
 use mysql_async::prelude::*;
 use serde_json::Value as Json;
-use tibinlog::app::{App, AppConfig};
-use tibinlog::model::Ts;
-use tibinlog::sim::cli::SimArgs;
 use tibinlog_protocol::binlog::checksum::verify_event;
 use tibinlog_protocol::binlog::{EventType, HEADER_LEN};
 
-use common::app::{
-    dense_set, master_status, max_commit_ts, start_app_with as start_app, start_sim_paused_with,
-    truth_after, wait_checkpoint, MasterStatus, Sim,
-};
+use common::app::master_status;
+use common::demo::{dump, dump_coordinate, load, run_demo, Demo, MASTER_SERVER_ID, WAIT};
 use common::mariadb::{require_tool, MariaDb};
 use common::mariadb_binlog::{image_matches, parse_listing, Item};
 use common::replica::{assert_replica_equals_model, Model};
 
-/// Upper bound of any wait on the pipeline or a peer.
-const WAIT: Duration = Duration::from_secs(120);
-/// Workload transactions per run.
-const TXNS: u64 = 400;
-/// Our server's `@@server_id` (AppConfig's default) and the replica's: they must differ.
-const MASTER_SERVER_ID: u32 = 1;
+/// The replica's `@@server_id`: it must differ from ours.
 const REPLICA_SERVER_ID: u32 = 2;
-
-/// A finished workload and the app serving its whole binlog.
-struct Demo {
-    sim: Sim,
-    app: App,
-    _dir: tempfile::TempDir,
-    /// Every truth-log transaction that reaches the binlog, in binlog order.
-    truth: Vec<Json>,
-    /// `SHOW MASTER STATUS` once everything is written.
-    end: MasterStatus,
-    seed: u64,
-}
-
-impl Demo {
-    fn addr(&self) -> SocketAddr {
-        self.app.local_addr()
-    }
-
-    async fn stop(self) {
-        self.app.stop().await.expect("app stops cleanly");
-        self.sim.handle.shutdown().await.expect("sim shutdown");
-    }
-}
-
-/// Starts the simulated cluster (workload without JSON columns) and the app, capturing from
-/// just before the workload's `CREATE DATABASE`; `before_wait` runs once the app serves, with
-/// the MySQL and the MariaDB-flavoured listen addresses (e.g. to start a replica while the
-/// workload is still running).
-async fn run_demo<F, Fut>(seed: u64, before_wait: F) -> Demo
-where
-    F: FnOnce(SocketAddr, SocketAddr) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    // The workload starts with the app, right before `before_wait` (a replica started there
-    // streams the workload live), and is paced (4 s), so that it is still running when a replica
-    // acts on it.
-    let sim = start_sim_paused_with(SimArgs {
-        stores: 2,
-        regions_per_table: 2,
-        rate: 100.0,
-        txns: Some(TXNS),
-        seed: Some(seed),
-        resolved_ts_interval: Duration::from_millis(50),
-        progress_interval: Duration::from_secs(3600),
-        no_json: true,
-        ..SimArgs::default()
-    })
-    .await;
-    // The tables exist when the sim has started: the first truth line is their CREATE DATABASE.
-    let lines = sim.truth.lines();
-    let first: Json = serde_json::from_str(lines.first().expect("setup DDL in the truth log"))
-        .expect("truth json");
-    assert_eq!(
-        first["ddl"].as_str(),
-        Some("CREATE DATABASE `wl`"),
-        "seed {seed}: the truth log starts with the workload's database"
-    );
-    let start_ts = Ts(first["start_ts"].as_u64().expect("start_ts") - 1);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut cfg = AppConfig::new(
-        vec![sim.handle.cluster().pd_url()],
-        "127.0.0.1:0".parse().expect("addr"),
-        dir.path(),
-    );
-    cfg.start_ts = Some(start_ts);
-    // Small files: the peers follow rotations.
-    cfg.max_binlog_size = 256 << 10;
-    cfg.progress_interval = Duration::from_secs(3600);
-    // MariaDB replicas use GTIDs only with a master that greets as version 10 or more.
-    cfg.mariadb_listen = Some("127.0.0.1:0".parse().expect("addr"));
-    assert_eq!(cfg.server_id, MASTER_SERVER_ID);
-    let app = start_app(cfg).await;
-    let mariadb_addr = app.mariadb_addr().expect("MariaDB-flavoured listener");
-    sim.handle.start_workload();
-    before_wait(app.local_addr(), mariadb_addr).await;
-
-    tokio::time::timeout(WAIT, sim.handle.workload_done())
-        .await
-        .expect("workload finishes");
-    assert_eq!(
-        sim.handle.failure(),
-        None,
-        "seed {seed}: the workload failed"
-    );
-    let lines = sim.truth.lines();
-    wait_checkpoint(&app, max_commit_ts(&lines)).await;
-    let truth = truth_after(&lines, start_ts);
-    let end = master_status(app.local_addr())
-        .await
-        .expect("SHOW MASTER STATUS");
-    assert_eq!(
-        end.gtids,
-        dense_set(&app.server_uuid().to_string(), truth.len()),
-        "seed {seed}: the binlog holds every truth transaction"
-    );
-    assert!(
-        app.files().list().len() > 1,
-        "seed {seed}: the binlog rotates"
-    );
-    Demo {
-        sim,
-        app,
-        _dir: dir,
-        truth,
-        end,
-        seed,
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // mariadb-binlog
@@ -379,7 +261,7 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
     };
     let seed = 6;
     let started = Instant::now();
-    let demo = run_demo(seed, |_, _| async {}).await;
+    let demo = run_demo(seed, false, |_, _| async {}).await;
     let addr = demo.addr();
 
     // Decoded while reading from the server.
@@ -452,7 +334,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     assert_ne!(REPLICA_SERVER_ID, MASTER_SERVER_ID);
     let seed = 77;
     // The replica starts while the workload runs: it streams live, across rotations.
-    let demo = run_demo(seed, |addr, _| {
+    let demo = run_demo(seed, false, |addr, _| {
         let sql = format!(
             "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
              MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
@@ -511,7 +393,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
     for txn in &demo.truth {
         model.apply(txn);
     }
-    let compared = assert_replica_equals_model(&db, &model).await;
+    let compared = assert_replica_equals_model(db.conn().await, &model).await;
     let rows: usize = model.tables.values().map(BTreeMap::len).sum();
     let ddls: Vec<&str> = demo
         .truth
@@ -667,7 +549,7 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     let stopped_at = std::sync::Mutex::new(None::<u64>);
     // The replica starts by GTID while the workload runs, is stopped once it has some
     // transactions, and started again: it resumes from its own GTID position.
-    let demo = run_demo(seed, |_, addr| {
+    let demo = run_demo(seed, false, |_, addr| {
         let db = &db;
         let stopped_at = &stopped_at;
         async move {
@@ -716,7 +598,7 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     for txn in &demo.truth {
         model.apply(txn);
     }
-    let compared = assert_replica_equals_model(&db, &model).await;
+    let compared = assert_replica_equals_model(db.conn().await, &model).await;
     let rows: usize = model.tables.values().map(BTreeMap::len).sum();
     assert!(rows > 1000, "seed {seed}: only {rows} rows at the end");
     assert_ddl_kinds(
@@ -732,7 +614,10 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
     let s = wait_status(&db, "current_pos", |s| s.io_running == "Yes").await;
     assert_eq!(s.using_gtid, "Current_Pos");
     assert_caught_up(&db, &demo, "after a restart by current_pos").await;
-    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+    assert_eq!(
+        assert_replica_equals_model(db.conn().await, &model).await,
+        compared
+    );
 
     // The coordinates it shows are the files': a file/position restart there is accepted and
     // finds nothing more to do (and the replica's BINLOG_GTID_POS lookup gives our last GTID).
@@ -754,7 +639,10 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
         (s.master_log_file.as_str(), s.read_master_log_pos),
         (demo.end.file.as_str(), demo.end.position)
     );
-    assert_eq!(assert_replica_equals_model(&db, &model).await, compared);
+    assert_eq!(
+        assert_replica_equals_model(db.conn().await, &model).await,
+        compared
+    );
     replica_sql(&db, "STOP SLAVE").await;
     replica_sql(&db, "CHANGE MASTER TO MASTER_USE_GTID=slave_pos").await;
 
@@ -817,7 +705,7 @@ async fn mariadb_replica_stops_at_until_master_gtid_pos() {
         return;
     };
     let seed = 34;
-    let demo = run_demo(seed, |_, _| async {}).await;
+    let demo = run_demo(seed, false, |_, _| async {}).await;
     let addr = demo.app.mariadb_addr().expect("MariaDB-flavoured listener");
     let until = demo.truth.len() / 2;
     replica_sql(
@@ -853,14 +741,14 @@ async fn mariadb_replica_stops_at_until_master_gtid_pos() {
     for txn in &demo.truth[..until] {
         model.apply(txn);
     }
-    let compared_until = assert_replica_equals_model(&db, &model).await;
+    let compared_until = assert_replica_equals_model(db.conn().await, &model).await;
 
     replica_sql(&db, "START SLAVE").await;
     assert_caught_up(&db, &demo, "START SLAVE after the UNTIL stop").await;
     for txn in &demo.truth[until..] {
         model.apply(txn);
     }
-    let compared = assert_replica_equals_model(&db, &model).await;
+    let compared = assert_replica_equals_model(db.conn().await, &model).await;
     eprintln!(
         "seed {seed}: stopped at {} of {} transactions ({compared_until} values equal), then \
          caught up ({compared} values equal)",
@@ -885,64 +773,6 @@ fn format_g_prints_like_c_printf() {
 // ---------------------------------------------------------------------------------------------
 // mariadb-dump seeding a replica
 
-/// `mariadb-dump --single-transaction --master-data=2 [extra] --databases wl` from `addr`.
-fn dump(tool: &PathBuf, addr: SocketAddr, extra: &[&str]) -> Vec<u8> {
-    let mut args = vec![
-        "--no-defaults".to_owned(),
-        "--protocol=TCP".to_owned(),
-        "-h127.0.0.1".to_owned(),
-        format!("-P{}", addr.port()),
-        "-uroot".to_owned(),
-        "--single-transaction".to_owned(),
-        "--master-data=2".to_owned(),
-    ];
-    args.extend(extra.iter().map(|a| (*a).to_owned()));
-    args.extend(["--databases".to_owned(), "wl".to_owned()]);
-    let out = run_tool(tool, &args);
-    assert!(
-        out.status.success(),
-        "mariadb-dump {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// The value of `key='…'` or `key=…` in the dump's commented coordinates.
-fn dump_coordinate(dump: &[u8], key: &str) -> Option<String> {
-    let dump = String::from_utf8_lossy(dump);
-    let line = dump
-        .lines()
-        .find(|l| l.starts_with("-- ") && l.contains(key))?;
-    let (_, rest) = line.split_once(&format!("{key}="))?;
-    let v = rest.trim_start_matches('\'');
-    let end = v.find(['\'', ',', ';']).unwrap_or(v.len());
-    Some(v[..end].to_owned())
-}
-
-/// Loads `dump` into the replica with the `mariadb` client.
-fn load(db: &MariaDb, dump: &[u8]) {
-    use std::io::Write;
-    let mut child = db
-        .client()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run mariadb");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(dump)
-        .expect("write the dump");
-    let out = child.wait_with_output().expect("mariadb");
-    assert!(
-        out.status.success(),
-        "loading the dump failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The classic way to seed a replica: `mariadb-dump --single-transaction --master-data=2` taken
 /// while the workload runs, loaded into a MariaDB 10.11, then `CHANGE MASTER TO` the recorded
 /// file and position; and the same through the MariaDB-flavoured listener with `--gtid` and
@@ -963,9 +793,9 @@ async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
     let (Some(by_pos), Some(by_gtid)) = replicas.await.expect("start MariaDB") else {
         return;
     };
-    let seed = 19;
+    let seed = common::demo::fresh_seed("mariadb-dump seeding");
     let dumps = std::sync::Mutex::new(None);
-    let demo = run_demo(seed, |addr, maria| {
+    let demo = run_demo(seed, false, |addr, maria| {
         let (tool, dumps) = (tool.clone(), &dumps);
         async move {
             // Mid-stream: once a few dozen transactions are in the binlog.
@@ -1005,7 +835,7 @@ async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
         "seed {seed}: the dump is mid-stream ({file}:{pos}, end {:?})",
         demo.end
     );
-    load(&by_pos, &plain);
+    load(by_pos.client(), &plain);
     replica_sql(
         &by_pos,
         &format!(
@@ -1025,7 +855,7 @@ async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
     // By GTID, through the MariaDB-flavoured listener.
     let slave_pos = dump_coordinate(&gtid, "gtid_slave_pos").expect("gtid_slave_pos in the dump");
     assert!(slave_pos.starts_with("0-1-"), "{slave_pos}");
-    load(&by_gtid, &gtid);
+    load(by_gtid.client(), &gtid);
     replica_sql(
         &by_gtid,
         &format!("SET GLOBAL gtid_slave_pos = '{slave_pos}'"),
@@ -1056,8 +886,8 @@ async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
     for txn in &demo.truth {
         model.apply(txn);
     }
-    let a = assert_replica_equals_model(&by_pos, &model).await;
-    let b = assert_replica_equals_model(&by_gtid, &model).await;
+    let a = assert_replica_equals_model(by_pos.conn().await, &model).await;
+    let b = assert_replica_equals_model(by_gtid.conn().await, &model).await;
     eprintln!(
         "seed {seed}: dump at {file}:{pos} / {slave_pos}, {} transactions; {a} and {b} values \
          equal on the replicas, {:?}",

@@ -15,6 +15,7 @@ use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
 use crate::sql::catalog::CatalogSnapshot;
+use crate::tidb::partition_sql::partition_clause;
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
 
 /// One catalog version: valid from binlog position `from` on.
@@ -506,6 +507,9 @@ pub fn create_table_sql(t: &MountedTable) -> String {
     }
     if !info.comment.is_empty() {
         let _ = write!(sql, " COMMENT={}", quote_str(&info.comment));
+    }
+    if let Some(clause) = info.partition.as_ref().and_then(partition_clause) {
+        sql.push_str(&clause);
     }
     sql
 }

@@ -24,6 +24,7 @@ pub mod decimal;
 pub mod error;
 pub mod json;
 pub mod key;
+pub mod partition_sql;
 pub mod rowcodec;
 pub mod schema;
 pub mod text;

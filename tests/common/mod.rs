@@ -3,11 +3,13 @@
 pub mod app;
 pub mod cut;
 pub mod debezium;
+pub mod demo;
 pub mod etcd;
 pub mod http;
 pub mod java;
 pub mod mariadb;
 pub mod mariadb_binlog;
+pub mod mysql8;
 pub mod mysql_binlog;
 pub mod parent;
 pub mod peer;

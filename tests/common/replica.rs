@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use mysql_async::prelude::*;
 use serde_json::Value as Json;
 
-use super::mariadb::MariaDb;
 use super::truth::{apply_effect, DdlReplay, RowEffect};
 
 /// One row: column → MySQL text (`None` for NULL).
@@ -183,8 +182,7 @@ fn replica_text(data_type: &str, v: &mysql_async::Value) -> Option<String> {
 
 /// Compares every table of the model with the replica, value by value. Returns the number
 /// of values compared.
-pub async fn assert_replica_equals_model(db: &MariaDb, model: &Model) -> u64 {
-    let mut conn = db.conn().await;
+pub async fn assert_replica_equals_model(mut conn: mysql_async::Conn, model: &Model) -> u64 {
     conn.query_drop("SET time_zone = '+00:00'")
         .await
         .expect("set time zone");
@@ -207,6 +205,23 @@ pub async fn assert_replica_equals_model(db: &MariaDb, model: &Model) -> u64 {
             )
             .await
             .expect("columns");
+        // Partitioned as the DDL left it: partition DDL later in the binlog applies to it.
+        let parts: Vec<String> = conn
+            .exec(
+                "SELECT PARTITION_NAME FROM information_schema.PARTITIONS \
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND PARTITION_NAME IS NOT NULL \
+                 ORDER BY PARTITION_ORDINAL_POSITION",
+                (schema, table),
+            )
+            .await
+            .expect("partitions");
+        let key = (schema.clone(), table.clone());
+        let want_parts = model.ddl.partitioning(&key).map(|p| p.names());
+        assert_eq!(
+            parts,
+            want_parts.unwrap_or_default(),
+            "`{schema}`.`{table}`: the replica's partitions"
+        );
         let types: BTreeMap<&str, &str> =
             cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
         let select: Vec<String> = cols

@@ -100,6 +100,15 @@ impl Partitioning {
         })
     }
 
+    /// The partitions' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        if self.hash.is_empty() {
+            self.range.iter().map(|(n, _)| n.clone()).collect()
+        } else {
+            self.hash.clone()
+        }
+    }
+
     /// The partitioning column.
     pub fn column(&self) -> &str {
         &self.column
@@ -174,6 +183,11 @@ pub struct DdlReplay {
 }
 
 impl DdlReplay {
+    /// How `table` is partitioned after the DDL so far (`None`: not partitioned).
+    pub fn partitioning(&self, table: &TableId) -> Option<&Partitioning> {
+        self.parts.get(table)
+    }
+
     /// The effect of one DDL statement (as the truth log writes it) on the tables' rows.
     pub fn effect(&mut self, ddl: &str) -> RowEffect {
         let ids = idents(ddl);
