@@ -42,6 +42,17 @@ pub fn fresh_seed(test: &str) -> u64 {
     seed
 }
 
+/// Warnings and errors of the app go to the test's output (shown when a test fails);
+/// `RUST_LOG` sets another filter.
+fn log_warnings() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
 /// A finished workload and the app serving its whole binlog.
 pub struct Demo {
     pub sim: Sim,
@@ -74,6 +85,7 @@ where
     F: FnOnce(SocketAddr, SocketAddr) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    log_warnings();
     // The workload starts with the app, right before `before_wait` (a replica started there
     // streams the workload live), and is paced (4 s), so that it is still running when a replica
     // acts on it.
