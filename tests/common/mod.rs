@@ -8,6 +8,7 @@ pub mod http;
 pub mod java;
 pub mod mariadb;
 pub mod mariadb_binlog;
+pub mod maxwell;
 pub mod mysql_binlog;
 pub mod parent;
 pub mod peer;
