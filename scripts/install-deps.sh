@@ -121,6 +121,6 @@ fi
 bash scripts/zongji-deps.sh install
 
 # Peers from Maven Central, each pinned by a pom under tests/peers/ (scripts/peer-jars.sh).
-for peer in mysql8; do
+for peer in mysql8 maxwell; do
   bash scripts/peer-jars.sh install "$peer"
 done

@@ -1717,3 +1717,39 @@ fn relayed_transactions_make_an_identical_binlog() {
     write_txn(&mut s, &t, n + 1);
     s.flush(txn_ts(n + 1).1).unwrap();
 }
+
+/// The optional-metadata fields of the first TABLE_MAP of a store written with `metadata`, by
+/// name (`ColumnName`, `Signedness`, …).
+fn table_map_fields(metadata: tibinlog_protocol::binlog::RowMetadata) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(dir.path());
+    c.row_metadata = metadata;
+    let (mut s, _) = BinlogStore::open(c).unwrap();
+    write_txn(&mut s, &tables(), 1);
+    s.flush(txn_ts(1).1).unwrap();
+    let ev = events_of(&bin(dir.path(), 1));
+    let tme = ev
+        .iter()
+        .find_map(|(_, e)| match e.read_data().unwrap() {
+            Some(EventData::TableMapEvent(t)) => Some(t.into_owned()),
+            _ => None,
+        })
+        .expect("a TABLE_MAP");
+    tme.iter_optional_meta()
+        .map(|f| {
+            let f = format!("{:?}", f.unwrap());
+            f.split(['(', ' ', '{']).next().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn binlog_row_metadata_sets_the_table_maps_optional_metadata() {
+    use tibinlog_protocol::binlog::RowMetadata;
+    let full = table_map_fields(RowMetadata::Full);
+    assert!(full.contains(&"ColumnName".to_owned()), "{full:?}");
+    assert!(full.contains(&"ColumnVisibility".to_owned()), "{full:?}");
+    let minimal = table_map_fields(RowMetadata::Minimal);
+    assert_eq!(minimal, ["Signedness", "DefaultCharset"]);
+    assert!(table_map_fields(RowMetadata::None).is_empty());
+}

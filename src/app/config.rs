@@ -159,6 +159,8 @@ pub const KNOBS: &[Knob] = &[
         "@@max_binlog_size: a file rotates once it passes this size (4096 bytes to 4 GiB) [default: 1073741824]"),
     knob("binlog", "binlog_expire_logs_seconds", "binlog-expire-logs-seconds", Integer, "SECONDS",
         "@@binlog_expire_logs_seconds: files older than this are purged, never one a dump session reads; 0 = never [default: 0]"),
+    knob("binlog", "binlog_row_metadata", "binlog-row-metadata", Text, "FULL|MINIMAL|NONE",
+        "@@binlog_row_metadata: the optional metadata of the TABLE_MAP events written from now on; MINIMAL and NONE (MySQL 5.7's, none at all) are for binlog readers that fail on FULL's, such as Maxwell 1.22's [default: FULL]"),
     knob("security", "user", "user", Text, "NAME",
         "the administrator account (every privilege); more accounts with their own privileges are [[users]] tables [default: root]"),
     knob("security", "password", "password", Text, "PASSWORD",
@@ -323,6 +325,7 @@ impl Default for SorterSection {
 pub struct BinlogSection {
     pub max_binlog_size: u64,
     pub binlog_expire_logs_seconds: u64,
+    pub binlog_row_metadata: String,
 }
 
 impl Default for BinlogSection {
@@ -330,6 +333,7 @@ impl Default for BinlogSection {
         BinlogSection {
             max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
             binlog_expire_logs_seconds: 0,
+            binlog_row_metadata: "FULL".to_owned(),
         }
     }
 }
@@ -837,6 +841,10 @@ pub fn app_config(s: &Settings) -> anyhow::Result<AppConfig> {
     }
     cfg.max_binlog_size = size;
     cfg.expire_logs_seconds = s.binlog.binlog_expire_logs_seconds;
+    let meta = &s.binlog.binlog_row_metadata;
+    cfg.row_metadata = tibinlog_protocol::binlog::RowMetadata::parse(meta).ok_or_else(|| {
+        anyhow::anyhow!("binlog_row_metadata {meta:?} is not FULL, MINIMAL or NONE")
+    })?;
     cfg.progress_interval = Duration::from_secs(s.server.progress_interval_seconds.max(1));
     cfg.default_heartbeat = match s.server.default_heartbeat_seconds {
         0 => None,
@@ -941,9 +949,14 @@ mod tests {
         };
         let mut args = ServerArgs::default()
             .with("data-dir", "/c")
-            .with("gc-ttl-seconds", "3600");
+            .with("gc-ttl-seconds", "3600")
+            .with("binlog-row-metadata", "minimal");
         args.config = Some(file);
         let cfg = resolve(args, &env).expect("resolve");
+        assert_eq!(
+            cfg.row_metadata,
+            tibinlog_protocol::binlog::RowMetadata::Minimal
+        );
         assert_eq!(cfg.pd_addrs, ["f1:2379", "f2:2379"]);
         assert_eq!(cfg.listen.port(), 4000);
         assert_eq!(cfg.mariadb_listen.map(|a| a.port()), Some(3307));
@@ -1188,6 +1201,7 @@ mod tests {
         assert!(err(base().with("server-id", "0")).contains("server id"));
         assert!(err(base().with("default-authentication-plugin", "x")).contains("plugin"));
         assert!(err(base().with("sorter-memory-quota-bytes", "0")).contains("[sorter]"));
+        assert!(err(base().with("binlog-row-metadata", "ALL")).contains("binlog_row_metadata"));
         let cfg = resolve(base(), &no_env).expect("defaults");
         assert_eq!(cfg.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use tibinlog_protocol::binlog::RowMetadata;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -49,6 +50,18 @@ pub struct DemoArgs {
     /// Write the simulator's truth log (one JSON line per transaction) to this file.
     #[arg(long)]
     pub truth: Option<PathBuf>,
+    /// `@@binlog_row_metadata` of the binlog written: FULL, MINIMAL or NONE (see the server's
+    /// `--binlog-row-metadata`).
+    #[arg(long, default_value = "FULL", value_parser = parse_row_metadata)]
+    pub binlog_row_metadata: RowMetadata,
+    /// Run no EXCHANGE PARTITION (for consumers whose DDL parser rejects it, e.g. Maxwell
+    /// 1.22).
+    #[arg(long)]
+    pub no_exchange_partition: bool,
+}
+
+fn parse_row_metadata(s: &str) -> Result<RowMetadata, String> {
+    RowMetadata::parse(s).ok_or_else(|| format!("{s:?} is not FULL, MINIMAL or NONE"))
 }
 
 /// Runs the demo until `shutdown` fires.
@@ -103,6 +116,7 @@ async fn run_in(
         resolved_ts_interval: Duration::from_millis(200),
         epoch_ms: Epoch::Now,
         progress_interval: Duration::from_secs(3600),
+        no_exchange_partition: args.no_exchange_partition,
         ..SimArgs::default()
     };
     let sim = SimBuilder::new(sim_args)
@@ -112,6 +126,7 @@ async fn run_in(
     let start_ts = Ts(sim.cluster().tso().0);
     let mut cfg = AppConfig::new(vec![sim.cluster().pd_url()], args.listen, data_dir.clone());
     cfg.start_ts = Some(start_ts);
+    cfg.row_metadata = args.binlog_row_metadata;
     cfg.mariadb_listen = args.mariadb_listen;
     cfg.status_listen =
         match args.status_listen.trim() {

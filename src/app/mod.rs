@@ -164,6 +164,9 @@ pub struct AppConfig {
     pub max_binlog_size: u64,
     /// `binlog_expire_logs_seconds` (0 = never).
     pub expire_logs_seconds: u64,
+    /// `binlog_row_metadata`: the optional metadata of the TABLE_MAP events written (FULL;
+    /// MINIMAL and NONE for consumers whose binlog readers fail on FULL's).
+    pub row_metadata: tibinlog_protocol::binlog::RowMetadata,
     /// How often the progress line is logged.
     pub progress_interval: Duration,
     /// Heartbeat for dump sessions that did not ask for a period.
@@ -235,6 +238,7 @@ impl AppConfig {
             cluster_tls: None,
             max_binlog_size: crate::binlog_store::DEFAULT_MAX_BINLOG_SIZE,
             expire_logs_seconds: 0,
+            row_metadata: tibinlog_protocol::binlog::RowMetadata::Full,
             progress_interval: Duration::from_secs(10),
             default_heartbeat: Some(Duration::from_secs(30)),
             max_chunk_bytes: None,
@@ -475,6 +479,7 @@ impl App {
         let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
         store_cfg.max_binlog_size = cfg.max_binlog_size;
         store_cfg.expire_logs_seconds = cfg.expire_logs_seconds;
+        store_cfg.row_metadata = cfg.row_metadata;
         store_cfg.server_version = crate::server::server_version();
         store_cfg.first_file_ts = tso;
         store_cfg.metrics = metrics.binlog.clone();
@@ -644,8 +649,10 @@ impl App {
             })
         };
 
-        let source: Arc<dyn BinlogSource> =
-            Arc::new(StoreSource::new(files.clone(), checksum, msg_tx.clone()));
+        let source: Arc<dyn BinlogSource> = Arc::new(
+            StoreSource::new(files.clone(), checksum, msg_tx.clone())
+                .with_row_metadata(cfg.row_metadata),
+        );
         let schema: Arc<dyn SchemaProvider> =
             Arc::new(SchemaView::new(history.clone(), files.clone()));
         let rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>> = {

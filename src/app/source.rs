@@ -8,7 +8,7 @@
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet};
+use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet, RowMetadata};
 use tibinlog_protocol::wire::errors::ER_WARN_PURGE_LOG_IN_USE;
 use tokio::sync::{mpsc, watch};
 
@@ -87,6 +87,7 @@ pub struct RelayStart {
 pub struct StoreSource<E> {
     files: BinlogFiles,
     checksum: bool,
+    row_metadata: RowMetadata,
     end: watch::Receiver<BinlogPosition>,
     writer: mpsc::Sender<WriterMsg<E>>,
 }
@@ -110,9 +111,16 @@ impl<E: Send + 'static> StoreSource<E> {
         StoreSource {
             files,
             checksum,
+            row_metadata: RowMetadata::Full,
             end,
             writer,
         }
+    }
+
+    /// The `binlog_row_metadata` the writer uses (FULL unless said otherwise).
+    pub fn with_row_metadata(mut self, m: RowMetadata) -> Self {
+        self.row_metadata = m;
+        self
     }
 
     fn purge(&self, purge: Purge) -> PurgeAnswer {
@@ -189,6 +197,10 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
         } else {
             ChecksumAlg::Off
         }
+    }
+
+    fn row_metadata(&self) -> RowMetadata {
+        self.row_metadata
     }
 
     fn files(&self) -> Vec<BinlogFile> {

@@ -135,6 +135,8 @@ pub struct StoreConfig {
     pub first_file_ts: Ts,
     /// fsync latency and group-commit sizes are observed here.
     pub metrics: crate::metrics::BinlogMetrics,
+    /// `binlog_row_metadata`: the optional metadata of every TABLE_MAP written from now on.
+    pub row_metadata: tibinlog_protocol::binlog::RowMetadata,
 }
 
 impl StoreConfig {
@@ -154,6 +156,7 @@ impl StoreConfig {
             spill_threshold: MIN_SPILL_THRESHOLD,
             first_file_ts: Ts::ZERO,
             metrics: crate::metrics::BinlogMetrics::default(),
+            row_metadata: tibinlog_protocol::binlog::RowMetadata::Full,
         }
     }
 

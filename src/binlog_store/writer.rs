@@ -367,9 +367,13 @@ impl BinlogStore {
 
     fn encode_statement(&mut self, timestamp: u32, group: &[RowChange]) -> Result<()> {
         let def = &group[0].table.def;
+        let map = TableMap {
+            table: def,
+            metadata: self.cfg.row_metadata,
+        };
         self.pos = self
             .ew
-            .write(&mut self.pending, self.pos, timestamp, &TableMap::new(def))?;
+            .write(&mut self.pending, self.pos, timestamp, &map)?;
         let kind = match group[0].op {
             RowOp::Insert => RowsKind::Write,
             RowOp::Update => RowsKind::Update,

@@ -79,6 +79,10 @@ pub enum SourceError {
 pub trait BinlogSource: Send + Sync + 'static {
     /// The checksum algorithm the files are written with (`@@binlog_checksum`).
     fn checksum_alg(&self) -> ChecksumAlg;
+    /// The optional metadata of the TABLE_MAP events written (`@@binlog_row_metadata`).
+    fn row_metadata(&self) -> tibinlog_protocol::binlog::RowMetadata {
+        tibinlog_protocol::binlog::RowMetadata::Full
+    }
     /// Every file in the index, oldest first.
     fn files(&self) -> Vec<BinlogFile>;
     /// End of the last complete transaction: the `SHOW MASTER STATUS` position.

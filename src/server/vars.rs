@@ -57,7 +57,6 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("autocommit", Bool, "ON"),
     ("binlog_format", Text, "ROW"),
     ("binlog_row_image", Text, "FULL"),
-    ("binlog_row_metadata", Text, "FULL"),
     ("binlog_row_value_options", Text, ""),
     ("binlog_transaction_compression", Bool, "OFF"),
     ("character_set_client", Text, "utf8mb4"),
@@ -124,6 +123,7 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
 /// Variables computed from the configuration and the binlog ([`global_variables`]).
 const COMPUTED_VARS: &[(&str, VarType)] = &[
     ("binlog_checksum", Text),
+    ("binlog_row_metadata", Text),
     ("binlog_expire_logs_seconds", UInt),
     ("connect_timeout", UInt),
     ("default_authentication_plugin", Text),
@@ -229,6 +229,10 @@ pub fn global_variables(
     m.insert(
         "binlog_checksum".into(),
         source.checksum_alg().name().to_owned(),
+    );
+    m.insert(
+        "binlog_row_metadata".into(),
+        source.row_metadata().name().to_owned(),
     );
     m.insert("server_id".into(), id.server_id.to_string());
     m.insert("server_uuid".into(), id.server_uuid.clone());

@@ -194,6 +194,10 @@ pub struct SimArgs {
     /// PARTITION or EXCHANGE PARTITION (for consumers that track tables by name).
     #[arg(long)]
     pub basic_ddl: bool,
+    /// Run no EXCHANGE PARTITION (its `CREATE TABLES` make plain tables instead of exchange
+    /// pairs), for consumers whose DDL parser rejects it (Maxwell 1.22).
+    #[arg(long)]
+    pub no_exchange_partition: bool,
     /// Keep at most this many live rows per workload table: an insert into a full table
     /// deletes a row instead, so that a long run's data stays bounded (the store is in memory).
     #[arg(long)]
@@ -268,6 +272,7 @@ impl Default for SimArgs {
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
             no_json: false,
             basic_ddl: false,
+            no_exchange_partition: false,
             max_live_rows: None,
             max_tables: None,
             pd_members: 1,
@@ -754,6 +759,7 @@ async fn prepare(
         tick_ms,
         json_columns: !args.no_json,
         moving_ddl: !args.basic_ddl,
+        no_exchange: args.no_exchange_partition,
         max_live_rows: args.max_live_rows,
         max_tables: args.max_tables,
         ..WorkloadConfig::default()

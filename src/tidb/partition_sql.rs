@@ -175,7 +175,7 @@ mod tests {
             vec![def("p0", &["100"], &[]), def("p1", &["MAXVALUE"], &[])],
         );
         assert_eq!(
-            partition_clause(&p).unwrap(),
+            partition_clause(&p).expect("a clause"),
             "\n/*!50100 PARTITION BY RANGE (`id`)\n\
              (PARTITION p0 VALUES LESS THAN (100) ENGINE = InnoDB,\n \
              PARTITION p1 VALUES LESS THAN MAXVALUE ENGINE = InnoDB) */"
@@ -194,7 +194,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            partition_clause(&p).unwrap(),
+            partition_clause(&p).expect("a clause"),
             "\n/*!50500 PARTITION BY RANGE  COLUMNS(a,`status`)\n\
              (PARTITION p0 VALUES LESS THAN (5,12) ENGINE = InnoDB,\n \
              PARTITION `status` VALUES LESS THAN (MAXVALUE,MAXVALUE) ENGINE = InnoDB) */"
@@ -205,17 +205,17 @@ mod tests {
     fn hash_and_key_with_default_names_print_a_count() {
         let defs = || (0..4).map(|i| def(&format!("p{i}"), &[], &[])).collect();
         assert_eq!(
-            partition_clause(&info(HASH, "`id`", &[], defs())).unwrap(),
+            partition_clause(&info(HASH, "`id`", &[], defs())).expect("a clause"),
             "\n/*!50100 PARTITION BY HASH (`id`)\nPARTITIONS 4 */"
         );
         assert_eq!(
-            partition_clause(&info(KEY, "", &["k"], defs())).unwrap(),
+            partition_clause(&info(KEY, "", &["k"], defs())).expect("a clause"),
             "\n/*!50100 PARTITION BY KEY (`k`)\nPARTITIONS 4 */"
         );
         // Named partitions are listed.
         let named = vec![def("a", &[], &[]), def("b", &[], &[])];
         assert_eq!(
-            partition_clause(&info(HASH, "`id`", &[], named)).unwrap(),
+            partition_clause(&info(HASH, "`id`", &[], named)).expect("a clause"),
             "\n/*!50100 PARTITION BY HASH (`id`)\n\
              (PARTITION a ENGINE = InnoDB,\n PARTITION b ENGINE = InnoDB) */"
         );
@@ -233,7 +233,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            partition_clause(&p).unwrap(),
+            partition_clause(&p).expect("a clause"),
             "\n/*!50100 PARTITION BY LIST (`r`)\n\
              (PARTITION p0 VALUES IN (1,2) ENGINE = InnoDB,\n \
              PARTITION p1 VALUES IN (NULL) ENGINE = InnoDB) */"
@@ -245,7 +245,7 @@ mod tests {
             vec![def("p0", &[], &[&["0", "0"], &["'x'", "1"]])],
         );
         assert_eq!(
-            partition_clause(&p).unwrap(),
+            partition_clause(&p).expect("a clause"),
             "\n/*!50500 PARTITION BY LIST  COLUMNS(a,b)\n\
              (PARTITION p0 VALUES IN ((0,0),('x',1)) ENGINE = InnoDB) */"
         );
@@ -257,7 +257,7 @@ mod tests {
         d.comment = "it's".into();
         let p = info(RANGE, "`id`", &[], vec![d]);
         assert!(partition_clause(&p)
-            .unwrap()
+            .expect("a clause")
             .contains("PARTITION p0 VALUES LESS THAN (10) COMMENT = 'it''s' ENGINE = InnoDB"));
         assert_eq!(
             partition_clause(&info(5, "", &[], vec![def("p0", &[], &[])])),

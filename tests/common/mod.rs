@@ -9,6 +9,7 @@ pub mod http;
 pub mod java;
 pub mod mariadb;
 pub mod mariadb_binlog;
+pub mod maxwell;
 pub mod mysql8;
 pub mod mysql_binlog;
 pub mod parent;

@@ -5,4 +5,5 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod maxwell;
 mod mysql8;

@@ -82,6 +82,10 @@ pub struct WorkloadConfig {
     /// TABLES` that makes exchange pairs). Off keeps the first DDL mix (and its seeds), for
     /// checks that follow a consumer's per-table view, which cannot see such moves.
     pub moving_ddl: bool,
+    /// With [`Self::moving_ddl`], leave EXCHANGE PARTITION out: `CREATE TABLES` makes two plain
+    /// tables, never an exchange pair (for consumers whose DDL parser rejects EXCHANGE
+    /// PARTITION). Off keeps the seeds of runs made before it existed.
+    pub no_exchange: bool,
     /// At most this many live rows per table: an insert into a full table is a delete instead.
     /// `None` lets tables grow (and keeps the seeds of runs made before the cap existed).
     pub max_live_rows: Option<usize>,
@@ -103,6 +107,7 @@ impl Default for WorkloadConfig {
             tick_ms: 1,
             json_columns: true,
             moving_ddl: true,
+            no_exchange: false,
             max_live_rows: None,
             max_tables: None,
         }
@@ -476,7 +481,7 @@ impl Workload {
         } else {
             db
         };
-        let tables = if self.pairs.len() < MAX_PAIRS {
+        let tables = if !self.cfg.no_exchange && self.pairs.len() < MAX_PAIRS {
             let (pt, nt) = gen::exchange_pair(&format!("t_xp{n}"), &format!("t_xn{n}"));
             self.pairs.push((self.tables.len(), self.tables.len() + 1));
             vec![pt, nt]
@@ -753,6 +758,49 @@ mod tests {
         assert!(sa.ddls > 3, "{sa:?}");
         // One line per transaction, one more for each further table of a CREATE TABLES.
         assert!(a.len() as u64 >= 6 + sa.txns);
+    }
+
+    #[test]
+    fn no_exchange_keeps_the_other_moving_ddl() {
+        let clock = ManualClock::new(1_000_000);
+        let mut core =
+            SimCore::new(&[1, 2], CdcConfig::default(), Arc::new(clock.clone()), 3).expect("core");
+        let (mut tidb, _) = Tidb::bootstrap(&mut core, TidbConfig::default()).expect("boot");
+        let truth = TruthCollector::new();
+        tidb.set_truth_sink(Box::new(truth.clone()));
+        let cfg = WorkloadConfig {
+            seed: 3,
+            txns: 400,
+            mix: Mix {
+                ddl: 30,
+                ..Mix::default()
+            },
+            large_rows: 20,
+            no_exchange: true,
+            ..WorkloadConfig::default()
+        };
+        let mut wl = Workload::new(cfg, Some(clock));
+        wl.setup(&mut tidb, &mut core).expect("setup");
+        wl.run(&mut tidb, &mut core, |_| {}).expect("run");
+        let ddl: Vec<String> = truth
+            .lines()
+            .iter()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).ok()?;
+                v["ddl"].as_str().map(str::to_owned)
+            })
+            .collect();
+        assert!(
+            !ddl.iter().any(|d| d.contains(" EXCHANGE PARTITION ")),
+            "{ddl:?}"
+        );
+        for kind in [
+            " TRUNCATE PARTITION ",
+            "RENAME TABLE ",
+            "CREATE TABLE `wl`.`t_batch",
+        ] {
+            assert!(ddl.iter().any(|d| d.contains(kind)), "no {kind} in {ddl:?}");
+        }
     }
 
     #[test]

@@ -55,6 +55,25 @@ pub enum RowMetadata {
     Full,
 }
 
+impl RowMetadata {
+    /// The value as `@@binlog_row_metadata` shows it (`NONE` is not a MySQL 8.0 value: it is
+    /// what MySQL 5.7 writes).
+    pub fn name(self) -> &'static str {
+        match self {
+            RowMetadata::None => "NONE",
+            RowMetadata::Minimal => "MINIMAL",
+            RowMetadata::Full => "FULL",
+        }
+    }
+
+    /// From [`Self::name`], in any case.
+    pub fn parse(s: &str) -> Option<Self> {
+        [RowMetadata::None, RowMetadata::Minimal, RowMetadata::Full]
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
 /// A TABLE_MAP for `table`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TableMap<'a> {
