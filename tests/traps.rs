@@ -1137,6 +1137,15 @@ async fn trap_14_ddl_is_mysql_syntax() {
         if partition_maintenance(sql) {
             return;
         }
+        // The parser has no grammar for partitioning: the clause SHOW CREATE TABLE ends with
+        // (`/*!50100 PARTITION BY …`) is read by a real MySQL 8.0 in `peers::mysql8`.
+        let sql = sql
+            .split_once("\n/*!50")
+            .filter(|(_, rest)| {
+                rest.get(3..)
+                    .is_some_and(|r| r.starts_with(" PARTITION BY "))
+            })
+            .map_or(sql, |(head, _)| head);
         Parser::parse_sql(&MySqlDialect {}, sql)
             .unwrap_or_else(|e| panic!("{what}: not MySQL syntax ({e}): {sql}"));
     };
