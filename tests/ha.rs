@@ -34,15 +34,7 @@ const TXNS: u64 = 600;
 /// Small files: the cuts land in different files and the runs rotate many times.
 const MAX_BINLOG_SIZE: u64 = 48 << 10;
 
-/// Warnings and errors of the apps go to the test's output (shown when a test fails).
-fn log_warnings() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_test_writer()
-        .try_init();
-}
+use common::demo::log_warnings;
 
 /// Copies the data directory `from` into `to`, without the sorter (a cache, wiped at start).
 fn copy_data_dir(from: &Path, to: &Path) {

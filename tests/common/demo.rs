@@ -44,7 +44,7 @@ pub fn fresh_seed(test: &str) -> u64 {
 
 /// Warnings and errors of the app go to the test's output (shown when a test fails);
 /// `RUST_LOG` sets another filter.
-fn log_warnings() {
+pub fn log_warnings() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
