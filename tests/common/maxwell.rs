@@ -43,21 +43,8 @@ pub fn installation() -> Option<Installation> {
         peer::missing("a JDK (javac, java)");
         return None;
     };
+    let dir = peer::maven_peer("maxwell")?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("bash")
-        .arg(root.join("scripts/peer-jars.sh"))
-        .args(["path", "maxwell"])
-        .output()
-        .expect("run scripts/peer-jars.sh");
-    assert!(out.status.success(), "scripts/peer-jars.sh path maxwell");
-    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    if !dir.join(".complete").is_file() {
-        peer::missing(&format!(
-            "Maxwell's jars in {} (scripts/peer-jars.sh install maxwell)",
-            dir.display()
-        ));
-        return None;
-    }
     let stub = tempfile::tempdir().expect("temp dir");
     let out = std::process::Command::new(javac)
         .arg("-d")

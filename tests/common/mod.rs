@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod app;
+pub mod canal;
 pub mod cut;
 pub mod debezium;
 pub mod demo;
@@ -14,6 +15,7 @@ pub mod mysql8;
 pub mod mysql_binlog;
 pub mod parent;
 pub mod peer;
+pub mod peer_check;
 pub mod proc;
 pub mod raw_binlog;
 pub mod repl;

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,24 +24,14 @@ pub struct Mysql8 {
 
 /// The unpacked server (`bin/mysqld`, `share/`), or `None` when it is not installed.
 fn basedir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg(root.join("scripts/peer-jars.sh"))
-        .args(["path", "mysql8"])
-        .output()
-        .ok()?;
-    let dir = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    (out.status.success() && dir.join(".complete").is_file()).then(|| dir.join("mysql"))
+    Some(peer::maven_peer("mysql8")?.join("mysql"))
 }
 
 impl Mysql8 {
     /// Initialises a data dir and starts a server with `--server-id=<id>` and `extra` options
     /// last (they override). `None`, after saying why, when the server is not installed.
     pub fn start(server_id: u32, extra: &[&str]) -> Option<Mysql8> {
-        let Some(base) = basedir() else {
-            peer::missing("MySQL 8.0 (scripts/peer-jars.sh install mysql8)");
-            return None;
-        };
+        let base = basedir()?;
         let dir = tempfile::tempdir().expect("temp dir");
         let data = dir.path().join("data");
         let tmp = dir.path().join("tmp");

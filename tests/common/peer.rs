@@ -27,3 +27,25 @@ pub fn missing(what: &str) {
     );
     eprintln!("skipped: {what} is missing (run scripts/install-deps.sh)");
 }
+
+/// The directory `scripts/peer-jars.sh install NAME` filled for the Maven peer
+/// `tests/peers/NAME/pom.xml` (its `libs/` holds the jars), or `None`, after reporting it
+/// missing, when it is not installed.
+pub fn maven_peer(name: &str) -> Option<PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(root.join("scripts/peer-jars.sh"))
+        .args(["path", name])
+        .output()
+        .expect("run scripts/peer-jars.sh");
+    assert!(out.status.success(), "scripts/peer-jars.sh path {name}");
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !dir.join(".complete").is_file() {
+        missing(&format!(
+            "the jars of tests/peers/{name} in {} (scripts/peer-jars.sh install {name})",
+            dir.display()
+        ));
+        return None;
+    }
+    Some(dir)
+}

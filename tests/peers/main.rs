@@ -5,5 +5,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod canal;
 mod maxwell;
 mod mysql8;
