@@ -73,6 +73,9 @@ pub const SERVER_RECEIVED_BYTES_TOTAL: &str = "server_received_bytes_total";
 pub const SERVER_COMMANDS_TOTAL: &str = "server_commands_total";
 /// Statements by MySQL's `Com_*` name (`select`, `show_binlogs`, …).
 pub const SERVER_STATEMENTS_TOTAL: &str = "server_statements_total";
+/// Statements the server could not answer: they did not parse, or they ask for a statement or
+/// a variable it does not implement (errors 1064, 1105, 1193).
+pub const SERVER_UNANSWERED_STATEMENTS_TOTAL: &str = "server_unanswered_statements_total";
 /// Per dump session (labels `server_id`, `conn`): binlog bytes not yet sent.
 pub const SERVER_REPLICA_LAG_BYTES: &str = "server_replica_lag_bytes";
 /// Per dump session: seconds between the newest transaction in the binlog and the last one
@@ -276,6 +279,7 @@ pub struct ServerMetrics {
     pub received_bytes: IntCounter,
     pub commands: IntCounterVec,
     pub statements: IntCounterVec,
+    pub unanswered: IntCounter,
 }
 
 impl Default for ServerMetrics {
@@ -293,6 +297,10 @@ impl Default for ServerMetrics {
                 SERVER_STATEMENTS_TOTAL,
                 "Statements by MySQL's Com_ name",
                 &["statement"],
+            ),
+            unanswered: counter(
+                SERVER_UNANSWERED_STATEMENTS_TOTAL,
+                "Statements the server could not answer (1064, 1105, 1193)",
             ),
         }
     }
@@ -328,6 +336,7 @@ impl ServerMetrics {
             Box::new(self.received_bytes.clone()),
             Box::new(self.commands.clone()),
             Box::new(self.statements.clone()),
+            Box::new(self.unanswered.clone()),
         ]
     }
 }

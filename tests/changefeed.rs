@@ -289,8 +289,15 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
             should.get(k).copied().unwrap_or(0)
         );
     }
+    let missing: Vec<&(u64, u64)> = should.keys().filter(|k| !have.contains_key(k)).collect();
+    assert!(
+        missing.is_empty(),
+        "seed {seed}: {} transactions (commit ts, start ts) never came out: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(20)]
+    );
     for (i, (a, b)) in ours.iter().zip(want).enumerate() {
-        assert_eq!(a, b, "seed {seed}: transaction {i} differs");
+        assert_eq!(a, b, "seed {seed}: transaction {i} differs (order)");
     }
     assert_eq!(ours.len(), want.len(), "seed {seed}: transaction count");
 }

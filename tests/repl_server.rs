@@ -324,6 +324,7 @@ async fn sql_surface_answers_like_mysql() {
         .expect("ftwrl");
 
     // Errors clients act on.
+    let unanswered_before = unanswered_count(&mut conn).await;
     let cases = [
         ("INSERT INTO t VALUES (1)", 1290),
         ("CREATE TABLE x (a INT)", 1290),
@@ -344,10 +345,22 @@ async fn sql_surface_answers_like_mysql() {
             .contains("You have an error in your SQL syntax; check the manual"),
         "{e}"
     );
+    // What the server could not answer (1064, 1193 above; not the refusals MySQL gives too)
+    // is counted, for operators to see what a tool sent that tibinlog lacks.
+    assert_eq!(unanswered_count(&mut conn).await, unanswered_before + 4);
     // The connection survives errors.
     conn.ping().await.expect("ping");
     conn.disconnect().await.expect("disconnect");
     f.stop().await;
+}
+
+/// `Tibinlog_unanswered_statements` of `SHOW GLOBAL STATUS`.
+async fn unanswered_count(conn: &mut mysql_async::Conn) -> u64 {
+    let row: Option<(String, u64)> = conn
+        .query_first("SHOW GLOBAL STATUS LIKE 'Tibinlog_unanswered_statements'")
+        .await
+        .expect("status");
+    row.expect("Tibinlog_unanswered_statements").1
 }
 
 #[tokio::test]

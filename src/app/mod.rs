@@ -924,6 +924,12 @@ impl App {
         self.checkpoint.clone()
     }
 
+    /// The latest statements the MySQL listener could not answer (see
+    /// [`crate::server::Unanswered`]), oldest first.
+    pub fn unanswered_statements(&self) -> Vec<crate::server::Unanswered> {
+        self.shared.unanswered()
+    }
+
     /// Server ids of the dump sessions running on the MySQL listener.
     pub fn dump_server_ids(&self) -> Vec<u32> {
         self.shared.dump_server_ids()

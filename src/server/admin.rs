@@ -90,6 +90,7 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
             || words.starts_with(&["SHOW", "ERRORS"])
             || words.starts_with(&["SHOW", "COUNT"]);
         let r = ctx.one(session, stmt);
+        shared.note_reply(info, stmt, &r);
         if !diagnostic {
             session.diagnostics = conditions(&r);
         }
@@ -776,6 +777,8 @@ impl Ctx<'_> {
                     ("Bytes_received", m.received_bytes.get()),
                     ("Connections", m.connections_total.get()),
                     ("Aborted_connects", m.aborted_connects.get()),
+                    // Ours: statements not answered (see `super::Unanswered`).
+                    ("Tibinlog_unanswered_statements", m.unanswered.get()),
                 ];
                 for (k, v) in counters {
                     vars.insert(k.into(), v.to_string());

@@ -425,7 +425,10 @@ async fn command_loop(
                 session = s;
                 match r {
                     Ok(p) => stmts.prepared(&mut io, &info, sql, p).await?,
-                    Err(reply) => send_replies(&mut io, &info, vec![reply]).await?,
+                    Err(reply) => {
+                        shared.note_reply(&info, &sql, &reply);
+                        send_replies(&mut io, &info, vec![reply]).await?
+                    }
                 }
             }
             Command::StmtExecute(ex) => {

@@ -243,6 +243,35 @@ pub struct Shared {
     holds: Mutex<HashMap<u32, u64>>,
     /// The oldest of `holds`: history from it on must stay readable.
     hold_tx: tokio::sync::watch::Sender<Option<u64>>,
+    /// The latest statements the server could not answer (at most [`UNANSWERED_KEPT`]).
+    unanswered: Mutex<std::collections::VecDeque<Unanswered>>,
+}
+
+/// A statement the server could not answer: it did not parse (1064), or it asks for a
+/// statement (1105) or a variable (1193) the server does not implement — what a tool sent that
+/// tibinlog lacks. Each is logged as a warning and counted; the latest are kept for
+/// [`Shared::unanswered`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unanswered {
+    pub conn: u32,
+    pub user: String,
+    pub statement: String,
+    pub code: u16,
+    pub message: String,
+}
+
+/// How many [`Unanswered`] statements a server keeps.
+pub const UNANSWERED_KEPT: usize = 64;
+
+/// True for the error codes that mean "could not answer" rather than a refusal MySQL would
+/// give too (unknown table, access denied, …).
+pub fn is_unanswered(code: u16) -> bool {
+    use tibinlog_protocol::wire::errors::{
+        ER_PARSE_ERROR, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
+    };
+    [ER_PARSE_ERROR, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE]
+        .iter()
+        .any(|c| c.code == code)
 }
 
 impl std::fmt::Debug for Shared {
@@ -272,6 +301,48 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Notes `reply` to `statement` of session `info` if it is an error that means the server
+    /// could not answer ([`is_unanswered`]): a warning naming the statement, the counter, and
+    /// the list of [`Shared::unanswered`].
+    pub(crate) fn note_reply(
+        &self,
+        info: &session::ConnInfo,
+        statement: &str,
+        reply: &reply::Reply,
+    ) {
+        let reply::Reply::Err(e) = reply else {
+            return;
+        };
+        if !is_unanswered(e.error.code) {
+            return;
+        }
+        tracing::warn!(
+            conn = info.id,
+            user = %info.user,
+            code = e.error.code,
+            error = %e.message,
+            statement,
+            "statement not answered"
+        );
+        self.metrics.unanswered.inc();
+        let mut kept = lock(&self.unanswered);
+        if kept.len() == UNANSWERED_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(Unanswered {
+            conn: info.id,
+            user: info.user.clone(),
+            statement: statement.to_owned(),
+            code: e.error.code,
+            message: e.message.clone(),
+        });
+    }
+
+    /// The latest statements the server could not answer, oldest first.
+    pub fn unanswered(&self) -> Vec<Unanswered> {
+        lock(&self.unanswered).iter().cloned().collect()
+    }
+
     /// True when the connection's TLS meets what the listener requires of client
     /// certificates (always, when it requires nothing).
     pub fn certificate_accepted(&self, tls: Option<&transport::TlsSession>) -> bool {
@@ -553,6 +624,7 @@ impl Server {
             replicas: Mutex::new(BTreeMap::new()),
             holds: Mutex::new(HashMap::new()),
             hold_tx: tokio::sync::watch::channel(None).0,
+            unanswered: Mutex::new(std::collections::VecDeque::new()),
         });
         Ok(Server { listener, shared })
     }

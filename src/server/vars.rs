@@ -92,6 +92,7 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("performance_schema", Bool, "OFF"),
     ("query_cache_size", UInt, "0"),
     ("query_cache_type", Text, "OFF"),
+    ("optimizer_switch", Text, OPTIMIZER_SWITCH),
     ("read_only", Bool, "OFF"),
     ("session_track_schema", Bool, "ON"),
     ("session_track_state_change", Bool, "OFF"),
@@ -165,6 +166,53 @@ pub fn var_type(name: &str) -> Option<VarType> {
         })
 }
 
+/// MySQL 8.0.31's default `@@optimizer_switch` (`mysqld --verbose --help`). tibinlog plans
+/// nothing by it; mysqldump and mariadb-dump set `semijoin=off`.
+const OPTIMIZER_SWITCH: &str = "index_merge=on,index_merge_union=on,index_merge_sort_union=on,\
+index_merge_intersection=on,engine_condition_pushdown=on,index_condition_pushdown=on,mrr=on,\
+mrr_cost_based=on,block_nested_loop=on,batched_key_access=off,materialization=on,semijoin=on,\
+loosescan=on,firstmatch=on,duplicateweedout=on,subquery_materialization_cost_based=on,\
+use_index_extensions=on,condition_fanout_filter=on,derived_merge=on,use_invisible_indexes=off,\
+skip_scan=on,hash_join=on,subquery_to_derived=off,prefer_ordering_index=on,\
+hypergraph_optimizer=off,derived_condition_pushdown=on";
+
+/// `SET optimizer_switch = 'flag=on|off|default,…'` as MySQL stores it: every flag listed,
+/// the named ones changed (`default` alone resets all). Flags are merged into the default
+/// value, not the session's current one. `None` for an unknown flag or value.
+fn optimizer_switch(assigned: &str) -> Option<String> {
+    let mut flags: Vec<(&str, &str)> = OPTIMIZER_SWITCH
+        .split(',')
+        .filter_map(|f| f.split_once('='))
+        .collect();
+    for item in assigned.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        if item.eq_ignore_ascii_case("default") {
+            continue;
+        }
+        let (name, value) = item.split_once('=')?;
+        let (name, value) = (
+            name.trim().to_ascii_lowercase(),
+            value.trim().to_ascii_lowercase(),
+        );
+        let i = flags.iter().position(|(n, _)| *n == name)?;
+        let default = OPTIMIZER_SWITCH
+            .split(',')
+            .find_map(|f| f.strip_prefix(flags[i].0)?.strip_prefix('='))?;
+        flags[i].1 = match value.as_str() {
+            "on" => "on",
+            "off" => "off",
+            "default" => default,
+            _ => return None,
+        };
+    }
+    Some(
+        flags
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
 /// A value assigned with `SET name = value`, checked against the variable's type and stored as
 /// `SHOW VARIABLES` shows it (ON/OFF for booleans). Errors are MySQL's: 1231 for a value the
 /// variable cannot take, 1232 for a value of the wrong type.
@@ -210,6 +258,9 @@ pub fn normalize(
                 format!("Incorrect argument type to variable '{name}'"),
             )),
         },
+        Text if name == "optimizer_switch" => {
+            optimizer_switch(t).map(Some).ok_or_else(|| wrong_value(&v))
+        }
         Text => Ok(Some(v)),
     }
 }
@@ -304,4 +355,39 @@ pub enum Scope {
     Session,
     /// `@@global.x`.
     Global,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optimizer_switch_merges_flags_into_the_default() {
+        let v = normalize("optimizer_switch", Some("semijoin=off".into()))
+            .expect("valid")
+            .expect("value");
+        assert!(v.starts_with("index_merge=on,"), "{v}");
+        assert!(v.contains(",semijoin=off,loosescan=on,"), "{v}");
+        assert_eq!(v.split(',').count(), OPTIMIZER_SWITCH.split(',').count());
+        let back = normalize(
+            "optimizer_switch",
+            Some("SEMIJOIN = default,mrr=off".into()),
+        )
+        .expect("valid")
+        .expect("value");
+        assert!(
+            back.contains(",semijoin=on,") && back.contains(",mrr=off,"),
+            "{back}"
+        );
+        assert_eq!(
+            normalize("optimizer_switch", Some("default".into()))
+                .expect("valid")
+                .as_deref(),
+            Some(OPTIMIZER_SWITCH)
+        );
+        for bad in ["semijoin=maybe", "no_such_flag=on", "semijoin"] {
+            let e = normalize("optimizer_switch", Some(bad.into())).expect_err(bad);
+            assert_eq!(e.0.code, 1231, "{bad}");
+        }
+    }
 }

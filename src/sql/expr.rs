@@ -133,6 +133,9 @@ pub enum ExprKind {
         modes: Vec<CmpMode>,
         negated: bool,
     },
+    /// What the engine cannot compute (a subquery): an error when evaluated, so a query
+    /// that never evaluates it (over no rows) still answers, as MySQL does.
+    Unsupported(String),
     /// `first op₁ e₁ op₂ e₂ …`, evaluated left to right; each step keeps its result type.
     Arith {
         first: Box<Expr>,
@@ -480,9 +483,10 @@ impl<'a> Compiler<'a> {
                 self.func("TRIM", args)
             }
             ast::Expr::Function(f) => self.function(f),
-            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::In { .. } => {
-                Err(SqlError::unsupported("subqueries in expressions"))
-            }
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::In { .. } => Ok(expr(
+                ExprKind::Unsupported("subqueries in expressions".into()),
+                SqlType::bigint(),
+            )),
             other => Err(SqlError::unsupported(format!("the expression {other}"))),
         }
     }
@@ -1248,6 +1252,7 @@ impl Expr {
         match &self.kind {
             ExprKind::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Value::Null)),
             ExprKind::Const(c) => Ok(c.clone()),
+            ExprKind::Unsupported(what) => Err(SqlError::unsupported(what.clone())),
             ExprKind::Not(e) => Ok(match self.truth_of(e, row)? {
                 Some(b) => bool_value(!b),
                 None => Value::Null,

@@ -236,6 +236,21 @@ pub async fn pause_and_settle(run: &Run, app: &App) -> Vec<Json> {
     }
 }
 
+/// Fails naming every statement the app could not answer (it did not parse, or it asks for a
+/// statement or variable tibinlog does not implement): a peer sent something tibinlog lacks.
+pub fn assert_all_answered(app: &App, tool: &str) {
+    let missed = app.unanswered_statements();
+    assert!(
+        missed.is_empty(),
+        "{tool}: statements tibinlog could not answer:\n{}",
+        missed
+            .iter()
+            .map(|u| format!("  [{}] {} -> {} {}", u.user, u.statement, u.code, u.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 /// Polls until `cond` holds or `WAIT` passes.
 pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;

@@ -150,6 +150,19 @@ impl Canal {
     }
 }
 
+impl Canal {
+    /// Kills CanalTail with SIGKILL: no shutdown hook, so the batch in hand is neither
+    /// finished nor acknowledged, and the cursor is what Canal last stored.
+    pub async fn kill(mut self) -> ExitStatus {
+        self.assert_running("at kill");
+        self.child.start_kill().expect("SIGKILL to CanalTail");
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("Canal dies in time")
+            .expect("wait for CanalTail")
+    }
+}
+
 /// Every whole JSON line of each file of `paths` (a line still being written is left out).
 pub fn read_runs(paths: &[&Path]) -> Vec<Vec<Json>> {
     paths
@@ -182,11 +195,12 @@ pub fn ddl(runs: &[Vec<Json>]) -> Vec<&Json> {
 /// its row entries up to the commit entry, whose transaction id is our XID. Where a run
 /// stopped, Canal's next run hands out again what was not acknowledged whole, from the
 /// transaction's start (it resumes at the stored cursor, or by GTID set, and steps back to the
-/// transaction's begin), and the end of the last acknowledged transaction once more (the cursor
-/// is the position of its XID event, not past it); against a MySQL source it does the same.
-/// So a transaction cut off at the end of a run is dropped, and so is a first commit of a run
-/// with no rows and the XID of the commit before it; anything else doubled stays, for
-/// `peer_check::verify` to find.
+/// transaction's begin); after a SIGTERM it hands out the end of the last acknowledged
+/// transaction once more (the cursor is the position of its XID event, not past it), and after
+/// a SIGKILL whatever it had handed out since it last stored the cursor; against a MySQL
+/// source it does the same. So a transaction cut off at the end of a run is dropped, and so
+/// are the first transactions of a run that repeat one of an earlier run (same XID, and the
+/// same rows or none); anything else doubled stays, for `peer_check::verify` to find.
 pub fn transactions(runs: &[Vec<Json>]) -> impl FnMut(&Types) -> Option<PeerTxn> + '_ {
     let mut it = whole(runs).into_iter();
     move |types: &Types| {
@@ -201,19 +215,23 @@ pub fn transactions(runs: &[Vec<Json>]) -> impl FnMut(&Types) -> Option<PeerTxn>
 fn whole(runs: &[Vec<Json>]) -> Vec<(String, Vec<&Json>)> {
     let mut whole: Vec<(String, Vec<&Json>)> = Vec::new();
     for run in runs {
+        let earlier: std::collections::HashMap<String, Vec<&Json>> =
+            whole.iter().cloned().collect();
         let mut open: Vec<&Json> = Vec::new();
-        let mut first = true;
+        let mut resuming = true;
         for l in run {
             match l["kind"].as_str() {
                 Some("begin") => assert!(open.is_empty(), "Canal: a begin inside a transaction"),
                 Some("row") => open.push(l),
                 Some("commit") => {
                     let xid = l["xid"].as_str().expect("xid").to_owned();
-                    let again =
-                        first && open.is_empty() && whole.last().is_some_and(|w| w.0 == xid);
-                    first = false;
-                    if !again {
-                        whole.push((xid, std::mem::take(&mut open)));
+                    let rows = std::mem::take(&mut open);
+                    let again = earlier
+                        .get(&xid)
+                        .is_some_and(|before| rows.is_empty() || same_rows(before, &rows));
+                    resuming &= again;
+                    if !resuming {
+                        whole.push((xid, rows));
                     }
                 }
                 _ => {}
@@ -221,6 +239,14 @@ fn whole(runs: &[Vec<Json>]) -> Vec<(String, Vec<&Json>)> {
         }
     }
     whole
+}
+
+/// True when two lists of row entries hand out the same rows (positions aside).
+fn same_rows(a: &[&Json], b: &[&Json]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x["db"] == y["db"] && x["table"] == y["table"] && x["rows"] == y["rows"])
 }
 
 /// The rows of one row entry in the compared form (`peer_check::row`, values in [`canon`]).

@@ -14,8 +14,8 @@
 //!
 //! Both start at a known position (`SHOW MASTER STATUS` with the workload paused a third of the
 //! way), and both are stopped mid-stream and started again from the cursor they stored: the
-//! position instance with the workload paused once it has caught up, the GTID instance under
-//! the running workload. The checks, per instance: transaction by transaction Canal's rows equal the truth
+//! position instance stopped (SIGTERM) with the workload paused once it has caught up, the GTID
+//! instance killed (SIGKILL) under the running workload. The checks, per instance: transaction by transaction Canal's rows equal the truth
 //! log's (`tests/common/peer_check.rs`), nothing lost or doubled across the restart, every
 //! table's final state equal, every DDL statement handed out as DDL with its text.
 //!
@@ -99,6 +99,12 @@ impl Instance {
         let c = self.canal.take().expect("running");
         let st = c.stop().await;
         eprintln!("canal peer: {} stopped ({st})", self.name);
+    }
+
+    async fn kill(&mut self) {
+        let c = self.canal.take().expect("running");
+        let st = c.kill().await;
+        eprintln!("canal peer: {} killed ({st})", self.name);
     }
 
     fn output(&self) -> Vec<Vec<Json>> {
@@ -302,12 +308,12 @@ async fn canal_follows_the_workload_by_position_and_by_gtid() {
     by_pos.start(&install, 1).await;
     run.sim.start_workload();
 
-    // The GTID instance restarts under the running workload.
+    // The GTID instance is killed (SIGKILL) under the running workload and started again.
     wait_until("two thirds of the workload", || {
         run.truth.lines().len() as u64 >= 2 * TXNS / 3
     })
     .await;
-    by_gtid.stop().await;
+    by_gtid.kill().await;
     by_gtid.start(&install, 1).await;
 
     tokio::time::timeout(WAIT, run.sim.workload_done())
@@ -323,6 +329,7 @@ async fn canal_follows_the_workload_by_position_and_by_gtid() {
         i.stop().await;
         i.verify(seed, &truth, before.len());
     }
+    crate::common::app::assert_all_answered(&app, "Canal");
     app.stop().await.expect("app stops");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -418,6 +425,7 @@ async fn canal_without_tsdb_stops_behind_a_drop_column_against_mariadb_too() {
         "canal peer: without tsdb, behind a DROP COLUMN: MariaDB and tibinlog both: {STALE_META}"
     );
     assert!(maria_log.contains(STALE_META) && ours.contains(STALE_META));
+    crate::common::app::assert_all_answered(&app, "Canal");
     app.stop().await.expect("app stops");
     cluster.run.sim.shutdown().await.expect("sim shutdown");
 }

@@ -241,6 +241,7 @@ async fn maxwell_follows_the_workload_across_a_restart() {
     let out = output(&[out1, out2]);
     let seen = verify_output(seed, &truth, before.len(), &out);
     check_bootstraps(seed, &seen, &out, &booted);
+    crate::common::app::assert_all_answered(&app, "Maxwell");
     app.stop().await.expect("app stops");
     run.sim.shutdown().await.expect("sim shutdown");
 }

@@ -317,5 +317,6 @@ async fn mysql8_replicas_from_a_dump_follow_by_gtid_and_position_through_stops_a
         "MySQL's words for a replica ahead: {}",
         s.last_io_error
     );
+    crate::common::app::assert_all_answered(&demo.app, "MySQL 8.0 replicas and mariadb-dump");
     demo.stop().await;
 }
