@@ -318,6 +318,7 @@ async fn connector_java_streams_every_transaction_by_gtid() {
         counts.compared,
     );
 
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
     eprintln!("total {:.1} s", started.elapsed().as_secs_f64());
@@ -382,6 +383,7 @@ async fn debezium_streams_changes_with_correct_values() {
         counts.compared,
         started.elapsed().as_secs_f64()
     );
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -461,6 +463,7 @@ async fn debezium_resumes_after_its_connection_is_cut_in_the_middle_of_an_event(
         last_rows + 1,
         started.elapsed().as_secs_f64()
     );
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -609,6 +612,7 @@ async fn debezium_initial_snapshot_then_streams_every_change_once() {
         txns.len(),
         started.elapsed().as_secs_f64()
     );
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -1221,6 +1225,7 @@ async fn connector_j_runs_maxwell_and_flink_statements() {
         int_pk.len()
     );
     drop(conn);
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -1467,6 +1472,7 @@ async fn debezium_read_only_incremental_snapshot_while_streaming() {
         counts.rows,
         counts.compared
     );
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }
@@ -1562,6 +1568,7 @@ async fn debezium_when_needed_snapshots_again_after_a_purge() {
          on; {} rows, {} values equal the truth at the end",
         counts.rows, counts.compared
     );
+    common::app::assert_all_answered(&app, "Java clients (Debezium, Connector/J)");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }

@@ -252,6 +252,7 @@ async fn python_mysql_replication_sees_every_row() {
         files.len(),
         run.sim.summary()
     );
+    common::app::assert_all_answered(&app, "Python clients");
     app.stop().await.expect("clean stop");
     run.sim.shutdown().await.expect("sim shutdown");
 }

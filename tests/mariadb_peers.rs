@@ -316,6 +316,7 @@ async fn mariadb_binlog_decodes_the_whole_stream_with_and_without_raw() {
         files.len(),
         started.elapsed()
     );
+    common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
 }
 
@@ -426,6 +427,7 @@ async fn mariadb_replica_replicates_the_workload_by_file_and_position() {
         model.tables.len(),
         started.elapsed()
     );
+    common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
 }
 
@@ -690,6 +692,7 @@ async fn mariadb_replica_replicates_by_gtid_and_resumes_after_stop_start() {
         model.tables.len(),
         started.elapsed()
     );
+    common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
 }
 
@@ -755,6 +758,7 @@ async fn mariadb_replica_stops_at_until_master_gtid_pos() {
         mariadb_gtid(until),
         demo.truth.len()
     );
+    common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
 }
 
@@ -894,5 +898,6 @@ async fn mariadb_dump_seeds_replicas_by_position_and_by_gtid() {
         demo.truth.len(),
         started.elapsed()
     );
+    common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
 }
