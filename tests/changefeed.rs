@@ -267,6 +267,47 @@ fn max_commit_ts(lines: &[String]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The capture's debug lines (its silent drops name the transaction they drop), kept in memory
+/// for a failure to quote; at most [`CAPTURE_LOG_LIMIT`] bytes.
+static CAPTURE_LOG: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+const CAPTURE_LOG_LIMIT: usize = 64 << 20;
+
+struct CaptureLog;
+
+impl std::io::Write for CaptureLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut log = CAPTURE_LOG.lock().unwrap_or_else(|p| p.into_inner());
+        if log.len() + buf.len() <= CAPTURE_LOG_LIMIT {
+            log.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Routes the capture's debug lines to [`CAPTURE_LOG`] (once per process).
+fn keep_capture_log() {
+    let filter = tracing_subscriber::EnvFilter::new("warn,tibinlog::capture=debug");
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(|| CaptureLog)
+        .try_init();
+}
+
+/// The capture's debug lines that name start ts `start_ts`.
+fn capture_lines_about(start_ts: u64) -> Vec<String> {
+    let log = CAPTURE_LOG.lock().unwrap_or_else(|p| p.into_inner());
+    let needle = format!("start_ts={start_ts}");
+    String::from_utf8_lossy(&log)
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
     // Each transaction once (the DDLs of a `CREATE TABLES` batch share one start and commit ts:
     // as many as the truth log has).
@@ -292,9 +333,16 @@ fn assert_same(ours: &[Json], want: &[Json], seed: u64) {
     let missing: Vec<&(u64, u64)> = should.keys().filter(|k| !have.contains_key(k)).collect();
     assert!(
         missing.is_empty(),
-        "seed {seed}: {} transactions (commit ts, start ts) never came out: {:?}",
+        "seed {seed}: {} transactions (commit ts, start ts) never came out: {:?}\n\
+         the capture's drops of them:\n{}",
         missing.len(),
-        &missing[..missing.len().min(20)]
+        &missing[..missing.len().min(20)],
+        missing
+            .iter()
+            .take(20)
+            .flat_map(|(_, s)| capture_lines_about(*s))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     for (i, (a, b)) in ours.iter().zip(want).enumerate() {
         assert_eq!(a, b, "seed {seed}: transaction {i} differs (order)");
@@ -319,6 +367,7 @@ async fn run_seed_with(
     tls: bool,
     prewrite_memory_bytes: Option<usize>,
 ) {
+    keep_capture_log();
     let mut run = start_sim_with(seed, txns, 0.0, chaos, 1, tls).await;
     if let Some(b) = prewrite_memory_bytes {
         run.prewrite_memory_bytes = b;
@@ -346,8 +395,15 @@ async fn run_seed_with(
         assert!(summary.faults > 0, "seed {seed}: no fault was injected");
     }
     assert!(summary.ddls > 0, "seed {seed}: no DDL in the run");
+    let (lines, drops) = {
+        let log = CAPTURE_LOG.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&log);
+        let drops = text.lines().filter(|l| l.contains(" dropped")).count();
+        (text.lines().count(), drops)
+    };
     eprintln!(
-        "seed {seed}: {} txns, {} row changes, {} faults, {} pieces",
+        "seed {seed}: {} txns, {} row changes, {} faults, {} pieces; capture debug lines so far \
+         (all tests of this binary): {lines}, {drops} of them drops",
         want.len(),
         summary.row_changes,
         summary.faults,

@@ -625,7 +625,14 @@ impl Matcher {
             self.pending_bytes -= commit_charge(&c);
             match self.take_match(c.start_ts, &c.key)? {
                 Some(p) => out.push(self.complete(c, p)),
-                None => dropped += 1,
+                None => {
+                    tracing::debug!(
+                        start_ts = c.start_ts.0,
+                        commit_ts = c.commit_ts.0,
+                        "cached commit without a prewrite dropped at INITIALIZED"
+                    );
+                    dropped += 1;
+                }
             }
         }
         for r in std::mem::take(&mut self.cached_rollbacks) {

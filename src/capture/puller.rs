@@ -949,6 +949,12 @@ impl Actor {
             StoreOutput::Rows(rows) => {
                 for row in rows {
                     if row.commit_ts <= self.emitted {
+                        tracing::debug!(
+                            start_ts = row.start_ts.0,
+                            commit_ts = row.commit_ts.0,
+                            emitted = self.emitted.0,
+                            "row at or below the watermark dropped as a duplicate"
+                        );
                         self.duplicates += 1;
                         continue;
                     }

@@ -317,6 +317,13 @@ impl RegionFeed {
     fn emit_commit(&mut self, row: RawRow, out: &mut Vec<RawRow>) -> Result<()> {
         // TiKV can deliver commits of transactions prewritten before the start ts.
         if row.commit_ts <= self.start_ts {
+            tracing::debug!(
+                region = self.region.0,
+                start_ts = row.start_ts.0,
+                commit_ts = row.commit_ts.0,
+                subscription_start_ts = self.start_ts.0,
+                "commit at or below the subscription's start ts dropped"
+            );
             return Ok(());
         }
         self.check_after_resolved(&row)?;
