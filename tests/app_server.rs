@@ -564,8 +564,10 @@ async fn read_lock_pins_master_status_and_catalog() {
 }
 
 /// Virtual generated columns, which TiDB never stores, reach the binlog's row images and
-/// snapshot reads computed from the expression TiDB keeps; one the engine cannot compute is
-/// NULL; `SHOW CREATE TABLE` prints the generated clause as MySQL does.
+/// snapshot reads computed from the expression TiDB keeps; `SHOW CREATE TABLE` prints the
+/// generated clause as MySQL does. A table with one the engine cannot compute is refused, never
+/// given a made-up value: its SELECT is an error and its first row stops capture, both naming
+/// the column.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     use tibinlog::sim::tidb::types as ty;
@@ -586,7 +588,7 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
                 .generated("concat(_utf8mb4'#', `id`, _utf8mb4'/', `qty`)", false),
             ColumnDef::new("stored", ty::int(mysql::TYPE_LONG, false)).generated("`qty` + 1", true),
             ColumnDef::new("doc_len", ty::int(mysql::TYPE_LONG, false))
-                .generated("json_length(`label`)", false),
+                .generated("json_valid(`label`)", false),
         ],
         primary_key: vec!["id".into()],
         clustered: true,
@@ -653,7 +655,7 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     let image = |id: &str, qty: &str, total: &str, label: &str, stored: &str| {
         serde_json::json!({
             "id": id, "qty": qty, "total": total, "label": label, "stored": stored,
-            "doc_len": null,
+            "doc_len": "0",
         })
     };
     assert_eq!(images.len(), 3, "{images:#?}");
@@ -672,8 +674,8 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
     assert_eq!(
         rows,
         [
-            (1, 3, 31, "#1/3".to_owned(), 4, None),
-            (2, 7, 72, "#2/7".to_owned(), 8, None)
+            (1, 3, 31, "#1/3".to_owned(), 4, Some(0)),
+            (2, 7, 72, "#2/7".to_owned(), 8, Some(0))
         ]
     );
     let filtered: Vec<i64> = conn
@@ -690,6 +692,47 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
         ddl.contains("`stored` int GENERATED ALWAYS AS (`qty` + 1) STORED,"),
         "{ddl}"
     );
+
+    // A column the engine cannot compute (SOUNDEX): the table's rows are refused.
+    cluster.ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table: TableDef {
+            name: "gen_bad".into(),
+            columns: vec![
+                ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+                ColumnDef::new("sound", ty::varchar(30)).generated("soundex(`id`)", false),
+            ],
+            primary_key: vec!["id".into()],
+            clustered: true,
+            indexes: Vec::new(),
+            partition: None,
+        },
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while master_gtids(addr).await.ok() != Some(dense_set(&uuid, 4)) {
+        assert!(Instant::now() < deadline, "the CREATE reaches the binlog");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let read = conn
+        .query::<(i64, Option<String>), _>("SELECT id, sound FROM test.gen_bad")
+        .await
+        .expect_err("refused");
+    assert!(read.to_string().contains("test.gen_bad.sound"), "{read}");
+    cluster.txn(|txn| {
+        txn.insert("test", "gen_bad", &[Value::Int(1), Value::Null])
+            .expect("insert");
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let s = capture_status(addr).await;
+        if s["Tibinlog_capture_state"] == "stopped" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "capture stops: {s:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let error = &status["Tibinlog_capture_last_error"];
+    assert!(error.contains("test.gen_bad.sound"), "{error}");
     let _ = conn.disconnect().await;
     app.stop().await.expect("clean stop");
     cluster.run.sim.shutdown().await.expect("sim shutdown");

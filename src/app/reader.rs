@@ -54,6 +54,16 @@ impl RowDecoder for MountedRows {
             .decode_row(value, Some(&handle), out)
             .map_err(|e| e.to_string())
     }
+
+    fn refused(&self) -> Option<String> {
+        let t = &self.0;
+        t.uncomputable.as_ref().map(|u| {
+            format!(
+                "virtual generated column {}.{}.{} cannot be computed ({} in `{}`)",
+                t.def.schema, t.def.table, u.column, u.reason, u.expression
+            )
+        })
+    }
 }
 
 /// [`SnapshotSource`] over the capture's TiKV reader.
@@ -166,6 +176,9 @@ impl SnapshotSource for TableReader {
         let decoder = table.rows.clone().ok_or_else(|| {
             SqlError::unsupported(format!("reading `{}`.`{}`", table.db, table.name))
         })?;
+        if let Some(why) = decoder.refused() {
+            return Err(SqlError::new(ER_UNKNOWN_ERROR, why));
+        }
         let unsigned = matches!(
             table.handle,
             crate::sql::catalog::HandleKind::IntPk { unsigned: true, .. }

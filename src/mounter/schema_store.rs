@@ -54,7 +54,7 @@ use super::coltype::{table_def, visible_columns};
 use super::error::{MounterError, Result};
 use super::filter::{is_system_schema, TableFilter};
 use crate::model::Ts;
-use crate::sql::generated::VirtualColumns;
+use crate::sql::generated::{Uncomputable, VirtualColumns};
 use crate::sql::types::SqlType;
 use crate::tidb::key::{self, Handle, MetaField};
 use crate::tidb::rowcodec::RowCodec;
@@ -82,6 +82,8 @@ pub struct MountedTable {
     pub codec: RowCodec,
     /// Its virtual generated columns, computed after decoding (empty for most tables).
     pub virtual_columns: VirtualColumns,
+    /// The first virtual column that cannot be computed: rows of this version are refused.
+    pub uncomputable: Option<Uncomputable>,
     /// Whether its rows and DDL pass the table filter (never for system schemas).
     pub included: bool,
 }
@@ -110,13 +112,14 @@ impl MountedTable {
         let codec = RowCodec::new(&info);
         debug_assert!(info.is_view_or_sequence() || def.columns.len() == codec.columns().len());
         let included = filter.matches(schema, &info.name.o);
-        let virtual_columns = virtual_columns(schema, &info, &def, included);
+        let (virtual_columns, uncomputable) = virtual_columns(schema, &info, &def, included);
         Ok(MountedTable {
             schema_id,
             info,
             def,
             codec,
             virtual_columns,
+            uncomputable,
             included,
         })
     }
@@ -130,16 +133,21 @@ impl MountedTable {
         handle: Option<&Handle>,
         out: &mut Vec<Value>,
     ) -> std::result::Result<(), crate::tidb::Error> {
+        let column = |name: &str| format!("{}.{}.{name}", self.def.schema, self.def.table);
+        if let Some(u) = &self.uncomputable {
+            return Err(crate::tidb::Error::GeneratedColumn {
+                column: column(&u.column),
+                reason: format!("{} in `{}`", u.reason, u.expression),
+            });
+        }
         self.codec.decode_into(value, handle, out)?;
         if !self.virtual_columns.is_empty() {
-            if let Some(f) = self.virtual_columns.fill(out) {
-                tracing::warn!(
-                    table = %format!("{}.{}", self.def.schema, self.def.table),
-                    column = %f.column,
-                    error = %f.reason,
-                    "a virtual generated column could not be computed for a row; it is NULL there (reported once per column)"
-                );
-            }
+            self.virtual_columns
+                .fill(out)
+                .map_err(|f| crate::tidb::Error::GeneratedColumn {
+                    column: column(&f.column),
+                    reason: f.reason,
+                })?;
         }
         Ok(())
     }
@@ -157,14 +165,15 @@ impl MountedTable {
     }
 }
 
-/// The compiled virtual generated columns of `info`; those that cannot be computed are named
-/// in a warning (once per table version, for the included tables).
+/// The compiled virtual generated columns of `info`, and the first that cannot be computed
+/// (named in a warning once per table version, for the included tables: its rows will be
+/// refused).
 fn virtual_columns(
     schema: &str,
     info: &TableInfo,
     def: &TableDef,
     included: bool,
-) -> VirtualColumns {
+) -> (VirtualColumns, Option<Uncomputable>) {
     let visible = visible_columns(info);
     let generated: Vec<(usize, &str)> = visible
         .iter()
@@ -173,23 +182,23 @@ fn virtual_columns(
         .map(|(i, c)| (i, c.generated_expr_string.as_str()))
         .collect();
     if generated.is_empty() || def.columns.len() != visible.len() {
-        return VirtualColumns::default();
+        return (VirtualColumns::default(), None);
     }
     let names: Vec<String> = visible.iter().map(|c| c.name.o.clone()).collect();
     let types: Vec<SqlType> = def.columns.iter().map(SqlType::from_column).collect();
     let (compiled, failed) = VirtualColumns::compile(&info.name.o, &names, &types, &generated);
     if included {
-        for f in failed {
+        for f in &failed {
             tracing::warn!(
                 table = %format!("{schema}.{}", info.name.o),
                 column = %f.column,
                 expression = %f.expression,
                 reason = %f.reason,
-                "a virtual generated column cannot be computed; its value is NULL in row images and reads"
+                "a virtual generated column cannot be computed; rows of this table will stop capture (exclude the table to go on without it)"
             );
         }
     }
-    compiled
+    (compiled, failed.into_iter().next())
 }
 
 type Versions = Vec<(Ts, Option<Arc<MountedTable>>)>;

@@ -293,7 +293,12 @@ fn virtual_generated_columns_are_computed_when_a_row_is_decoded() {
             "`a` * 10 + `b`",
         ),
         col(4, "s", varchar, "concat(`c`, _utf8mb4'-x')"),
-        col(5, "j", FieldType::new(mysql::TYPE_LONG), "json_length(`s`)"),
+        col(
+            5,
+            "j",
+            FieldType::new(mysql::TYPE_LONG),
+            "json_length(json_array(`s`))",
+        ),
     ];
     let m = MountedTable::new(2, "d", t, &TableFilter::all()).unwrap();
     let mut stored = Vec::new();
@@ -309,11 +314,31 @@ fn virtual_generated_columns_are_computed_when_a_row_is_decoded() {
             &mut stored,
         )
         .unwrap();
+    // One it cannot compute (no JSON_ARRAY): every row of the table version is refused,
+    // naming the column, never given a made-up NULL.
     let mut out = vec![Value::Int(99)];
+    let err = m
+        .decode_row(&stored, Some(&Handle::Int(1)), &mut out)
+        .expect_err("refused");
+    assert!(err.to_string().contains("d.g.j"), "{err}");
+    assert!(
+        err.to_string().to_lowercase().contains("json_array"),
+        "{err}"
+    );
+
+    // Without it, the others are computed.
+    let mut t = m.info.clone();
+    t.columns.pop();
+    let m = MountedTable::new(2, "d", t, &TableFilter::all()).unwrap();
+    stored.clear();
+    m.codec
+        .encode_v2(
+            &[Value::Int(4), Value::Int(2), Value::Null, Value::Null],
+            &mut stored,
+        )
+        .unwrap();
     m.decode_row(&stored, Some(&Handle::Int(1)), &mut out)
         .unwrap();
-    // The one it cannot compute (no JSON_LENGTH) is NULL, and was named when the table
-    // version was built.
     assert_eq!(
         out,
         [
@@ -321,7 +346,6 @@ fn virtual_generated_columns_are_computed_when_a_row_is_decoded() {
             Value::Int(2),
             Value::Int(42),
             Value::Bytes(b"42-x".to_vec()),
-            Value::Null
         ]
     );
 }

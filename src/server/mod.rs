@@ -316,12 +316,16 @@ impl Shared {
         if !is_unanswered(e.error.code) {
             return;
         }
+        // A hostile or generated statement may be megabytes: the log and the list keep a
+        // prefix and the length.
+        let statement = bounded(statement);
+        let message = bounded(&e.message);
         tracing::warn!(
             conn = info.id,
             user = %info.user,
             code = e.error.code,
-            error = %e.message,
-            statement,
+            error = %message,
+            statement = %statement,
             "statement not answered"
         );
         self.metrics.unanswered.inc();
@@ -332,9 +336,9 @@ impl Shared {
         kept.push_back(Unanswered {
             conn: info.id,
             user: info.user.clone(),
-            statement: statement.to_owned(),
+            statement,
             code: e.error.code,
-            message: e.message.clone(),
+            message,
         });
     }
 
@@ -726,4 +730,35 @@ fn load_tls(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ServerError> 
         .with_single_cert(certs, key)
         .map_err(|e| err("certificate", &e))?;
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Bytes of a statement or message kept for the log and the unanswered list.
+const NOTE_KEPT: usize = 1024;
+
+/// `text` cut to its first [`NOTE_KEPT`] bytes (at a character boundary), with its full
+/// length said when cut.
+fn bounded(text: &str) -> String {
+    if text.len() <= NOTE_KEPT {
+        return text.to_owned();
+    }
+    let mut end = NOTE_KEPT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_keep_a_bounded_prefix_and_the_length() {
+        assert_eq!(bounded("SELECT nope()"), "SELECT nope()");
+        let huge = format!("SELECT '{}'", "é".repeat(1_000_000));
+        let kept = bounded(&huge);
+        assert!(kept.len() < NOTE_KEPT + 40, "{}", kept.len());
+        assert!(kept.starts_with("SELECT 'éé"));
+        assert!(kept.ends_with(&format!("({} bytes)", huge.len())), "{kept}");
+    }
 }

@@ -1,7 +1,8 @@
-//! Aggregate functions: COUNT, MIN, MAX, SUM, AVG, GROUP_CONCAT, ANY_VALUE, with MySQL's result
-//! types (COUNT is BIGINT, SUM and AVG of integers or decimals are DECIMAL, of anything else
-//! DOUBLE; MIN/MAX keep the argument's type) and NULL rules (NULL inputs are skipped; no input
-//! gives NULL, COUNT gives 0).
+//! Aggregate functions: COUNT, MIN, MAX, SUM, AVG, GROUP_CONCAT, ANY_VALUE, BIT_AND, BIT_OR,
+//! BIT_XOR, with MySQL's result types (COUNT is BIGINT, SUM and AVG of integers or decimals are
+//! DECIMAL, of anything else DOUBLE; MIN/MAX keep the argument's type; BIT_* are BIGINT
+//! UNSIGNED) and NULL rules (NULL inputs are skipped; no input gives NULL, COUNT gives 0, BIT_AND
+//! all ones, BIT_OR and BIT_XOR 0).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -24,6 +25,9 @@ pub enum AggFunc {
     Avg,
     GroupConcat,
     AnyValue,
+    BitAnd,
+    BitOr,
+    BitXor,
 }
 
 /// One aggregate call of a query.
@@ -55,6 +59,7 @@ pub enum AggState {
     },
     Concat(Option<Vec<u8>>),
     Any(Option<Value>),
+    Bits(u64),
 }
 
 impl AggCall {
@@ -84,6 +89,9 @@ impl AggCall {
                 SqlType::new(TypeKind::Text { max_bytes: 65_535 })
                     .with_collation(super::charset::UTF8MB4_0900_AI_CI),
             ),
+            ("BIT_AND", Some(_)) => (AggFunc::BitAnd, SqlType::ubigint().not_null()),
+            ("BIT_OR", Some(_)) => (AggFunc::BitOr, SqlType::ubigint().not_null()),
+            ("BIT_XOR", Some(_)) => (AggFunc::BitXor, SqlType::ubigint().not_null()),
             _ => return Err(SqlError::unsupported(format!("the aggregate {name}"))),
         };
         Ok(AggCall {
@@ -115,6 +123,8 @@ impl AggCall {
             },
             AggFunc::GroupConcat => AggState::Concat(None),
             AggFunc::AnyValue => AggState::Any(None),
+            AggFunc::BitAnd => AggState::Bits(u64::MAX),
+            AggFunc::BitOr | AggFunc::BitXor => AggState::Bits(0),
         }
     }
 
@@ -207,6 +217,15 @@ impl AggCall {
                 }
                 0
             }
+            AggState::Bits(acc) => {
+                let w = super::func::num::word(&val, &ty);
+                *acc = match self.func {
+                    AggFunc::BitAnd => *acc & w,
+                    AggFunc::BitOr => *acc | w,
+                    _ => *acc ^ w,
+                };
+                0
+            }
         })
     }
 
@@ -244,6 +263,7 @@ impl AggCall {
                 }
             }
             AggState::Concat(acc) => acc.map_or(Value::Null, Value::Bytes),
+            AggState::Bits(acc) => Value::UInt(acc),
         }
     }
 }
@@ -300,6 +320,24 @@ mod tests {
                 .expect("update");
         }
         call.finish(st)
+    }
+
+    #[test]
+    fn bit_aggregates_skip_nulls_and_start_from_their_identity() {
+        let col = || Some(Expr::column(0, SqlType::bigint()));
+        let vals = [Value::Int(6), Value::Null, Value::Int(3), Value::Int(-1)];
+        let bits = |name: &str, vals: &[Value]| {
+            run(
+                &AggCall::new(name, col(), false).expect("bit aggregate"),
+                vals,
+            )
+        };
+        // -1 is all ones as a 64-bit word.
+        assert_eq!(bits("BIT_XOR", &vals), Value::UInt(!(6 ^ 3)));
+        assert_eq!(bits("BIT_OR", &vals), Value::UInt(u64::MAX));
+        assert_eq!(bits("BIT_AND", &vals[..3]), Value::UInt(2));
+        assert_eq!(bits("BIT_XOR", &[]), Value::UInt(0));
+        assert_eq!(bits("BIT_AND", &[Value::Null]), Value::UInt(u64::MAX));
     }
 
     #[test]

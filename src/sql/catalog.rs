@@ -130,6 +130,10 @@ pub trait RowDecoder: Send + Sync + std::fmt::Debug {
         value: &[u8],
         out: &mut Vec<tibinlog_protocol::value::Value>,
     ) -> Result<(), String>;
+    /// Why no row of the table can be read (a column that cannot be computed), if so.
+    fn refused(&self) -> Option<String> {
+        None
+    }
 }
 
 impl TableMeta {

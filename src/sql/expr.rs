@@ -15,12 +15,11 @@ use sqlparser::ast::{
     InTarget, UnaryOperator,
 };
 use tibinlog_protocol::value::Value;
-use tibinlog_protocol::wire::errors::{
-    ER_DATA_OUT_OF_RANGE, ER_SP_DOES_NOT_EXIST, ER_UNKNOWN_CHARACTER_SET,
-};
+use tibinlog_protocol::wire::errors::{ER_DATA_OUT_OF_RANGE, ER_UNKNOWN_CHARACTER_SET};
 
 use super::charset;
 use super::error::{Result, SqlError};
+pub use super::func::Func;
 use super::like::{CaseRule, LikePattern, LikeScratch};
 use super::types::{SqlType, TypeKind};
 use super::value::{self as v, CmpMode};
@@ -52,45 +51,6 @@ pub enum ArithOp {
     Div,
     IntDiv,
     Mod,
-}
-
-/// Scalar functions evaluated per row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Func {
-    IfNull,
-    NullIf,
-    If,
-    Coalesce,
-    IsNull,
-    Concat,
-    ConcatWs,
-    Lower,
-    Upper,
-    Length,
-    CharLength,
-    Substring,
-    Left,
-    Right,
-    Replace,
-    Trim,
-    Ltrim,
-    Rtrim,
-    Hex,
-    Abs,
-    Greatest,
-    Least,
-    GtidSubtract,
-    GtidSubset,
-    TimeToSec,
-    TimeDiff,
-    /// `&`, `|`, `^`, `<<`, `>>`: on unsigned 64-bit integers, as MySQL does for numbers.
-    BitAnd,
-    BitOr,
-    BitXor,
-    ShiftLeft,
-    ShiftRight,
-    Floor,
-    Ceil,
 }
 
 #[derive(Debug, Clone)]
@@ -631,6 +591,18 @@ impl<'a> Compiler<'a> {
                 let ty = SqlType::ubigint().nullable(l.ty.nullable || r.ty.nullable);
                 Ok(expr(ExprKind::Func(f, vec![l, r]), ty))
             }
+            BinaryOperator::Arrow | BinaryOperator::LongArrow => {
+                // `doc->path` is JSON_EXTRACT(doc, path); `->>` unquotes the result.
+                let args = vec![self.compile(left)?, self.compile(right)?];
+                let (f, ty) = super::func::signature("JSON_EXTRACT", &args)?;
+                let extract = expr(ExprKind::Func(f, args), ty);
+                if *op == BinaryOperator::Arrow {
+                    return Ok(extract);
+                }
+                let args = vec![extract];
+                let (f, ty) = super::func::signature("JSON_UNQUOTE", &args)?;
+                Ok(expr(ExprKind::Func(f, args), ty))
+            }
             other => Err(SqlError::unsupported(format!("the operator {other}"))),
         }
     }
@@ -846,169 +818,7 @@ impl<'a> Compiler<'a> {
 
     /// A scalar function of compiled arguments.
     fn func(&self, name: &str, args: Vec<Expr>) -> Result<Expr> {
-        let n = args.len();
-        let arity = |ok: bool| {
-            if ok {
-                Ok(())
-            } else {
-                Err(SqlError::new(
-                    tibinlog_protocol::wire::errors::ER_PARSE_ERROR,
-                    format!("Incorrect parameter count in the call to native function '{name}'"),
-                ))
-            }
-        };
-        let text_of = |args: &[Expr]| {
-            let chars: u32 = args
-                .iter()
-                .map(|a| display_chars(&a.ty))
-                .fold(0u32, u32::saturating_add);
-            SqlType::string(chars)
-        };
-        let (f, ty) = match name {
-            "IFNULL" => {
-                arity(n == 2)?;
-                (
-                    Func::IfNull,
-                    union_type(&[&args[0].ty, &args[1].ty]).nullable(args[1].ty.nullable),
-                )
-            }
-            "NULLIF" => {
-                arity(n == 2)?;
-                (Func::NullIf, args[0].ty.clone().nullable(true))
-            }
-            "IF" => {
-                arity(n == 3)?;
-                (Func::If, union_type(&[&args[1].ty, &args[2].ty]))
-            }
-            "COALESCE" => {
-                arity(n >= 1)?;
-                let tys: Vec<&SqlType> = args.iter().map(|a| &a.ty).collect();
-                (Func::Coalesce, union_type(&tys))
-            }
-            "ISNULL" => {
-                arity(n == 1)?;
-                (Func::IsNull, bool_type().not_null())
-            }
-            "CONCAT" => {
-                arity(n >= 1)?;
-                (Func::Concat, text_of(&args))
-            }
-            "CONCAT_WS" => {
-                arity(n >= 2)?;
-                (Func::ConcatWs, text_of(&args))
-            }
-            "LOWER" | "LCASE" => {
-                arity(n == 1)?;
-                (Func::Lower, args[0].ty.clone())
-            }
-            "UPPER" | "UCASE" => {
-                arity(n == 1)?;
-                (Func::Upper, args[0].ty.clone())
-            }
-            "LENGTH" | "OCTET_LENGTH" => {
-                arity(n == 1)?;
-                (Func::Length, SqlType::bigint())
-            }
-            "CHAR_LENGTH" | "CHARACTER_LENGTH" => {
-                arity(n == 1)?;
-                (Func::CharLength, SqlType::bigint())
-            }
-            "SUBSTRING" | "SUBSTR" | "MID" => {
-                arity(n == 2 || n == 3)?;
-                (Func::Substring, args[0].ty.clone().nullable(true))
-            }
-            "LEFT" => {
-                arity(n == 2)?;
-                (Func::Left, args[0].ty.clone())
-            }
-            "RIGHT" => {
-                arity(n == 2)?;
-                (Func::Right, args[0].ty.clone())
-            }
-            "REPLACE" => {
-                arity(n == 3)?;
-                (
-                    Func::Replace,
-                    SqlType::longtext(charset::UTF8MB4_0900_AI_CI),
-                )
-            }
-            "TRIM" => {
-                arity(n == 1)?;
-                (Func::Trim, args[0].ty.clone())
-            }
-            "LTRIM" => {
-                arity(n == 1)?;
-                (Func::Ltrim, args[0].ty.clone())
-            }
-            "RTRIM" => {
-                arity(n == 1)?;
-                (Func::Rtrim, args[0].ty.clone())
-            }
-            "HEX" => {
-                arity(n == 1)?;
-                (
-                    Func::Hex,
-                    SqlType::string(display_chars(&args[0].ty).saturating_mul(2)),
-                )
-            }
-            "ABS" => {
-                arity(n == 1)?;
-                (Func::Abs, args[0].ty.clone())
-            }
-            "FLOOR" | "CEIL" | "CEILING" => {
-                arity(n == 1)?;
-                let f = if name == "FLOOR" {
-                    Func::Floor
-                } else {
-                    Func::Ceil
-                };
-                // Integers stay integers, decimals lose their scale, the rest is DOUBLE.
-                let t = &args[0].ty;
-                let ty = if t.is_integer() {
-                    t.clone()
-                } else if matches!(t.kind, TypeKind::Decimal { .. }) {
-                    SqlType::bigint().nullable(t.nullable)
-                } else {
-                    SqlType::double().nullable(t.nullable)
-                };
-                (f, ty)
-            }
-            "GREATEST" | "LEAST" => {
-                arity(n >= 2)?;
-                let tys: Vec<&SqlType> = args.iter().map(|a| &a.ty).collect();
-                let f = if name == "GREATEST" {
-                    Func::Greatest
-                } else {
-                    Func::Least
-                };
-                (f, union_type(&tys))
-            }
-            "GTID_SUBTRACT" => {
-                arity(n == 2)?;
-                (
-                    Func::GtidSubtract,
-                    SqlType::longtext(charset::UTF8MB4_0900_AI_CI),
-                )
-            }
-            "GTID_SUBSET" => {
-                arity(n == 2)?;
-                (Func::GtidSubset, bool_type())
-            }
-            "TIME_TO_SEC" => {
-                arity(n == 1)?;
-                (Func::TimeToSec, SqlType::bigint())
-            }
-            "TIMEDIFF" => {
-                arity(n == 2)?;
-                (Func::TimeDiff, SqlType::new(TypeKind::Time { fsp: 0 }))
-            }
-            _ => {
-                return Err(SqlError::new(
-                    ER_SP_DOES_NOT_EXIST,
-                    format!("FUNCTION {name} does not exist"),
-                ))
-            }
-        };
+        let (f, ty) = super::func::signature(name, &args)?;
         fold(expr(ExprKind::Func(f, args), ty))
     }
 }
@@ -1026,7 +836,7 @@ fn arith_op(op: &BinaryOperator) -> Option<ArithOp> {
 }
 
 /// Characters a value of `ty` shows at most (for result column lengths).
-fn display_chars(ty: &SqlType) -> u32 {
+pub(crate) fn display_chars(ty: &SqlType) -> u32 {
     match &ty.kind {
         TypeKind::Char { chars } | TypeKind::VarChar { chars } => *chars,
         TypeKind::Text { max_bytes } => u32::try_from(*max_bytes).unwrap_or(u32::MAX),
@@ -1054,6 +864,7 @@ pub fn is_aggregate(upper_name: &str) -> bool {
             | "ANY_VALUE"
             | "BIT_OR"
             | "BIT_AND"
+            | "BIT_XOR"
     )
 }
 
@@ -1436,7 +1247,7 @@ impl Expr {
                     None => Ok(Value::Null),
                 }
             }
-            ExprKind::Func(f, args) => self.func(*f, args, row),
+            ExprKind::Func(f, args) => super::func::eval(*f, args, &self.ty, row),
             ExprKind::Cast(inner) => {
                 let val = inner.eval(row)?;
                 convert_to(val, &inner.ty, &self.ty)
@@ -1458,396 +1269,6 @@ impl Expr {
         let val = self.eval(row)?;
         Ok(!matches!(val, Value::Null) && v::is_true(&val, &self.ty))
     }
-
-    fn func(&self, f: Func, args: &[Expr], row: &[Value]) -> Result<Value> {
-        let arg = |i: usize| args[i].eval(row);
-        let text = |val: &Value, i: usize| v::to_bytes(val, &args[i].ty);
-        Ok(match f {
-            Func::IfNull => {
-                let a = arg(0)?;
-                let (val, ty) = if matches!(a, Value::Null) {
-                    (arg(1)?, &args[1].ty)
-                } else {
-                    (a, &args[0].ty)
-                };
-                convert_to(val, ty, &self.ty)?
-            }
-            Func::NullIf => {
-                let (a, b) = (arg(0)?, arg(1)?);
-                let mode = CmpMode::for_types(&args[0].ty, &args[1].ty);
-                if !matches!(a, Value::Null)
-                    && !matches!(b, Value::Null)
-                    && compare_values(mode, &a, &args[0].ty, &b, &args[1].ty) == Ordering::Equal
-                {
-                    Value::Null
-                } else {
-                    a
-                }
-            }
-            Func::If => {
-                let i = if self.truth_of(&args[0], row)? == Some(true) {
-                    1
-                } else {
-                    2
-                };
-                convert_to(arg(i)?, &args[i].ty, &self.ty)?
-            }
-            Func::Coalesce => {
-                for (i, a) in args.iter().enumerate() {
-                    let val = a.eval(row)?;
-                    if !matches!(val, Value::Null) {
-                        return convert_to(val, &args[i].ty, &self.ty);
-                    }
-                }
-                Value::Null
-            }
-            Func::IsNull => bool_value(matches!(arg(0)?, Value::Null)),
-            Func::Concat => {
-                let mut out = Vec::new();
-                for i in 0..args.len() {
-                    let val = arg(i)?;
-                    if matches!(val, Value::Null) {
-                        return Ok(Value::Null);
-                    }
-                    out.extend_from_slice(&text(&val, i));
-                }
-                Value::Bytes(out)
-            }
-            Func::ConcatWs => {
-                let sep = arg(0)?;
-                if matches!(sep, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let sep = text(&sep, 0);
-                let mut out = Vec::new();
-                let mut first = true;
-                for i in 1..args.len() {
-                    let val = arg(i)?;
-                    if matches!(val, Value::Null) {
-                        continue;
-                    }
-                    if !first {
-                        out.extend_from_slice(&sep);
-                    }
-                    out.extend_from_slice(&text(&val, i));
-                    first = false;
-                }
-                Value::Bytes(out)
-            }
-            Func::Lower | Func::Upper => {
-                let val = arg(0)?;
-                if matches!(val, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let b = text(&val, 0);
-                if args[0].ty.collation == charset::BINARY && args[0].ty.is_string() {
-                    Value::Bytes(b)
-                } else {
-                    let s = String::from_utf8_lossy(&b);
-                    Value::Bytes(
-                        if f == Func::Lower {
-                            s.to_lowercase()
-                        } else {
-                            s.to_uppercase()
-                        }
-                        .into_bytes(),
-                    )
-                }
-            }
-            Func::Length | Func::CharLength => {
-                let val = arg(0)?;
-                if matches!(val, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let b = text(&val, 0);
-                let n = if f == Func::Length || args[0].ty.collation == charset::BINARY {
-                    b.len()
-                } else {
-                    String::from_utf8_lossy(&b).chars().count()
-                };
-                Value::Int(n as i64)
-            }
-            Func::Substring | Func::Left | Func::Right => {
-                let val = arg(0)?;
-                if matches!(val, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let mut ints = Vec::new();
-                for (i, a) in args.iter().enumerate().skip(1) {
-                    let x = arg(i)?;
-                    if matches!(x, Value::Null) {
-                        return Ok(Value::Null);
-                    }
-                    ints.push(v::to_int(&x, &a.ty).unwrap_or(0));
-                }
-                let s = String::from_utf8_lossy(&text(&val, 0)).into_owned();
-                let chars: Vec<char> = s.chars().collect();
-                let len = chars.len() as i128;
-                let (start, count) = match f {
-                    Func::Left => (0, ints[0].max(0)),
-                    Func::Right => {
-                        let n = ints[0].clamp(0, len);
-                        (len - n, n)
-                    }
-                    _ => {
-                        let pos = ints[0];
-                        let start = if pos > 0 {
-                            pos - 1
-                        } else if pos < 0 {
-                            len + pos
-                        } else {
-                            return Ok(Value::Bytes(Vec::new()));
-                        };
-                        if start < 0 || start >= len {
-                            return Ok(Value::Bytes(Vec::new()));
-                        }
-                        (start, ints.get(1).copied().unwrap_or(len).max(0))
-                    }
-                };
-                let start = start.clamp(0, len) as usize;
-                let end = (start as i128 + count).clamp(0, len) as usize;
-                Value::Bytes(chars[start..end].iter().collect::<String>().into_bytes())
-            }
-            Func::Replace => {
-                let (a, from, to) = (arg(0)?, arg(1)?, arg(2)?);
-                if [&a, &from, &to].iter().any(|x| matches!(x, Value::Null)) {
-                    return Ok(Value::Null);
-                }
-                let (a, from, to) = (text(&a, 0), text(&from, 1), text(&to, 2));
-                if from.is_empty() {
-                    return Ok(Value::Bytes(a));
-                }
-                let mut out = Vec::with_capacity(a.len());
-                let mut i = 0;
-                while i < a.len() {
-                    if a[i..].starts_with(&from) {
-                        out.extend_from_slice(&to);
-                        i += from.len();
-                    } else {
-                        out.push(a[i]);
-                        i += 1;
-                    }
-                }
-                Value::Bytes(out)
-            }
-            Func::Trim | Func::Ltrim | Func::Rtrim => {
-                let val = arg(0)?;
-                if matches!(val, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let b = text(&val, 0);
-                let start = if f == Func::Rtrim {
-                    0
-                } else {
-                    b.iter().position(|&c| c != b' ').unwrap_or(b.len())
-                };
-                let end = if f == Func::Ltrim {
-                    b.len()
-                } else {
-                    b.iter().rposition(|&c| c != b' ').map_or(start, |i| i + 1)
-                };
-                Value::Bytes(b[start..end.max(start)].to_vec())
-            }
-            Func::Hex => {
-                let val = arg(0)?;
-                match val {
-                    Value::Null => Value::Null,
-                    Value::Int(_) | Value::UInt(_) => {
-                        let n = v::to_int(&val, &args[0].ty).unwrap_or(0);
-                        Value::Bytes(format!("{:X}", n as u64).into_bytes())
-                    }
-                    other => Value::Bytes(hex::encode_upper(text(&other, 0)).into_bytes()),
-                }
-            }
-            Func::Abs => {
-                let val = arg(0)?;
-                match val {
-                    Value::Null => Value::Null,
-                    Value::Int(i) => Value::Int(
-                        i.checked_abs()
-                            .ok_or_else(|| out_of_range("BIGINT", "abs"))?,
-                    ),
-                    Value::Decimal(d) => Value::Decimal(d.trim_start_matches('-').to_owned()),
-                    Value::Double(x) => Value::Double(x.abs()),
-                    other => other,
-                }
-            }
-            Func::Greatest | Func::Least => {
-                let mut best: Option<(Value, usize)> = None;
-                for i in 0..args.len() {
-                    let val = arg(i)?;
-                    if matches!(val, Value::Null) {
-                        return Ok(Value::Null);
-                    }
-                    best = Some(match best {
-                        None => (val, i),
-                        Some((b, j)) => {
-                            let mode = CmpMode::for_types(&args[i].ty, &args[j].ty);
-                            let ord = compare_values(mode, &val, &args[i].ty, &b, &args[j].ty);
-                            let take = if f == Func::Greatest {
-                                ord == Ordering::Greater
-                            } else {
-                                ord == Ordering::Less
-                            };
-                            if take {
-                                (val, i)
-                            } else {
-                                (b, j)
-                            }
-                        }
-                    });
-                }
-                match best {
-                    Some((val, i)) => convert_to(val, &args[i].ty, &self.ty)?,
-                    None => Value::Null,
-                }
-            }
-            Func::GtidSubtract | Func::GtidSubset => {
-                let (a, b) = (arg(0)?, arg(1)?);
-                if matches!(a, Value::Null) || matches!(b, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let parse = |val: &Value, i: usize| {
-                    let t = String::from_utf8_lossy(&text(val, i)).into_owned();
-                    tibinlog_protocol::binlog::GtidSet::parse(&t).map_err(|_| {
-                        SqlError::new(
-                            tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR,
-                            "Malformed GTID set specification",
-                        )
-                    })
-                };
-                let (a, b) = (parse(&a, 0)?, parse(&b, 1)?);
-                if f == Func::GtidSubtract {
-                    Value::Bytes(a.subtract(&b).to_string().into_bytes())
-                } else {
-                    bool_value(a.is_subset_of(&b))
-                }
-            }
-            Func::BitAnd | Func::BitOr | Func::BitXor | Func::ShiftLeft | Func::ShiftRight => {
-                let (a, b) = (arg(0)?, arg(1)?);
-                if matches!(a, Value::Null) || matches!(b, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                // MySQL converts each operand to a 64-bit integer: negative values wrap,
-                // larger ones saturate.
-                let word = |val: &Value, t: &SqlType| -> u64 {
-                    // Binary strings (b'…', X'…') count as the big-endian number of their bytes.
-                    if let Value::Bytes(b) = val {
-                        if t.collation == charset::BINARY && b.len() <= 8 {
-                            return b.iter().fold(0u64, |n, x| (n << 8) | u64::from(*x));
-                        }
-                    }
-                    match v::to_int(val, t) {
-                        Some(i) if i < 0 => (i.max(i128::from(i64::MIN)) as i64) as u64,
-                        Some(i) => u64::try_from(i).unwrap_or(u64::MAX),
-                        None => {
-                            let f = v::to_f64(val, t);
-                            if f <= 0.0 {
-                                0
-                            } else {
-                                u64::MAX
-                            }
-                        }
-                    }
-                };
-                let (x, y) = (word(&a, &args[0].ty), word(&b, &args[1].ty));
-                Value::UInt(match f {
-                    Func::BitAnd => x & y,
-                    Func::BitOr => x | y,
-                    Func::BitXor => x ^ y,
-                    Func::ShiftLeft => x.checked_shl(u32::try_from(y).unwrap_or(64)).unwrap_or(0),
-                    _ => x.checked_shr(u32::try_from(y).unwrap_or(64)).unwrap_or(0),
-                })
-            }
-            Func::Floor | Func::Ceil => {
-                let val = arg(0)?;
-                let t = &args[0].ty;
-                match val {
-                    Value::Null => Value::Null,
-                    Value::Int(_) | Value::UInt(_) if t.is_integer() => val,
-                    Value::Decimal(d) if matches!(t.kind, TypeKind::Decimal { .. }) => {
-                        // Exactly, on the text: the integer part, one step down (FLOOR of a
-                        // negative) or up (CEIL of a positive) when a fraction is left.
-                        let (neg, digits) = d
-                            .strip_prefix('-')
-                            .map_or((false, d.as_str()), |r| (true, r));
-                        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-                        let whole: i64 =
-                            int.parse().map_err(|_| out_of_range("BIGINT", "floor"))?;
-                        let whole = if neg { -whole } else { whole };
-                        let fraction = frac.bytes().any(|b| b != b'0');
-                        Value::Int(match (f == Func::Floor, neg, fraction) {
-                            (true, true, true) => whole - 1,
-                            (false, false, true) => whole + 1,
-                            _ => whole,
-                        })
-                    }
-                    other => {
-                        let x = v::to_f64(&other, t);
-                        Value::Double(if f == Func::Floor {
-                            x.floor()
-                        } else {
-                            x.ceil()
-                        })
-                    }
-                }
-            }
-            Func::TimeToSec => {
-                let val = arg(0)?;
-                match v::to_time(&val, &args[0].ty) {
-                    Some(t) if !matches!(val, Value::Null) => {
-                        Value::Int(v::time_key(&t) / 1_000_000)
-                    }
-                    _ => Value::Null,
-                }
-            }
-            Func::TimeDiff => {
-                let (a, b) = (arg(0)?, arg(1)?);
-                let us = match (
-                    v::to_datetime(&a, &args[0].ty),
-                    v::to_datetime(&b, &args[1].ty),
-                ) {
-                    (Some(x), Some(y)) => datetime_micros(&x) - datetime_micros(&y),
-                    _ => match (v::to_time(&a, &args[0].ty), v::to_time(&b, &args[1].ty)) {
-                        (Some(x), Some(y)) => v::time_key(&x) - v::time_key(&y),
-                        _ => return Ok(Value::Null),
-                    },
-                };
-                let neg = us < 0;
-                let us = us.unsigned_abs();
-                let secs = us / 1_000_000;
-                let hours = (secs / 3600).min(838);
-                Value::Time(tibinlog_protocol::value::Time {
-                    negative: neg,
-                    hours: hours as u16,
-                    minutes: ((secs / 60) % 60) as u8,
-                    seconds: (secs % 60) as u8,
-                    micros: (us % 1_000_000) as u32,
-                })
-            }
-        })
-    }
-}
-
-fn datetime_micros(dt: &tibinlog_protocol::value::DateTime) -> i64 {
-    let days = days_from_civil(
-        i64::from(dt.date.year),
-        i64::from(dt.date.month),
-        i64::from(dt.date.day),
-    );
-    ((days * 24 + i64::from(dt.hour)) * 60 + i64::from(dt.minute)) * 60_000_000
-        + i64::from(dt.second) * 1_000_000
-        + i64::from(dt.micros)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Compares two non-NULL values; a value that cannot be read in `mode` (a string that is not
@@ -1862,7 +1283,7 @@ pub fn compare_values(mode: CmpMode, a: &Value, ta: &SqlType, b: &Value, tb: &Sq
     })
 }
 
-fn out_of_range(ty: &str, what: &str) -> SqlError {
+pub(crate) fn out_of_range(ty: &str, what: &str) -> SqlError {
     SqlError::new(
         ER_DATA_OUT_OF_RANGE,
         format!("{ty} value is out of range in '{what}'"),
@@ -2000,6 +1421,7 @@ pub fn convert_to(val: Value, from: &SqlType, to: &SqlType) -> Result<Value> {
         TypeKind::Char { .. } | TypeKind::VarChar { .. } | TypeKind::Text { .. } => {
             Value::Bytes(v::to_bytes(&val, from))
         }
+        TypeKind::Json => super::func::json::cast(val, from)?,
         _ => val,
     })
 }

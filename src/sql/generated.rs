@@ -4,12 +4,12 @@
 //! per table version with the engine that answers SELECT, and fills the cells of every decoded
 //! row, for binlog row images and snapshot reads alike.
 //!
-//! An expression the engine cannot compile (a function it lacks, a target type it cannot hold)
-//! is reported by [`VirtualColumns::compile`] so that the caller names it once; its cells stay
-//! NULL. An expression that fails on one row (an out-of-range result) gives NULL for that row
-//! and is reported the first time.
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! A value is never made up: an expression the engine cannot compile (a function it lacks, a
+//! target type it cannot hold) is returned by [`VirtualColumns::compile`], and the caller
+//! refuses rows of that table version; an expression that fails on one row (an out-of-range
+//! result, invalid JSON) is an error for that row. TiDB computed the same expression when the
+//! row was written, so a failure here is a difference between the two evaluators, which only
+//! an error makes visible.
 
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -27,8 +27,6 @@ struct Column {
     name: String,
     expr: Expr,
     ty: SqlType,
-    /// An evaluation failed once already (reported).
-    failed: AtomicBool,
 }
 
 /// A virtual column whose expression cannot be computed.
@@ -39,7 +37,7 @@ pub struct Uncomputable {
     pub reason: String,
 }
 
-/// An evaluation that failed on one row (reported once per column).
+/// An evaluation that failed on one row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalFailure {
     pub column: String,
@@ -106,6 +104,7 @@ fn storable(ty: &SqlType) -> bool {
             | TypeKind::Char { .. }
             | TypeKind::VarChar { .. }
             | TypeKind::Text { .. }
+            | TypeKind::Json
     )
 }
 
@@ -174,7 +173,6 @@ impl VirtualColumns {
                     name: name.clone(),
                     expr,
                     ty: ty.clone(),
-                    failed: AtomicBool::new(false),
                 }),
                 Err(e) => failed.push(fail(e.message.clone())),
             }
@@ -188,29 +186,22 @@ impl VirtualColumns {
     }
 
     /// Computes the virtual cells of `row` (a decoded row, the virtual cells unset), in column
-    /// order so that one may use another before it. Returns the first failure of a column
-    /// that had not failed before (its cell is NULL).
-    pub fn fill(&self, row: &mut [Value]) -> Option<EvalFailure> {
-        let mut first = None;
+    /// order so that one may use another before it; the first column that fails is the error.
+    pub fn fill(&self, row: &mut [Value]) -> std::result::Result<(), EvalFailure> {
         for c in &self.cols {
-            let cell = c.expr.eval(row).and_then(|v| to_cell(v, &c.expr.ty, &c.ty));
-            let value = match cell {
-                Ok(v) => v,
-                Err(e) => {
-                    if first.is_none() && !c.failed.swap(true, Ordering::Relaxed) {
-                        first = Some(EvalFailure {
-                            column: c.name.clone(),
-                            reason: e.message.clone(),
-                        });
-                    }
-                    Value::Null
-                }
-            };
+            let value = c
+                .expr
+                .eval(row)
+                .and_then(|v| to_cell(v, &c.expr.ty, &c.ty))
+                .map_err(|e| EvalFailure {
+                    column: c.name.clone(),
+                    reason: e.message.clone(),
+                })?;
             if let Some(slot) = row.get_mut(c.index) {
                 *slot = value;
             }
         }
-        first
+        Ok(())
     }
 }
 
@@ -261,7 +252,7 @@ mod tests {
             Value::Null,
             Value::Null,
         ];
-        assert_eq!(v.fill(&mut row), None);
+        assert_eq!(v.fill(&mut row), Ok(()));
         assert_eq!(row[4], Value::Decimal("7.50".into()));
         assert_eq!(row[5], Value::Bytes(b"AB-3".to_vec()));
         assert_eq!(
@@ -277,49 +268,89 @@ mod tests {
 
         // NULL in, NULL out.
         row[2] = Value::Null;
-        assert_eq!(v.fill(&mut row), None);
+        assert_eq!(v.fill(&mut row), Ok(()));
         assert_eq!(row[4], Value::Null);
         assert_eq!(row[5], Value::Null);
     }
 
     #[test]
-    fn what_cannot_be_computed_is_named_and_stays_null() {
+    fn what_cannot_be_computed_is_named() {
         let (names, types) = table();
-        let generated = [
-            (4, "json_extract(`name`, _utf8mb4'$.a')"),
-            (5, "`nope` + 1"),
-            (7, "`price` +"),
-        ];
+        let generated = [(4, "soundex(`name`)"), (5, "`nope` + 1"), (7, "`price` +")];
         let (v, failed) = VirtualColumns::compile("t", &names, &types, &generated);
         assert!(v.is_empty());
         let cols: Vec<&str> = failed.iter().map(|f| f.column.as_str()).collect();
         assert_eq!(cols, ["total", "label", "half"]);
         assert!(
-            failed[0].reason.to_lowercase().contains("json_extract"),
+            failed[0].reason.to_lowercase().contains("soundex"),
             "{failed:?}"
         );
         assert!(failed[1].reason.contains("nope"), "{failed:?}");
 
-        let mut json = table();
-        json.1[4] = SqlType::new(TypeKind::Json);
-        let (_, failed) = VirtualColumns::compile("t", &json.0, &json.1, &[(4, "`name`")]);
+        let mut geo = table();
+        geo.1[4] = SqlType::new(TypeKind::Geometry);
+        let (_, failed) = VirtualColumns::compile("t", &geo.0, &geo.1, &[(4, "`name`")]);
         assert_eq!(failed.len(), 1);
     }
 
     #[test]
-    fn a_failing_row_gives_null_and_is_reported_once() {
+    fn a_row_that_fails_is_an_error_naming_the_column() {
         let (names, types) = table();
         let (v, failed) =
             VirtualColumns::compile("t", &names, &types, &[(5, "`id` + 9223372036854775807")]);
         assert_eq!(failed, []);
         let mut row = vec![Value::Null; 8];
         row[0] = Value::Int(1);
-        let f = v.fill(&mut row).expect("overflow reported");
+        let f = v.fill(&mut row).expect_err("overflow");
         assert_eq!(f.column, "label");
-        assert_eq!(row[5], Value::Null);
-        assert_eq!(v.fill(&mut row), None, "reported once");
+        assert!(f.reason.contains("out of range"), "{f:?}");
         row[0] = Value::Int(-1);
-        assert_eq!(v.fill(&mut row), None);
+        assert_eq!(v.fill(&mut row), Ok(()));
         assert_eq!(row[5], Value::Bytes(b"9223372036854775806".to_vec()));
+    }
+
+    #[test]
+    fn json_index_columns_as_tidb_restores_them() {
+        // `doc->>'$.name'` and `doc->'$.tags[0]'` as TiDB keeps them in GeneratedExprString.
+        let names = ["id", "doc", "name", "tag", "born"]
+            .map(str::to_owned)
+            .to_vec();
+        let types = vec![
+            SqlType::bigint(),
+            SqlType::new(TypeKind::Json),
+            SqlType::varchar(40, UTF8MB4_BIN),
+            SqlType::new(TypeKind::Json),
+            SqlType::new(TypeKind::Year),
+        ];
+        let generated = [
+            (2, "json_unquote(json_extract(`doc`, _utf8mb4'$.name'))"),
+            (3, "json_extract(`doc`, _utf8mb4'$.tags[0]')"),
+            (
+                4,
+                "year(json_unquote(json_extract(`doc`, _utf8mb4'$.born')))",
+            ),
+        ];
+        let (v, failed) = VirtualColumns::compile("t", &names, &types, &generated);
+        assert_eq!(failed, []);
+        let doc = crate::sql::func::json::parse_text(
+            br#"{"name": "Ann", "tags": ["a", 2], "born": "1999-05-01"}"#,
+            1,
+            "test",
+        )
+        .unwrap();
+        let mut row = vec![
+            Value::Int(1),
+            Value::Json(doc),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ];
+        v.fill(&mut row).unwrap();
+        assert_eq!(row[2], Value::Bytes(b"Ann".to_vec()));
+        assert_eq!(
+            row[3],
+            Value::Json(tibinlog_protocol::value::Json::String("a".into()))
+        );
+        assert_eq!(row[4], Value::Year(1999));
     }
 }

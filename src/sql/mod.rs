@@ -16,6 +16,7 @@ pub mod charset;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod func;
 pub mod generated;
 pub mod infoschema;
 pub mod like;

@@ -51,6 +51,10 @@ pub enum Error {
     /// A JSON object key or string that is not UTF-8.
     #[error("invalid UTF-8 in {what}")]
     InvalidUtf8 { what: &'static str },
+    /// A virtual generated column whose value cannot be computed for this row: the row is
+    /// refused rather than given a made-up value.
+    #[error("virtual generated column {column} cannot be computed ({reason}); add the table to the filter's exclusions to go on without it")]
+    GeneratedColumn { column: String, reason: String },
     /// A column type code the row decoder does not know how to interpret.
     #[error("column {column_id}: unsupported MySQL type code {tp}")]
     UnsupportedType { column_id: i64, tp: u8 },

@@ -6,5 +6,6 @@
 mod common;
 
 mod canal;
+mod functions;
 mod maxwell;
 mod mysql8;

@@ -130,6 +130,14 @@ error_codes! {
     ER_SECURE_TRANSPORT_REQUIRED = 3159, b"HY000";
     /// The client was disconnected by the server because of inactivity (`wait_timeout`).
     ER_CLIENT_INTERACTION_TIMEOUT = 4031, b"HY000";
+    /// A native function called with the wrong number of arguments.
+    ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT = 1582, b"42000";
+    /// A function argument that is not valid JSON text.
+    ER_INVALID_JSON_TEXT_IN_PARAM = 3141, b"22032";
+    /// A JSON path expression that does not parse.
+    ER_INVALID_JSON_PATH = 3143, b"42000";
+    /// A function argument of a type that cannot hold JSON.
+    ER_INVALID_TYPE_FOR_JSON = 3146, b"22032";
 }
 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the
