@@ -695,6 +695,25 @@ async fn blocking_dump_gets_heartbeats_and_new_events() {
     let rows: Vec<(u32, String, u16, u32, String)> =
         c.query("SHOW REPLICAS").await.expect("replicas");
     assert!(rows.iter().any(|r| r.0 == 77), "{rows:?}");
+    // A source that replicates from nothing: MySQL 8.0's empty set with its 60 columns, under
+    // both spellings; and it says it is read-only, as it refuses every write.
+    for (statement, seconds_behind) in [
+        ("SHOW REPLICA STATUS", "Seconds_Behind_Source"),
+        ("SHOW SLAVE STATUS", "Seconds_Behind_Master"),
+    ] {
+        let mut result = c.query_iter(statement).await.expect(statement);
+        let columns = result.columns().expect("a result set");
+        assert_eq!(columns.len(), 60, "{statement}");
+        assert_eq!(columns[32].name_str(), seconds_behind);
+        let rows: Vec<mysql_async::Row> = result.collect().await.expect("rows");
+        assert!(rows.is_empty(), "{statement}");
+    }
+    let read_only: (u8, u8) = c
+        .query_first("SELECT @@read_only, @@super_read_only")
+        .await
+        .expect("read_only")
+        .expect("a row");
+    assert_eq!(read_only, (1, 1));
     drop(stream);
     f.stop().await;
 }

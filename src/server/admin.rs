@@ -985,6 +985,23 @@ impl Ctx<'_> {
                     need_message("SUPER, REPLICATION CLIENT"),
                 )
             }
+            [kind @ ("SLAVE" | "REPLICA"), "STATUS", ..] => {
+                if !self
+                    .info
+                    .privileges
+                    .any(Privileges::SUPER | Privileges::REPLICATION_CLIENT)
+                {
+                    return Reply::err(
+                        ER_SPECIFIC_ACCESS_DENIED_ERROR,
+                        need_message("SUPER, REPLICATION CLIENT"),
+                    );
+                }
+                // A source that replicates from nothing: MySQL's empty set.
+                Reply::Rows {
+                    columns: super::replica_status::columns(*kind == "SLAVE"),
+                    rows: Vec::new(),
+                }
+            }
             ["SLAVE", "HOSTS"] | ["REPLICAS"]
                 if !self.info.privileges.contains(Privileges::REPLICATION_SLAVE) =>
             {

@@ -93,7 +93,8 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("query_cache_size", UInt, "0"),
     ("query_cache_type", Text, "OFF"),
     ("optimizer_switch", Text, OPTIMIZER_SWITCH),
-    ("read_only", Bool, "OFF"),
+    // Every write is refused: a read-only server, as MySQL says it of a replica.
+    ("read_only", Bool, "ON"),
     ("session_track_schema", Bool, "ON"),
     ("session_track_state_change", Bool, "OFF"),
     (
@@ -103,6 +104,7 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ),
     ("session_track_transaction_info", Text, "OFF"),
     ("skip_replication", Bool, "OFF"),
+    ("super_read_only", Bool, "ON"),
     ("sql_auto_is_null", Bool, "OFF"),
     ("sql_log_bin", Bool, "ON"),
     ("sql_mode", Text, "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
