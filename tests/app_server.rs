@@ -1001,6 +1001,36 @@ async fn snapshot_reads_line_up_with_the_binlog_position() {
             .expect("position for ts");
         assert_eq!(back, Some(format!("{file}:{pos}")), "position for ts {t}");
     }
+    // Outside what the binlog covers there is no such position: before the capture started
+    // (the binlog lacks what came between) and past the checkpoint (what comes up to it may
+    // not be in yet). Both are errors naming the range, never a read at another point.
+    let mut other = mysql_async::Conn::new(opts(app.local_addr(), "root"))
+        .await
+        .expect("connect");
+    let origin = app.start_ts().0;
+    for t in [origin - 1, u64::MAX / 2] {
+        let e = other
+            .query_drop(format!("SET @@tidb_snapshot = {t}"))
+            .await
+            .expect_err("refused");
+        assert!(e.to_string().contains("the binlog covers ts"), "{t}: {e}");
+        let e = other
+            .query_first::<Option<String>, _>(format!("SELECT TIBINLOG_POS_FOR_TS({t})"))
+            .await
+            .expect_err("refused");
+        assert!(e.to_string().contains("the binlog covers ts"), "{t}: {e}");
+    }
+    let none: Option<String> = other
+        .query_first("SELECT @@tidb_snapshot")
+        .await
+        .expect("tidb_snapshot")
+        .flatten();
+    assert_eq!(none.as_deref(), Some(""), "nothing pinned");
+    other
+        .query_drop(format!("SET @@tidb_snapshot = {origin}"))
+        .await
+        .expect("the capture's start ts is in range");
+    let _ = other.disconnect().await;
 
     // Every table of every database, read in the transaction.
     let dbs: Vec<String> = conn.query("SHOW DATABASES").await.expect("databases");

@@ -1103,7 +1103,22 @@ fn locate_by_gtid_set_and_ts() {
     assert!(matches!(err, DumpError::ClientHasMoreGtids { .. }));
     assert!(err.mysql_message().starts_with("Slave has more GTIDs"));
 
-    assert_eq!(files.locate_ts(Ts::ZERO).unwrap(), start_of(1));
+    // The capture started after `first_file_ts`: older timestamps lack what came between.
+    let origin = Ts::compose(BASE_MS, 0);
+    assert_eq!(files.ts_range().0, Some(origin));
+    assert!(matches!(
+        files.locate_ts(Ts::ZERO),
+        Err(DumpError::TsPurged { purged_up_to, .. }) if purged_up_to == origin
+    ));
+    assert_eq!(files.locate_ts(origin).unwrap(), start_of(1));
+    // Past the newest checkpoint, transactions up to the ts may still be on their way.
+    let newest = files.ts_range().1.expect("a checkpoint");
+    let ahead = files.locate_ts(Ts(newest.0 + 1)).unwrap_err();
+    assert!(matches!(ahead, DumpError::TsAhead { .. }), "{ahead:?}");
+    assert!(
+        ahead.to_string().contains("the binlog covers ts"),
+        "{ahead}"
+    );
     for k in 1..12usize {
         // Transactions sharing a commit_ts are never split.
         let ct = txn_ts(k as u64).1;

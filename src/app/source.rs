@@ -152,7 +152,10 @@ pub fn source_error(e: DumpError) -> SourceError {
         },
         DumpError::PositionPastEnd { file, pos, .. } => SourceError::PastEnd { file, pos },
         DumpError::NotEventBoundary { file, pos } => SourceError::NotAtEventBoundary { file, pos },
-        DumpError::GtidsPurged { .. } | DumpError::TsPurged { .. } => SourceError::Purged,
+        DumpError::GtidsPurged { .. } => SourceError::Purged,
+        e @ (DumpError::TsPurged { .. } | DumpError::TsAhead { .. }) => {
+            SourceError::Refused(e.to_string())
+        }
         DumpError::ClientHasMoreGtids { extra } => SourceError::Refused(format!(
             "Slave has more GTIDs than the master has, using the master's SERVER_UUID: {extra}"
         )),

@@ -130,9 +130,20 @@ pub enum DumpError {
     /// The client's set holds GTIDs of this server that were never written.
     #[error("client has GTIDs {extra} this server never wrote")]
     ClientHasMoreGtids { extra: String },
-    /// Transactions after `ts` may be in purged files.
-    #[error("transactions after {ts:?} may be purged (purged up to {purged_up_to:?})")]
-    TsPurged { ts: Ts, purged_up_to: Ts },
+    /// Transactions after `ts` may be in purged files (or came before the capture started).
+    #[error("ts {} is older than the binlog: transactions after it are not all in it (the binlog covers ts {} to {})", ts.0, purged_up_to.0, newest.map_or("nothing yet".to_owned(), |n| n.0.to_string()))]
+    TsPurged {
+        ts: Ts,
+        purged_up_to: Ts,
+        newest: Option<Ts>,
+    },
+    /// Transactions up to `ts` may not all be in the binlog yet (past the checkpoint).
+    #[error("ts {} is newer than the binlog's checkpoint: transactions up to it may not all be in it yet (the binlog covers ts {} to {})", ts.0, oldest.map_or("the start".to_owned(), |o| o.0.to_string()), newest.map_or("nothing yet".to_owned(), |n| n.0.to_string()))]
+    TsAhead {
+        ts: Ts,
+        oldest: Option<Ts>,
+        newest: Option<Ts>,
+    },
     /// The writer is gone: no more data will come.
     #[error("binlog writer stopped")]
     WriterGone,
@@ -173,7 +184,7 @@ impl DumpError {
             Self::NotEventBoundary { .. } => {
                 "Client requested master to start replication from an impossible position".into()
             }
-            Self::GtidsPurged { .. } | Self::TsPurged { .. } => {
+            Self::GtidsPurged { .. } | Self::TsPurged { .. } | Self::TsAhead { .. } => {
                 "The slave is connecting using CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the \
                  master has purged binary logs containing GTIDs that the slave requires."
                     .into()

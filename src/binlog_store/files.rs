@@ -438,17 +438,24 @@ impl BinlogFiles {
         }
     }
 
-    /// Start from a TiDB timestamp: the position of the first transaction with
-    /// `commit_ts > ts`, or the durable end. Refused when such transactions may be purged.
+    /// Where the history splits at TiDB timestamp `ts`: the position of the first transaction
+    /// with `commit_ts > ts`. Only inside `[oldest, newest]` of [`Self::ts_range`]: before it
+    /// the binlog lacks transactions that came after `ts` (purged, or before the capture
+    /// started); after it, transactions up to `ts` may still be on their way.
     pub fn locate_ts(&self, ts: Ts) -> Result<BinlogPos, DumpError> {
         let st = self.shared.read();
-        if let Some((h, _)) = st.purged_horizon {
+        let (oldest, newest) = range_of(&st);
+        if let Some(h) = oldest {
             if ts < h {
                 return Err(DumpError::TsPurged {
                     ts,
                     purged_up_to: h,
+                    newest,
                 });
             }
+        }
+        if newest.is_none_or(|n| ts > n) {
+            return Err(DumpError::TsAhead { ts, oldest, newest });
         }
         let i = st.entries.partition_point(|e| e.commit_ts <= ts);
         if i < st.entries.len() {
@@ -457,6 +464,19 @@ impl BinlogFiles {
             Ok(self.end_pos())
         }
     }
+
+    /// The TiDB timestamps a position can be found for: from the purge horizon (or the capture
+    /// origin) to the newest durable checkpoint; `None` where there is none.
+    pub fn ts_range(&self) -> (Option<Ts>, Option<Ts>) {
+        range_of(&self.shared.read())
+    }
+}
+
+fn range_of(st: &FilesState) -> (Option<Ts>, Option<Ts>) {
+    (
+        st.purged_horizon.map(|(h, _)| h),
+        st.snapshot.as_ref().map(|p| p.ts),
+    )
 }
 
 /// One event as read from a file.

@@ -385,8 +385,18 @@ impl BinlogStore {
         let (mut map, _) = MapFile::open(&map_path)?;
         map.truncate(0)?;
         let end = BinlogPos::new(1, prologue_end);
-        map.append_sync(&[Record::Synced(end)])?;
+        // The capture starts after `first_file_ts`: nothing at or before it is in this binlog,
+        // as if it had been purged. Kept as the purge horizon, a snapshot read at an older ts
+        // (whose later transactions the binlog lacks) is refused instead of leaving a gap.
+        let origin = (cfg.first_file_ts > Ts::ZERO).then_some((cfg.first_file_ts, 0));
+        let mut records = Vec::with_capacity(2);
+        if let Some((commit_ts, gno)) = origin {
+            records.push(Record::PurgedHorizon { commit_ts, gno });
+        }
+        records.push(Record::Synced(end));
+        map.append_sync(&records)?;
         let state = FilesState {
+            purged_horizon: origin,
             files: vec![FileInfo {
                 seq: 1,
                 size: prologue_end,

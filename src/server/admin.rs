@@ -59,6 +59,22 @@ use tibinlog_protocol::value::Value as SqlValueTyped;
 use tibinlog_protocol::wire::stmt::Param;
 use tracing::debug;
 
+/// The TSO of a `@@tidb_snapshot` value: a TSO number, or a datetime (`YYYY-MM-DD
+/// hh:mm:ss[.ffffff]`, UTC) whose milliseconds are the TSO's physical part.
+fn snapshot_tso(text: &str) -> Option<u64> {
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().filter(|&t| t > 0);
+    }
+    let dt = crate::tidb::time::parse_datetime(text).ok()?;
+    let days = crate::sql::func::unix_days(&dt.date)?;
+    let secs = days.checked_mul(86_400)?
+        + i64::from(dt.hour) * 3600
+        + i64::from(dt.minute) * 60
+        + i64::from(dt.second);
+    let ms = u64::try_from(secs).ok()?.checked_mul(1000)? + u64::from(dt.micros / 1000);
+    ms.checked_mul(1 << 18)
+}
+
 /// MySQL's read-only refusal.
 const MSG_READ_ONLY: &str =
     "The MySQL server is running with the --read-only option so it cannot execute this statement";
@@ -89,7 +105,10 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
         let diagnostic = words.starts_with(&["SHOW", "WARNINGS"])
             || words.starts_with(&["SHOW", "ERRORS"])
             || words.starts_with(&["SHOW", "COUNT"]);
-        let r = ctx.one(session, stmt);
+        let r = match ctx.snapshot_refusal(session) {
+            Some(refused) if !words.is_kw(0, "SET") => refused,
+            _ => ctx.one(session, stmt),
+        };
         shared.note_reply(info, stmt, &r);
         if !diagnostic {
             session.diagnostics = conditions(&r);
@@ -441,6 +460,47 @@ impl Ctx<'_> {
             Err(e) => return Some(e.into()),
         };
         Some(self.run_query_text(session, &sql, &point))
+    }
+
+    /// What `SET @@tidb_snapshot = value` keeps: the TSO (a TSO number, or a datetime in UTC,
+    /// TiDB's two forms), which must line up with a binlog position; '' (or NULL) unpins.
+    fn snapshot_setting(&self, value: Option<&str>) -> Result<Option<String>, Reply> {
+        let text = value.unwrap_or("").trim();
+        if text.is_empty() {
+            return Ok(Some(String::new()));
+        }
+        let ts = snapshot_tso(text).ok_or_else(|| {
+            Reply::err(
+                ER_WRONG_VALUE_FOR_VAR,
+                format!("Variable 'tidb_snapshot' can't be set to the value of '{text}'"),
+            )
+        })?;
+        self.snapshot_position(ts)?;
+        Ok(Some(ts.to_string()))
+    }
+
+    /// The binlog position where the history splits at `ts`; an error giving the range the
+    /// binlog covers when it cannot be told (never a fallback to the current point).
+    fn snapshot_position(&self, ts: u64) -> Result<super::source::BinlogPosition, Reply> {
+        self.shared.source.position_for_ts(ts).map_err(|e| {
+            Reply::err(
+                ER_UNKNOWN_ERROR,
+                format!("cannot read at snapshot ts {ts}: {e}"),
+            )
+        })
+    }
+
+    /// A statement of a session whose `@@tidb_snapshot` no longer lines up with the binlog
+    /// (purged since it was set) is refused rather than read at another point.
+    fn snapshot_refusal(&self, session: &Session) -> Option<Reply> {
+        let ts: u64 = session
+            .overrides
+            .get("tidb_snapshot")?
+            .as_deref()?
+            .trim()
+            .parse()
+            .ok()?;
+        self.snapshot_position(ts).err()
     }
 
     /// The point `SET @@tidb_snapshot = <ts>` chose: reads at `ts`, with the catalog of the
@@ -1386,6 +1446,14 @@ impl Ctx<'_> {
                      SYSTEM_VARIABLES_ADMIN privilege(s) for this operation",
                 );
             }
+            let value = if name == "tidb_snapshot" {
+                match self.snapshot_setting(value.as_deref()) {
+                    Ok(v) => v,
+                    Err(r) => return r,
+                }
+            } else {
+                value
+            };
             session.overrides.insert(name, value);
         }
         Reply::ok()

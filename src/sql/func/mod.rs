@@ -11,6 +11,8 @@ pub(crate) mod num;
 mod string;
 mod time;
 
+pub(crate) use time::unix_days;
+
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::{ER_SP_DOES_NOT_EXIST, ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT};
 

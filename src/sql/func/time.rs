@@ -85,6 +85,14 @@ pub(crate) fn day_number(year: u32, month: u32, day: u32) -> i64 {
     sum + year / 4 - century
 }
 
+/// Days from 1970-01-01 to a whole date (`None` for zero parts).
+pub(crate) fn unix_days(d: &tibinlog_protocol::value::Date) -> Option<i64> {
+    if d.month == 0 || d.day == 0 {
+        return None;
+    }
+    Some(day_number(u32::from(d.year), u32::from(d.month), u32::from(d.day)) - 719_528)
+}
+
 /// Day of the week of day number `n`: 0 = Monday, or 0 = Sunday when `sunday_first`.
 fn weekday(n: i64, sunday_first: bool) -> i64 {
     (n + 5 + i64::from(sunday_first)).rem_euclid(7)
