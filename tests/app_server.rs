@@ -4,6 +4,9 @@
 
 mod common;
 
+#[path = "app_server/reads.rs"]
+mod reads;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -29,6 +29,7 @@ pub mod config;
 pub mod demo;
 mod follow;
 pub mod reader;
+pub mod scan_holds;
 pub mod schema;
 mod sha1;
 pub mod source;
@@ -560,6 +561,7 @@ impl App {
         let sql_pd = PdClient::connect(pd_config.clone(), stop.child_token())
             .await
             .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
+        let scan_holds = scan_holds::ScanHolds::default();
         let snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>> = {
             let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
                 sql_pd.clone(),
@@ -572,6 +574,7 @@ impl App {
                 ),
                 sql_pd.clone(),
                 tokio::runtime::Handle::current(),
+                scan_holds.clone(),
             )))
         };
 
@@ -719,12 +722,26 @@ impl App {
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
         let maria_shared = maria.as_ref().map(Server::shared);
-        tokio::spawn(reader::hold_snapshots(
-            sql_pd.clone(),
-            format!("tibinlog-{server_uuid}-{instance_id}-sql"),
-            shared.snapshot_hold(),
-            stop.clone(),
-        ));
+        // GC holds for SQL reads: the snapshots sessions pinned on each listener, and every
+        // running scan, each under a service id of its own (PD keeps the oldest of all).
+        let sql_holds = [
+            ("sql", Some(shared.snapshot_hold())),
+            (
+                "sql-mariadb",
+                maria_shared.as_ref().map(|m| m.snapshot_hold()),
+            ),
+            ("sql-scans", Some(scan_holds.watch())),
+        ];
+        for (what, hold) in sql_holds {
+            if let Some(hold) = hold {
+                tokio::spawn(reader::hold_snapshots(
+                    sql_pd.clone(),
+                    format!("tibinlog-{server_uuid}-{instance_id}-{what}"),
+                    hold,
+                    stop.clone(),
+                ));
+            }
+        }
         let mariadb_server = maria.map(|maria| {
             let (failure, stop) = (failure.clone(), stop.clone());
             tokio::spawn(async move {

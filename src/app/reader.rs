@@ -11,6 +11,7 @@ use std::sync::Arc;
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR;
 
+use super::scan_holds::{ScanHold, ScanHolds};
 use crate::capture::pd::PdClient;
 use crate::capture::snapshot::BlockingSnapshotReader;
 use crate::model::Ts;
@@ -72,6 +73,8 @@ pub struct TableReader {
     reader: BlockingSnapshotReader,
     pd: PdClient,
     handle: tokio::runtime::Handle,
+    /// Every scan holds its timestamp here while it runs.
+    holds: ScanHolds,
 }
 
 impl TableReader {
@@ -79,8 +82,14 @@ impl TableReader {
         reader: BlockingSnapshotReader,
         pd: PdClient,
         handle: tokio::runtime::Handle,
+        holds: ScanHolds,
     ) -> Self {
-        TableReader { reader, pd, handle }
+        TableReader {
+            reader,
+            pd,
+            handle,
+            holds,
+        }
     }
 
     /// Refuses a read below PD's GC safe point, as TiDB does: the history may be gone.
@@ -172,6 +181,9 @@ impl SnapshotSource for TableReader {
         if desc {
             return Err(SqlError::unsupported("descending scans"));
         }
+        // Held first, then checked: from here on GC keeps the history at `ts` until the scan
+        // ends; a `ts` GC already passed fails before anything is read.
+        let hold = self.holds.hold(ts);
         self.check_gc(ts)?;
         let decoder = table.rows.clone().ok_or_else(|| {
             SqlError::unsupported(format!("reading `{}`.`{}`", table.db, table.name))
@@ -196,6 +208,7 @@ impl SnapshotSource for TableReader {
             ahead: None,
             limit: SCAN_PAGE,
             table: format!("{}.{}", table.db, table.name),
+            _hold: hold,
         }))
     }
 }
@@ -213,6 +226,8 @@ struct TableScan {
     /// Rows to ask for in the next page.
     limit: u32,
     table: String,
+    /// The scan's GC hold, released with it.
+    _hold: ScanHold,
 }
 
 impl TableScan {

@@ -46,6 +46,11 @@ impl GcSafePoints {
         self.services.retain(|_, s| s.expire_at_ms > now_ms);
     }
 
+    /// The safe point service `id` holds, if it holds one.
+    pub fn service(&self, id: &[u8]) -> Option<Ts> {
+        self.services.get(id).map(|s| s.safe_point)
+    }
+
     /// Minimum over live services, if any.
     pub fn min_service_safe_point(&mut self, now_ms: u64) -> Option<Ts> {
         self.expire(now_ms);

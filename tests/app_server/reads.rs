@@ -1,0 +1,129 @@
+//! Snapshot reads hold PD's GC for as long as they run: an autocommit `SELECT` streamed to a
+//! client that reads slowly keeps its timestamp's history while GC advances as far as every
+//! other service lets it, and lets go when the read ends.
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use tibinlog::sim::Ts;
+use tibinlog_protocol::value::Value;
+
+use crate::common::app::{dense_set, master_gtids, opts, start_app, start_scripted, WAIT};
+
+const ROWS: i64 = 4_000;
+/// Wide rows, so that the result is far larger than the socket buffers and the scan is still
+/// running while the client has read only its first row.
+const WIDTH: usize = 3_000;
+
+fn cell(kind: &str, id: i64) -> Value {
+    let mut s = format!("{kind}-{id}-");
+    s.extend(std::iter::repeat_n('x', WIDTH - s.len()));
+    Value::Bytes(s.into_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_streamed_read_holds_gc_until_it_ends() {
+    use tibinlog::sim::tidb::types as ty;
+    use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+    use tibinlog::tidb::schema::mysql;
+
+    let cluster = start_scripted(1, 41).await;
+    cluster.ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table: TableDef {
+            name: "wide".into(),
+            columns: vec![
+                ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null(),
+                ColumnDef::new("v", ty::varchar(WIDTH as u32)),
+            ],
+            primary_key: vec!["id".into()],
+            clustered: true,
+            indexes: Vec::new(),
+            partition: None,
+        },
+    });
+    let write = |kind: &'static str, update: bool| {
+        for chunk in (1..=ROWS).collect::<Vec<_>>().chunks(500) {
+            cluster.txn(|txn| {
+                for &id in chunk {
+                    let row = [Value::Int(id), cell(kind, id)];
+                    if update {
+                        txn.update("test", "wide", &row[..1], &row).expect("update");
+                    } else {
+                        txn.insert("test", "wide", &row).expect("insert");
+                    }
+                }
+            });
+        }
+    };
+    write("old", false);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_app(&cluster.run, dir.path()).await;
+    let (addr, uuid) = (app.local_addr(), app.server_uuid().to_string());
+    let wait_gtids = |n: usize| {
+        let uuid = uuid.clone();
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while master_gtids(addr).await.ok() != Some(dense_set(&uuid, n)) {
+                assert!(Instant::now() < deadline, "{n} transactions in the binlog");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    wait_gtids(9).await;
+
+    // An autocommit read, of which the client takes one row.
+    let mut conn = mysql_async::Conn::new(opts(addr, "root"))
+        .await
+        .expect("connect");
+    let mut result = conn
+        .query_iter("SELECT id, v FROM test.wide")
+        .await
+        .expect("select");
+    let first: (i64, String) =
+        mysql_async::from_row(result.next().await.expect("row").expect("a row"));
+    assert!(first.1.starts_with("old-"));
+    let sim = cluster.run.sim.cluster();
+    let service = format!("tibinlog-{uuid}-{}-sql-scans", app.instance_id());
+    let deadline = Instant::now() + WAIT;
+    let held = loop {
+        if let Some(t) = sim.with_core(|c| c.gc.service(service.as_bytes())) {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the running scan holds GC");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+
+    // Every row changes; the capture's own hold moves past the read (as its checkpoint does),
+    // and GC goes as far as the services let it.
+    write("new", true);
+    wait_gtids(17).await;
+    let now = sim.tso();
+    sim.with_core(|c| c.update_service_safe_point(app.gc_service_id().as_bytes(), 3600, now));
+    let safe_point = sim.run_gc(now).await;
+    assert_eq!(safe_point, held, "GC stops at the running read");
+
+    // The rest of the read is the snapshot it started at.
+    let mut rows = 1;
+    while let Some(row) = result.next().await.expect("row") {
+        let (id, v): (i64, String) = mysql_async::from_row(row);
+        assert_eq!(Value::Bytes(v.into_bytes()), cell("old", id), "row {id}");
+        rows += 1;
+    }
+    assert_eq!(rows, ROWS);
+    drop(result);
+
+    // Ended, the read holds nothing; GC passes its timestamp.
+    let deadline = Instant::now() + WAIT;
+    while sim
+        .with_core(|c| c.gc.service(service.as_bytes()))
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "the finished scan lets go");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(sim.run_gc(now).await > Ts(held.0 + 1));
+    let _ = conn.disconnect().await;
+    app.stop().await.expect("clean stop");
+    cluster.run.sim.shutdown().await.expect("sim shutdown");
+}
