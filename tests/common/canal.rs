@@ -9,19 +9,17 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value as Json;
 
 use super::maxwell::{bytes_text, family, plain_decimal, text_bytes, type_args, with_fraction};
-use super::peer;
+use super::peer::{self, JavaPeer};
 use super::peer_check::{self, PeerTxn, Types};
 
 /// Upper bound of Canal's start and stop.
-pub const WAIT: Duration = Duration::from_secs(120);
+pub const WAIT: Duration = peer::PEER_WAIT;
 /// What CanalTail prints on stderr once its client has subscribed.
 const SUBSCRIBED: &str = "CanalTail: subscribed";
 
@@ -71,96 +69,25 @@ pub fn installation() -> Option<Installation> {
 }
 
 /// A running CanalTail: its JSON lines go to `out` (appended to), Canal's log to `err`.
-pub struct Canal {
-    child: tokio::process::Child,
-    pub out: PathBuf,
-    pub err: PathBuf,
-}
+/// [`JavaPeer::stop`] is SIGTERM, as a service is stopped: the shutdown hook finishes the
+/// batch in hand, acks it and stops the embedded server, which stores the cursor;
+/// [`JavaPeer::kill`] is SIGKILL: the batch in hand is neither finished nor acknowledged, and
+/// the cursor is what Canal last stored.
+pub type Canal = JavaPeer;
 
-impl Canal {
-    /// Starts CanalTail with `args` (`key=value`, see the program), in UTC.
-    pub fn spawn(install: &Installation, args: &[String], out: &Path, err: &Path) -> Canal {
-        let child = tokio::process::Command::new(&install.java)
-            .arg("-Duser.timezone=UTC")
-            .arg("-cp")
-            .arg(&install.classpath)
-            .arg("CanalTail")
-            .args(args)
-            .arg(format!("out={}", out.display()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(err).expect("Canal's log file"))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start CanalTail");
-        Canal {
-            child,
-            out: out.to_path_buf(),
-            err: err.to_path_buf(),
-        }
-    }
-
-    /// The last lines of Canal's log.
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.err).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(60)..].join("\n")
-    }
-
-    /// Panics (with the log) if CanalTail has exited.
-    pub fn assert_running(&mut self, what: &str) {
-        if let Some(st) = self.child.try_wait().expect("poll CanalTail") {
-            panic!("{what}: Canal exited ({st}); log:\n{}", self.log_tail());
-        }
-    }
-
-    /// Waits until the instance runs and the client has subscribed.
-    pub async fn wait_subscribed(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            self.assert_running("before subscribing");
-            let log = std::fs::read_to_string(&self.err).unwrap_or_default();
-            if log.contains(SUBSCRIBED) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Canal did not subscribe in time; log:\n{}",
-                self.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Stops CanalTail as a service is stopped (SIGTERM: its shutdown hook finishes the batch
-    /// in hand, acks it and stops the embedded server, which stores the cursor).
-    pub async fn stop(mut self) -> ExitStatus {
-        self.assert_running("at stop");
-        let pid = self.child.id().expect("CanalTail's pid");
-        let ok = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .expect("run kill")
-            .success();
-        assert!(ok, "SIGTERM to CanalTail");
-        tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("Canal stops in time")
-            .expect("wait for CanalTail")
-    }
-}
-
-impl Canal {
-    /// Kills CanalTail with SIGKILL: no shutdown hook, so the batch in hand is neither
-    /// finished nor acknowledged, and the cursor is what Canal last stored.
-    pub async fn kill(mut self) -> ExitStatus {
-        self.assert_running("at kill");
-        self.child.start_kill().expect("SIGKILL to CanalTail");
-        tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("Canal dies in time")
-            .expect("wait for CanalTail")
-    }
+/// Starts CanalTail with `args` (`key=value`, see the program), in UTC, and waits until the
+/// instance runs and its client has subscribed.
+pub async fn start(install: &Installation, args: &[String], out: &Path, err: &Path) -> Canal {
+    let mut cmd = tokio::process::Command::new(&install.java);
+    cmd.arg("-Duser.timezone=UTC")
+        .arg("-cp")
+        .arg(&install.classpath)
+        .arg("CanalTail")
+        .args(args)
+        .arg(format!("out={}", out.display()));
+    let mut canal = JavaPeer::spawn("Canal", cmd, out, err, false, 60);
+    canal.wait_for_log(SUBSCRIBED, "subscribe").await;
+    canal
 }
 
 /// Every whole JSON line of each file of `paths` (a line still being written is left out).

@@ -171,16 +171,7 @@ impl MariaDb {
 
     /// Runs SQL, panicking with the server's message on failure.
     pub fn sql(&self, sql: &str) {
-        let out = self
-            .client()
-            .args(["-e", sql])
-            .output()
-            .expect("run mariadb");
-        assert!(
-            out.status.success(),
-            "SQL failed: {}\n{sql}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.query(sql);
     }
 
     /// The text result of `sql` (tab-separated columns, no header), panicking on failure.

@@ -11,17 +11,15 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::peer;
+use super::peer::{self, JavaPeer};
 
 /// Upper bound of Maxwell's start and stop.
-pub const WAIT: Duration = Duration::from_secs(120);
+pub const WAIT: Duration = peer::PEER_WAIT;
 /// What Maxwell logs once its binlog client is connected (`BinlogConnectorLifecycleListener`).
 const CONNECTED: &str = "Binlog connected.";
 /// Marks a JSON string that stands for a number token (see [`parse_line`]).
@@ -78,82 +76,22 @@ pub fn write_config(path: &Path, state_port: u16, replication_port: u16) {
 }
 
 /// A running Maxwell daemon: stdout (its JSON) and stderr (its log) go to files.
-pub struct Maxwell {
-    child: tokio::process::Child,
-    pub out: PathBuf,
-    pub err: PathBuf,
-}
+/// [`JavaPeer::stop`] stops it as its operators do (SIGTERM: it stores its position and exits).
+pub type Maxwell = JavaPeer;
 
-impl Maxwell {
-    /// Starts Maxwell with `config`, in UTC (Maxwell prints TIMESTAMP values in the JVM's
-    /// zone).
-    pub fn spawn(java: &Path, classpath: &str, config: &Path, out: &Path, err: &Path) -> Maxwell {
-        let child = tokio::process::Command::new(java)
-            .arg("-Duser.timezone=UTC")
-            .arg("-cp")
-            .arg(classpath)
-            .arg("com.zendesk.maxwell.Maxwell")
-            .arg(format!("--config={}", config.display()))
-            .stdin(Stdio::null())
-            .stdout(File::create(out).expect("Maxwell's stdout file"))
-            .stderr(File::create(err).expect("Maxwell's stderr file"))
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start Maxwell");
-        Maxwell {
-            child,
-            out: out.to_path_buf(),
-            err: err.to_path_buf(),
-        }
-    }
-
-    /// The last lines of Maxwell's log.
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.err).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-
-    /// Panics (with the log) if Maxwell has exited.
-    pub fn assert_running(&mut self, what: &str) {
-        if let Some(st) = self.child.try_wait().expect("poll Maxwell") {
-            panic!("{what}: Maxwell exited ({st}); log:\n{}", self.log_tail());
-        }
-    }
-
-    /// Waits until Maxwell has captured the schema and its binlog client is connected.
-    pub async fn wait_connected(&mut self) {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            self.assert_running("before connecting");
-            let log = std::fs::read_to_string(&self.err).unwrap_or_default();
-            if log.contains(CONNECTED) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "Maxwell did not connect in time; log:\n{}",
-                self.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Stops Maxwell as its operators do (SIGTERM: it stores its position and exits).
-    pub async fn stop(mut self) -> ExitStatus {
-        self.assert_running("at stop");
-        let pid = self.child.id().expect("Maxwell's pid");
-        let ok = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .expect("run kill")
-            .success();
-        assert!(ok, "SIGTERM to Maxwell");
-        tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("Maxwell stops in time")
-            .expect("wait for Maxwell")
-    }
+/// Starts Maxwell with `config`, in UTC (Maxwell prints TIMESTAMP values in the JVM's zone),
+/// and waits until it has captured the schema and its binlog client is connected.
+pub async fn start(java: &Path, classpath: &str, config: &Path, out: &Path, err: &Path) -> Maxwell {
+    let mut cmd = tokio::process::Command::new(java);
+    cmd.arg("-Duser.timezone=UTC")
+        .arg("-cp")
+        .arg(classpath)
+        .arg("com.zendesk.maxwell.Maxwell")
+        .arg(format!("--config={}", config.display()));
+    let mut mx = JavaPeer::spawn("Maxwell", cmd, out, err, true, 40);
+    mx.wait_for_log(CONNECTED, "connect its binlog client")
+        .await;
+    mx
 }
 
 /// A JSON line with every number token turned into a string of [`NUMBER_MARK`] + the token, so
@@ -240,27 +178,10 @@ pub fn committed(items: &[Json]) -> usize {
 
 /// Standard base64 (with padding), as Maxwell writes binary strings.
 pub fn base64_decode(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("base64 {s:?}"),
-        }
-    };
-    let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= val(c) << (18 - 6 * i);
-        }
-        let n = chunk.len() * 6 / 8;
-        out.extend_from_slice(&acc.to_be_bytes()[1..1 + n]);
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .unwrap_or_else(|e| panic!("base64 {s:?}: {e}"))
 }
 
 // ---------------------------------------------------------------------------------------------

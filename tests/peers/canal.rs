@@ -38,6 +38,7 @@ use crate::common::app::{
 };
 use crate::common::canal::{self, Canal, Installation};
 use crate::common::mariadb::MariaDb;
+use crate::common::peer;
 use crate::common::peer_check;
 
 /// Workload transactions per run, and their pace (about 15 s of workload).
@@ -76,22 +77,8 @@ impl Instance {
 
     /// Starts run `i` (0 or 1) and waits until Canal has positioned itself.
     async fn start(&mut self, install: &Installation, i: usize) {
-        let mut c = Canal::spawn(install, &self.args, &self.outs[i], &self.errs[i]);
-        c.wait_subscribed().await;
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !std::fs::read_to_string(&self.errs[i])
-            .unwrap_or_default()
-            .contains(POSITIONED)
-        {
-            c.assert_running(self.name);
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{}: Canal found no start position; log:\n{}",
-                self.name,
-                c.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let mut c = canal::start(install, &self.args, &self.outs[i], &self.errs[i]).await;
+        c.wait_for_log(POSITIONED, "find its start position").await;
         self.canal = Some(c);
     }
 
@@ -113,22 +100,16 @@ impl Instance {
 
     /// Waits until Canal has handed out `n` whole transactions.
     async fn wait_committed(&mut self, seed: u64, n: usize) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let have = canal::committed(&self.output());
-            if have >= n {
-                return;
-            }
-            let c = self.canal.as_mut().expect("running");
-            c.assert_running("catching up");
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "seed {seed}: {} handed out {have} of {n} transactions; log:\n{}",
-                self.name,
-                c.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let outs = self.outs.clone();
+        let what = format!("seed {seed}: {} catching up", self.name);
+        let c = self.canal.as_mut().expect("running");
+        peer::wait_until(c, &what, std::time::Instant::now() + WAIT, || {
+            let have = canal::committed(&canal::read_runs(&[&outs[0], &outs[1]]));
+            (have >= n)
+                .then_some(())
+                .ok_or_else(|| format!("handed out {have} of {n} transactions"))
+        })
+        .await;
     }
 
     /// Canal's errors: its parser logs a failed event with ERROR and retries from the last
@@ -471,8 +452,7 @@ async fn canal_behind_a_drop_column(
         dir.join(format!("{name}-out.jsonl")),
         dir.join(format!("{name}-err.log")),
     );
-    let mut c = Canal::spawn(install, &args, &out, &err);
-    c.wait_subscribed().await;
+    let mut c = canal::start(install, &args, &out, &err).await;
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let log = std::fs::read_to_string(&err).unwrap_or_default();

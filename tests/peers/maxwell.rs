@@ -38,8 +38,9 @@ use crate::common::app::{
 };
 use crate::common::mariadb::MariaDb;
 use crate::common::maxwell::{
-    self, canon, committed, is_row, maxwell_text, maxwell_time, plain_decimal, Maxwell,
+    self, canon, committed, is_row, maxwell_text, maxwell_time, plain_decimal,
 };
+use crate::common::peer;
 use crate::common::peer_check::{self, PeerTxn, Types};
 
 /// Workload transactions per run, and their pace (the workload lasts about 15 s, so that it
@@ -182,8 +183,7 @@ async fn maxwell_follows_the_workload_across_a_restart() {
         .map(|f| dir.path().join(f))
         .collect();
     let (out1, err1, out2, err2) = (&files[0], &files[1], &files[2], &files[3]);
-    let mut mx = Maxwell::spawn(java, classpath, &config, out1, err1);
-    mx.wait_connected().await;
+    let mx = maxwell::start(java, classpath, &config, out1, err1).await;
     run.sim.start_workload();
 
     // Stopped mid-stream once it has printed something and the workload is two thirds done.
@@ -194,8 +194,7 @@ async fn maxwell_follows_the_workload_across_a_restart() {
     .await;
     let status = mx.stop().await;
     eprintln!("maxwell peer: first run stopped ({status})");
-    let mut mx = Maxwell::spawn(java, classpath, &config, out2, err2);
-    mx.wait_connected().await;
+    let mut mx = maxwell::start(java, classpath, &config, out2, err2).await;
 
     tokio::time::timeout(WAIT, run.sim.workload_done())
         .await
@@ -208,8 +207,8 @@ async fn maxwell_follows_the_workload_across_a_restart() {
         .iter()
         .filter(|t| t["ddl"].is_null())
         .count();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    wait_for(&mut mx, deadline, "catching up", || {
+    let deadline = std::time::Instant::now() + WAIT;
+    peer::wait_until(&mut mx, "catching up", deadline, || {
         let have = committed(&output(&[out1, out2]));
         (have >= want_txns)
             .then_some(())
@@ -223,7 +222,7 @@ async fn maxwell_follows_the_workload_across_a_restart() {
             "INSERT INTO maxwell.bootstrap (database_name, table_name) VALUES ('{db}', '{t}')"
         ));
     }
-    wait_for(&mut mx, deadline, "bootstrapping", || {
+    peer::wait_until(&mut mx, "bootstrapping", deadline, || {
         let done = output(&[out2])
             .iter()
             .filter(|v| v["type"] == "bootstrap-complete")
@@ -244,27 +243,6 @@ async fn maxwell_follows_the_workload_across_a_restart() {
     crate::common::app::assert_all_answered(&app, "Maxwell");
     app.stop().await.expect("app stops");
     run.sim.shutdown().await.expect("sim shutdown");
-}
-
-/// Waits until `done` says `Ok`, Maxwell running; past `deadline` fails with `done`'s `Err`.
-async fn wait_for(
-    mx: &mut Maxwell,
-    deadline: tokio::time::Instant,
-    what: &str,
-    mut done: impl FnMut() -> Result<(), String>,
-) {
-    loop {
-        let Err(state) = done() else {
-            return;
-        };
-        mx.assert_running(what);
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: Maxwell {state}; log:\n{}",
-            mx.log_tail()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Compares Maxwell's output `out` with the truth log from transaction `start` on (see
