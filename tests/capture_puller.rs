@@ -481,6 +481,54 @@ async fn a_start_ts_below_the_gc_safe_point_is_fatal() {
     .await;
 }
 
+/// A reverse scan reads `[start, end)` downwards page by page across regions (a boundary at a
+/// key and one between keys, leaders on different stores) and gives exactly the forward
+/// scan's pairs, reversed.
+#[tokio::test]
+async fn reverse_pages_cross_regions_and_equal_the_forward_scan() {
+    let seed = 19;
+    timed(seed, async {
+        let c = cluster(2, seed).await;
+        let mut t = c.begin().await.expect("begin");
+        for h in (0..60).step_by(2) {
+            t.put(key(T1, h), format!("v{h}").into_bytes());
+        }
+        let at = ts(t.commit().await.expect("commit"));
+        let (_, right) = c.split_at(&key(T1, 20)).await.expect("split at a key");
+        c.transfer_leader(right, 2).await.expect("transfer");
+        c.split_at(&key(T1, 41)).await.expect("split between keys");
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(PdConfig::new(vec![c.pd_url()]), cancel.clone())
+            .await
+            .expect("pd");
+        let reader = SnapshotReader::new(pd, SnapshotConfig::default());
+        for (lo, hi) in [(0, 100), (3, 41), (20, 21), (21, 40), (41, 41), (-5, 1)] {
+            let (start, end) = (key(T1, lo), key(T1, hi));
+            let mut want = reader.scan(&start, &end, at).await.expect("forward");
+            want.reverse();
+            let mut got = Vec::new();
+            let mut upper = end.clone();
+            let mut pages = 0;
+            loop {
+                let (pairs, next) = reader
+                    .scan_page_rev(&start, &upper, at, 3)
+                    .await
+                    .expect("reverse page");
+                pages += 1;
+                got.extend(pairs.into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())));
+                match next {
+                    Some(n) => upper = n,
+                    None => break,
+                }
+            }
+            assert_eq!(got, want, "[{lo}, {hi})");
+            assert!(pages <= want.len() / 3 + 4, "[{lo}, {hi}): {pages} pages");
+        }
+        cancel.cancel();
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn snapshot_scan_spans_two_regions_at_a_ts_and_resolves_locks() {
     let seed = 18;

@@ -178,9 +178,6 @@ impl SnapshotSource for TableReader {
         ranges: Option<Vec<(i128, i128)>>,
         desc: bool,
     ) -> Result<Box<dyn RowStream>> {
-        if desc {
-            return Err(SqlError::unsupported("descending scans"));
-        }
         // Held first, then checked: from here on GC keeps the history at `ts` until the scan
         // ends; a `ts` GC already passed fails before anything is read.
         let hold = self.holds.hold(ts);
@@ -199,8 +196,12 @@ impl SnapshotSource for TableReader {
         for id in decoder.physical_ids() {
             pending.extend(key_ranges(id, &ranges, unsigned));
         }
-        pending.reverse();
+        // The next range is the last: the lowest first upwards, the highest first downwards.
+        if !desc {
+            pending.reverse();
+        }
         Ok(Box::new(TableScan {
+            desc,
             reader: self.reader.clone(),
             decoder,
             ts: Ts(ts),
@@ -216,6 +217,8 @@ impl SnapshotSource for TableReader {
 /// The pages of one table scan. The next page of the current range is read on the runtime
 /// while the rows of the one before are decoded and sent.
 struct TableScan {
+    /// Rows in descending key order (each range read downwards from its end).
+    desc: bool,
     reader: BlockingSnapshotReader,
     decoder: Arc<dyn RowDecoder>,
     ts: Ts,
@@ -233,11 +236,12 @@ struct TableScan {
 impl TableScan {
     fn start_next(&mut self) {
         if let Some((start, end)) = self.pending.last() {
-            self.ahead =
-                Some(
-                    self.reader
-                        .start_page(start.clone(), end.clone(), self.ts, self.limit),
-                );
+            let (start, end) = (start.clone(), end.clone());
+            self.ahead = Some(if self.desc {
+                self.reader.start_page_rev(start, end, self.ts, self.limit)
+            } else {
+                self.reader.start_page(start, end, self.ts, self.limit)
+            });
         }
     }
 }
@@ -255,7 +259,7 @@ impl RowStream for TableScan {
             let Some(page) = self.ahead.take() else {
                 return Ok(false);
             };
-            let (_, end) = self.pending.pop().expect("a page read has its range");
+            let (start, end) = self.pending.pop().expect("a page read has its range");
             let (pairs, next) = self.reader.wait_page(page).map_err(|e| {
                 SqlError::new(
                     ER_UNKNOWN_ERROR,
@@ -268,8 +272,10 @@ impl RowStream for TableScan {
             } else {
                 (self.limit * 2).min(SCAN_PAGE_MAX)
             };
+            // What is left of the range: above the page going up, below it going down.
             if let Some(n) = next {
-                self.pending.push((n, end));
+                self.pending
+                    .push(if self.desc { (start, n) } else { (n, end) });
             }
             // The next page is read while this one is decoded.
             self.start_next();

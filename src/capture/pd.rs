@@ -442,6 +442,25 @@ impl PdClient {
         Ok(r.region.map(|reg| RegionInfo::from_pd(reg, r.leader)))
     }
 
+    /// The region before the one holding encoded `key` (`GetPrevRegion`): where a reverse
+    /// scan continues when `key` is a region's start.
+    pub async fn get_prev_region(&self, key: &[u8]) -> Result<Option<RegionInfo>> {
+        let header = self.conn.header();
+        let r = self
+            .conn
+            .call(|mut c| {
+                let req = pdpb::GetRegionRequest {
+                    header: header.clone(),
+                    region_key: key.to_vec(),
+                    need_buckets: false,
+                };
+                async move { c.get_prev_region(req).await }
+            })
+            .await?;
+        check_header(r.header.as_ref())?;
+        Ok(r.region.map(|reg| RegionInfo::from_pd(reg, r.leader)))
+    }
+
     /// Up to `limit` regions overlapping `span` (encoded), in key order (one `ScanRegions`).
     pub async fn scan_regions(&self, span: &Span, limit: i32) -> Result<Vec<RegionInfo>> {
         let header = self.conn.header();

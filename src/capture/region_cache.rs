@@ -156,6 +156,16 @@ impl RegionCache {
         r.span.contains(key).then_some(r)
     }
 
+    /// The cached region holding the keys just below `key` (encoded): the one that starts
+    /// before it and does not end before it.
+    pub fn locate_before(&self, key: &[u8]) -> Option<&RegionInfo> {
+        let (_, r) = self
+            .by_start
+            .range::<[u8], _>((Bound::Unbounded, Bound::Excluded(key)))
+            .next_back()?;
+        (r.span.end.is_empty() || r.span.end.as_slice() >= key).then_some(r)
+    }
+
     /// A region by id.
     pub fn get(&self, id: RegionId) -> Option<&RegionInfo> {
         self.by_id.get(&id).and_then(|k| self.by_start.get(k))

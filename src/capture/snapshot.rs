@@ -127,6 +127,22 @@ enum Again {
 
 /// The request context for region `r`; reads skip the locks of `bypass` (transactions known
 /// to commit after the read ts).
+/// Where a read goes: the region holding a key, or the one holding the keys just below it
+/// (a reverse scan's exclusive upper bound).
+#[derive(Debug, Clone, Copy)]
+enum At<'a> {
+    Key(&'a [u8]),
+    Before(&'a [u8]),
+}
+
+impl At<'_> {
+    fn key(&self) -> &[u8] {
+        match self {
+            At::Key(k) | At::Before(k) => k,
+        }
+    }
+}
+
 fn context(r: &RegionInfo, bypass: &[u64]) -> Option<kvrpcpb::Context> {
     Some(kvrpcpb::Context {
         region_id: r.id.0,
@@ -187,6 +203,23 @@ impl SnapshotReader {
 
     fn cache(&self) -> std::sync::MutexGuard<'_, RegionCache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The region holding the keys just below raw `end` (where a reverse scan reads next).
+    async fn locate_before(&self, end: &[u8]) -> Result<Option<RegionInfo>> {
+        let mut enc = Vec::new();
+        encode_key_into(end, &mut enc);
+        if let Some(r) = self.cache().locate_before(&enc).cloned() {
+            return Ok(Some(r));
+        }
+        let r = match self.pd.get_region(&enc).await? {
+            Some(r) if r.span.start.as_slice() < enc.as_slice() => Some(r),
+            _ => self.pd.get_prev_region(&enc).await?,
+        };
+        if let Some(r) = &r {
+            self.cache().insert(r.clone());
+        }
+        Ok(r)
     }
 
     async fn locate(&self, raw: &[u8]) -> Result<Option<RegionInfo>> {
@@ -265,7 +298,7 @@ impl SnapshotReader {
     }
 
     /// Runs `attempt` (a read at `ts`) until it yields data, handling region retries and locks.
-    async fn retrying<T, F, Fut>(&self, key: &[u8], ts: Ts, mut attempt: F) -> Result<T>
+    async fn retrying<T, F, Fut>(&self, at: At<'_>, ts: Ts, mut attempt: F) -> Result<T>
     where
         F: FnMut(RegionInfo, TikvClient<Channel>, Vec<u64>) -> Fut,
         Fut: Future<Output = Result<std::result::Result<T, Again>>>,
@@ -274,8 +307,13 @@ impl SnapshotReader {
         let mut lock_wait = Duration::ZERO;
         let mut lock_step = Duration::from_millis(10);
         let mut bypass: Vec<u64> = Vec::new();
+        let key = at.key();
         loop {
-            let outcome = match self.locate(key).await? {
+            let located = match at {
+                At::Key(k) => self.locate(k).await?,
+                At::Before(k) => self.locate_before(k).await?,
+            };
+            let outcome = match located {
                 None => Again::Region("PD knows no region".into()),
                 Some(r) => match r.leader_store() {
                     None => {
@@ -365,19 +403,21 @@ impl SnapshotReader {
             rollback_if_not_exist: expired,
             ..Default::default()
         };
-        let resp = Box::pin(self.retrying(&lock.primary_lock, read_ts, |r, mut c, _| {
-            let req = req(&r);
-            async move {
-                let resp = match c.kv_check_txn_status(req).await {
-                    Ok(resp) => resp.into_inner(),
-                    Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
-                };
-                if let Some(e) = resp.region_error {
-                    return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+        let resp = Box::pin(
+            self.retrying(At::Key(&lock.primary_lock), read_ts, |r, mut c, _| {
+                let req = req(&r);
+                async move {
+                    let resp = match c.kv_check_txn_status(req).await {
+                        Ok(resp) => resp.into_inner(),
+                        Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
+                    };
+                    if let Some(e) = resp.region_error {
+                        return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+                    }
+                    Ok(Ok(resp))
                 }
-                Ok(Ok(resp))
-            }
-        }))
+            }),
+        )
         .await?;
         if let Some(e) = resp.error {
             if e.txn_lock_not_found.is_some() {
@@ -405,7 +445,7 @@ impl SnapshotReader {
 
     /// Commits (`commit`) or rolls back the lock of `lock_ts` on raw `key` (`KvResolveLock`).
     async fn resolve_lock(&self, key: &[u8], lock_ts: Ts, commit: Option<Ts>) -> Result<()> {
-        let resp = Box::pin(self.retrying(key, lock_ts, |r, mut c, _| {
+        let resp = Box::pin(self.retrying(At::Key(key), lock_ts, |r, mut c, _| {
             let req = kvrpcpb::ResolveLockRequest {
                 context: context(&r, &[]),
                 start_version: lock_ts.0,
@@ -436,7 +476,7 @@ impl SnapshotReader {
 
     /// The value of raw `key` at `ts`, or `None` if absent (or deleted).
     pub async fn get(&self, key: &[u8], ts: Ts) -> Result<Option<Vec<u8>>> {
-        self.retrying(key, ts, |r, mut c, bypass| async move {
+        self.retrying(At::Key(key), ts, |r, mut c, bypass| async move {
             let req = kvrpcpb::GetRequest {
                 context: context(&r, &bypass),
                 key: key.to_vec(),
@@ -487,7 +527,7 @@ impl SnapshotReader {
         }
         let batch = limit.max(1);
         let from = start.to_vec();
-        self.retrying(&from, ts, |r, mut c, bypass| {
+        self.retrying(At::Key(&from), ts, |r, mut c, bypass| {
             let from = from.clone();
             async move {
                 let region_end = raw_of(&r.span.end)?;
@@ -541,6 +581,74 @@ impl SnapshotReader {
     }
 }
 
+impl SnapshotReader {
+    /// One page of raw `[start, end)` at `ts` read downwards: at most `limit` pairs, inside
+    /// one region, in descending key order, and the exclusive upper bound to continue from
+    /// (`None` when the range is done). `end` must be bounded.
+    pub async fn scan_page_rev(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        ts: Ts,
+        limit: u32,
+    ) -> Result<ScanPage> {
+        if end.is_empty() {
+            return Err(SnapshotError::Aborted(
+                "a reverse scan needs an upper bound".into(),
+            ));
+        }
+        if start >= end {
+            return Ok((Vec::new(), None));
+        }
+        let batch = limit.max(1);
+        self.retrying(At::Before(end), ts, |r, mut c, bypass| async move {
+            let region_start = raw_of(&r.span.start)?;
+            let lower = if region_start.as_slice() > start {
+                region_start
+            } else {
+                start.to_vec()
+            };
+            // Reverse: `start_key` is the exclusive upper bound, `end_key` the inclusive lower.
+            let req = kvrpcpb::ScanRequest {
+                context: context(&r, &bypass),
+                start_key: end.to_vec(),
+                end_key: lower.clone(),
+                limit: batch,
+                version: ts.0,
+                reverse: true,
+                ..Default::default()
+            };
+            let resp = match c.kv_scan(req).await {
+                Ok(resp) => resp.into_inner(),
+                Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
+            };
+            if let Some(e) = resp.region_error {
+                return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
+            }
+            if let Some(e) = resp.error {
+                return key_error(end, e).map(Err);
+            }
+            let full = resp.pairs.len() >= batch as usize;
+            let mut pairs = Vec::with_capacity(resp.pairs.len());
+            for p in resp.pairs {
+                if let Some(e) = p.error {
+                    return key_error(&p.key, *e).map(Err);
+                }
+                pairs.push((p.key, p.value));
+            }
+            let next = if full {
+                pairs.last().map(|(k, _): &(Bytes, Bytes)| k.to_vec())
+            } else if lower.as_slice() <= start {
+                None
+            } else {
+                Some(lower)
+            };
+            Ok(Ok((pairs, next)))
+        })
+        .await
+    }
+}
+
 /// A page read running on the runtime ([`BlockingSnapshotReader::start_page`]); aborted when
 /// dropped.
 #[derive(Debug)]
@@ -582,6 +690,15 @@ impl BlockingSnapshotReader {
         PageRead(
             self.handle
                 .spawn(async move { reader.scan_page(&start, &end, ts, limit).await }),
+        )
+    }
+
+    /// [`SnapshotReader::scan_page_rev`] started on the runtime now, as [`Self::start_page`].
+    pub fn start_page_rev(&self, start: Vec<u8>, end: Vec<u8>, ts: Ts, limit: u32) -> PageRead {
+        let reader = self.reader.clone();
+        PageRead(
+            self.handle
+                .spawn(async move { reader.scan_page_rev(&start, &end, ts, limit).await }),
         )
     }
 

@@ -30,11 +30,12 @@ use sqlparser::ast::{
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
-    ER_BAD_DB_ERROR, ER_DBACCESS_DENIED_ERROR, ER_KILL_DENIED_ERROR, ER_NONEXISTING_GRANT,
-    ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD, ER_OPTION_PREVENTS_STATEMENT,
-    ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR, ER_STACK_OVERRUN_NEED_MORE,
-    ER_TABLEACCESS_DENIED_ERROR, ER_UNKNOWN_ERROR, ER_UNKNOWN_SYSTEM_VARIABLE,
-    ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
+    ER_BAD_DB_ERROR, ER_DBACCESS_DENIED_ERROR, ER_GLOBAL_VARIABLE, ER_KILL_DENIED_ERROR,
+    ER_NONEXISTING_GRANT, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
+    ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
+    ER_STACK_OVERRUN_NEED_MORE, ER_TABLEACCESS_DENIED_ERROR, ER_UNKNOWN_ERROR,
+    ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS,
+    ER_WRONG_VALUE_FOR_VAR,
 };
 use tibinlog_protocol::wire::response::ColumnSpec;
 
@@ -806,6 +807,9 @@ impl Ctx<'_> {
             Statement::Set(set) => self.set(session, set),
             Statement::ShowVariables { filter, global, .. } => {
                 let mut vars = self.globals.clone();
+                for (k, v) in super::vars::mysql_defaults() {
+                    vars.entry(k.to_owned()).or_insert(v);
+                }
                 if !global {
                     for (k, v) in &session.overrides {
                         vars.insert(k.clone(), v.clone().unwrap_or_default());
@@ -1439,6 +1443,11 @@ impl Ctx<'_> {
                 Ok(v) => v,
                 Err((code, msg)) => return Reply::err(code, msg),
             };
+            if !global && !self.shared.identity.mariadb {
+                if let Some(why) = super::vars::session_refusal(&name) {
+                    return Reply::err(ER_GLOBAL_VARIABLE, why);
+                }
+            }
             if global {
                 return Reply::err(
                     ER_SPECIFIC_ACCESS_DENIED_ERROR,

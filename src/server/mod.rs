@@ -33,6 +33,7 @@ mod binlog_events;
 pub mod conn;
 pub mod dump;
 pub mod mariadb;
+mod mysql_vars;
 mod replica_status;
 mod reply;
 pub mod rsa_key;

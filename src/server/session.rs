@@ -133,7 +133,10 @@ impl Session {
                 return Some(v.clone());
             }
         }
-        globals.get(&name).map(|v| Some(v.clone()))
+        globals
+            .get(&name)
+            .map(|v| Some(v.clone()))
+            .or_else(|| super::vars::mysql_default(&name, scope).map(Some))
     }
 
     /// `@name`; unset user variables are NULL.

@@ -546,7 +546,7 @@ impl SnapshotSource for MemTables {
         table: &TableMeta,
         _ts: u64,
         ranges: Option<Vec<(i128, i128)>>,
-        _desc: bool,
+        desc: bool,
     ) -> SqlResult<Box<dyn RowStream>> {
         let all = self
             .rows
@@ -567,6 +567,19 @@ impl SnapshotSource for MemTables {
                 .collect(),
             _ => all,
         };
+        // In handle order, as TiKV's keys order them (descending when asked).
+        let mut rows = rows;
+        if let HandleKind::IntPk { column, .. } = table.handle {
+            let handle = |r: &Vec<Value>| match r.get(column) {
+                Some(Value::Int(i)) => i128::from(*i),
+                Some(Value::UInt(u)) => i128::from(*u),
+                _ => i128::MIN,
+            };
+            rows.sort_by_key(handle);
+            if desc {
+                rows.reverse();
+            }
+        }
         Ok(Box::new(MemStream {
             rows: rows.into_iter(),
         }))

@@ -166,6 +166,50 @@ pub fn var_type(name: &str) -> Option<VarType> {
                 .find(|(n, _)| *n == name)
                 .map(|(_, t)| *t)
         })
+        .or_else(|| super::mysql_vars::lookup(name).map(|v| v.ty))
+}
+
+/// True when the registry itself defines `name` (not only MySQL's list).
+fn own(name: &str) -> bool {
+    STATIC_VARS.iter().any(|(n, _, _)| *n == name) || COMPUTED_VARS.iter().any(|(n, _)| *n == name)
+}
+
+/// The value of a variable only MySQL's list knows, as a fresh MySQL 8.0 has it (`scope`
+/// decides whether a session-only one has a value to give).
+pub fn mysql_default(name: &str, scope: Scope) -> Option<String> {
+    if own(name) {
+        return None;
+    }
+    let v = super::mysql_vars::lookup(name)?;
+    let answers = match scope {
+        Scope::Global => v.scope != super::mysql_vars::VarScope::Session,
+        Scope::Session => true,
+    };
+    answers.then(|| v.default.clone())
+}
+
+/// Every variable only MySQL's list knows that has a global value, with its default (the rest
+/// of `SHOW VARIABLES`).
+pub fn mysql_defaults() -> impl Iterator<Item = (&'static str, String)> {
+    super::mysql_vars::global_defaults()
+        .filter(|(n, _)| !own(n))
+        .map(|(n, v)| (n, v.default.clone()))
+}
+
+/// Why `SET [SESSION] name` is refused: a variable MySQL keeps only globally (1229).
+pub fn session_refusal(name: &str) -> Option<String> {
+    let v = super::mysql_vars::lookup(name)?;
+    (v.scope == super::mysql_vars::VarScope::Global).then(|| {
+        format!("Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL")
+    })
+}
+
+/// A number clamped into MySQL's range for `name`, as MySQL stores an out-of-range SET.
+fn clamp(name: &str, n: i128) -> i128 {
+    match super::mysql_vars::lookup(name).and_then(|v| v.range) {
+        Some((lo, hi)) => n.clamp(lo, hi),
+        None => n,
+    }
 }
 
 /// MySQL 8.0.31's default `@@optimizer_switch` (`mysqld --verbose --help`). tibinlog plans
@@ -245,16 +289,19 @@ pub fn normalize(
             "0" | "OFF" | "FALSE" => Ok(Some("OFF".into())),
             _ => Err(wrong_value(&v)),
         },
-        Int => t.parse::<i64>().map(|n| Some(n.to_string())).map_err(|_| {
-            (
-                ER_WRONG_TYPE_FOR_VAR,
-                format!("Incorrect argument type to variable '{name}'"),
-            )
-        }),
+        Int => t
+            .parse::<i64>()
+            .map(|n| Some(clamp(name, i128::from(n)).to_string()))
+            .map_err(|_| {
+                (
+                    ER_WRONG_TYPE_FOR_VAR,
+                    format!("Incorrect argument type to variable '{name}'"),
+                )
+            }),
         UInt => match (t.parse::<u64>(), t.parse::<i64>()) {
-            (Ok(n), _) => Ok(Some(n.to_string())),
+            (Ok(n), _) => Ok(Some(clamp(name, i128::from(n)).to_string())),
             // MySQL clamps a negative value of an unsigned variable to its minimum.
-            (Err(_), Ok(_)) => Ok(Some("0".into())),
+            (Err(_), Ok(_)) => Ok(Some(clamp(name, 0).to_string())),
             _ => Err((
                 ER_WRONG_TYPE_FOR_VAR,
                 format!("Incorrect argument type to variable '{name}'"),
@@ -362,6 +409,30 @@ pub enum Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_only_mysql_knows_answer_with_its_default_scope_and_range() {
+        assert_eq!(var_type("innodb_flush_log_at_trx_commit"), Some(UInt));
+        assert_eq!(
+            mysql_default("innodb_flush_log_at_trx_commit", Scope::Global).as_deref(),
+            Some("1")
+        );
+        // Session-only: no global value.
+        assert_eq!(mysql_default("warning_count", Scope::Global), None);
+        assert_eq!(
+            mysql_default("warning_count", Scope::Session).as_deref(),
+            Some("0")
+        );
+        // The registry's own answer wins.
+        assert_eq!(mysql_default("read_only", Scope::Global), None);
+        assert!(session_refusal("innodb_flush_log_at_trx_commit").is_some());
+        assert!(session_refusal("max_execution_time").is_none());
+        // SET clamps into MySQL's range.
+        let set = |v: &str| normalize("max_allowed_packet", Some(v.into())).expect("ok");
+        assert_eq!(set("1").as_deref(), Some("1024"));
+        assert_eq!(set("99999999999").as_deref(), Some("1073741824"));
+        assert!(var_type("no_such_variable").is_none());
+    }
 
     #[test]
     fn optimizer_switch_merges_flags_into_the_default() {

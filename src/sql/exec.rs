@@ -260,10 +260,13 @@ pub struct SortKey {
     pub desc: bool,
 }
 
-/// Sorts its input (stable, NULLs first ascending as MySQL).
+/// Sorts its input (stable, NULLs first ascending as MySQL). With a `top` (an ORDER BY …
+/// LIMIT), only the first `top` rows are kept: the buffer is cut back to them whenever it
+/// doubles, so memory follows the LIMIT, not the input.
 pub struct Sort {
     pub input: Option<Box<dyn Operator>>,
     pub keys: Vec<SortKey>,
+    top: Option<usize>,
     sorted: std::vec::IntoIter<(Vec<Value>, Vec<Value>)>,
 }
 
@@ -272,28 +275,46 @@ impl Sort {
         Sort {
             input: Some(input),
             keys,
+            top: None,
             sorted: Vec::new().into_iter(),
         }
     }
 
+    /// Only the first `n` rows of the order are wanted.
+    pub fn top(mut self, n: usize) -> Self {
+        self.top = Some(n);
+        self
+    }
+
     fn fill(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
-        let mut rows = Vec::new();
+        let mut rows: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
         let mut bytes = 0;
         let mut row = Vec::new();
+        let keys = &self.keys;
+        let cut_at = self.top.map(|n| n.max(64).saturating_mul(2));
         while input.next(&mut row)? {
-            let key: Vec<Value> = self
-                .keys
+            let key: Vec<Value> = keys
                 .iter()
                 .map(|k| k.expr.eval(&row))
                 .collect::<Result<_>>()?;
             bytes += row_bytes(&row) + row_bytes(&key);
+            rows.push((key, std::mem::take(&mut row)));
+            if let (Some(top), Some(cut)) = (self.top, cut_at) {
+                if rows.len() >= cut {
+                    // Stable: among equal keys the rows seen first stay first.
+                    rows.sort_by(|a, b| compare_keys(keys, &a.0, &b.0));
+                    rows.truncate(top);
+                    bytes = rows.iter().map(|(k, r)| row_bytes(r) + row_bytes(k)).sum();
+                }
+            }
             if bytes > MEMORY_LIMIT {
                 return Err(over_memory());
             }
-            rows.push((key, std::mem::take(&mut row)));
         }
-        let keys = &self.keys;
         rows.sort_by(|a, b| compare_keys(keys, &a.0, &b.0));
+        if let Some(top) = self.top {
+            rows.truncate(top);
+        }
         self.sorted = rows.into_iter();
         Ok(())
     }
@@ -627,6 +648,29 @@ mod tests {
         let input = Box::new(Values::new(ints(&[&[1, 2], &[1, 2], &[2, 2]])));
         let d = Box::new(Distinct::new(input, vec![SqlType::bigint(); 2]));
         assert_eq!(drain(d), ints(&[&[1, 2], &[2, 2]]));
+    }
+
+    #[test]
+    fn top_n_keeps_what_a_full_sort_would_show() {
+        // Many ties and more rows than the buffer keeps: the first n of a full stable sort.
+        let rows: Vec<Vec<i64>> = (0..5_000).map(|i| vec![(i * 7919) % 97, i]).collect();
+        let refs: Vec<&[i64]> = rows.iter().map(Vec::as_slice).collect();
+        let key = || {
+            vec![SortKey {
+                expr: col(0),
+                desc: true,
+            }]
+        };
+        let full = drain(Box::new(Sort::new(
+            Box::new(Values::new(ints(&refs))),
+            key(),
+        )));
+        for n in [0, 1, 10, 200, 4_999, 6_000] {
+            let top = drain(Box::new(
+                Sort::new(Box::new(Values::new(ints(&refs))), key()).top(n),
+            ));
+            assert_eq!(top, full[..n.min(full.len())], "top {n}");
+        }
     }
 
     #[test]

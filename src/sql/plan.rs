@@ -446,11 +446,18 @@ fn plan_select(
     } else if matches!(sel.distinct, Some(ast::Distinct::On(_))) {
         return Err(SqlError::unsupported("DISTINCT ON"));
     }
+    let limits = limit.map(|l| limit_values(ctx, l)).transpose()?;
     if !sort_keys.is_empty() && !sorted_by_scan {
-        op = Box::new(Sort::new(op, sort_keys));
+        let sort = Sort::new(op, sort_keys);
+        op = Box::new(match limits {
+            // Top-N: what the LIMIT can show is all the sort keeps.
+            Some((offset, Some(count))) => {
+                sort.top(usize::try_from(offset.saturating_add(count)).unwrap_or(usize::MAX))
+            }
+            _ => sort,
+        });
     }
-    if let Some(l) = limit {
-        let (offset, count) = limit_values(ctx, l)?;
+    if let Some((offset, count)) = limits {
         op = Box::new(Limit {
             input: op,
             offset,
@@ -1022,10 +1029,14 @@ fn tidb_table(
     let (ranges, scan_order, desc) = match meta.handle {
         HandleKind::IntPk { column, unsigned } => {
             let ranges = selection.and_then(|w| handle_ranges(ctx, &scope, column, unsigned, w));
-            // One physical table scanned upwards delivers the key's ascending order.
+            // One physical table scanned upwards delivers the key's ascending order, scanned
+            // downwards its descending order.
             let key = meta.columns[column].name.to_ascii_lowercase();
-            let ord = (order_signature(order) == key && meta.partitions.len() <= 1).then_some(key);
-            (ranges, ord, false)
+            let wanted = order_signature(order);
+            let single = meta.partitions.len() <= 1;
+            let desc = single && wanted == format!("{key} desc");
+            let ord = (single && (wanted == key || desc)).then_some(wanted);
+            (ranges, ord, desc)
         }
         _ => (None, None, false),
     };

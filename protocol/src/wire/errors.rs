@@ -130,6 +130,8 @@ error_codes! {
     ER_SECURE_TRANSPORT_REQUIRED = 3159, b"HY000";
     /// The client was disconnected by the server because of inactivity (`wait_timeout`).
     ER_CLIENT_INTERACTION_TIMEOUT = 4031, b"HY000";
+    /// `SET` of a variable MySQL keeps only globally, without GLOBAL.
+    ER_GLOBAL_VARIABLE = 1229, b"HY000";
     /// A native function called with the wrong number of arguments.
     ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT = 1582, b"42000";
     /// A function argument that is not valid JSON text.
