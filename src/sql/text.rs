@@ -12,6 +12,7 @@ use std::io::Write as _;
 use tibinlog_protocol::value::{Date, DateTime, Time, Value};
 
 use super::types::{SqlType, TypeKind};
+use crate::tidb::gcvt::{gcvt, PROTOCOL_WIDTH};
 use crate::tidb::{decimal, json, text as tidb_text, time};
 
 /// Appends the text form of `v` for a column of type `ty` to `out`; false (nothing written)
@@ -28,9 +29,13 @@ pub fn write_text(v: &Value, ty: &SqlType, out: &mut Vec<u8>) -> bool {
         Value::Float(f) => {
             out.extend_from_slice(tidb_text::float_text(f64::from(*f), true).as_bytes())
         }
+        // A FLOAT keeps the shortest text that reads back as its value (MySQL sends 6
+        // significant digits); a DOUBLE is MySQL's text exactly.
+        Value::Double(f) if matches!(ty.kind, TypeKind::Float) => {
+            out.extend_from_slice(tidb_text::float_text(*f, true).as_bytes());
+        }
         Value::Double(f) => {
-            let single = matches!(ty.kind, TypeKind::Float);
-            out.extend_from_slice(tidb_text::float_text(*f, single).as_bytes());
+            out.extend_from_slice(gcvt(*f, false, PROTOCOL_WIDTH).as_bytes());
         }
         Value::Decimal(t) => match ty.kind {
             TypeKind::Decimal { scale, .. } => match decimal::rescale(t, scale.min(30)) {

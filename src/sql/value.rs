@@ -340,10 +340,18 @@ pub fn time_key(t: &Time) -> i64 {
     }
 }
 
-/// The value as the bytes of its text form (strings as they are).
+/// The value as the bytes of its text form (strings as they are), as MySQL turns a value into
+/// a string inside an expression (`CONCAT`, `CAST(… AS CHAR)`): FLOAT with 6 significant
+/// digits in 12 characters, DOUBLE in 24 (see [`crate::tidb::gcvt`]).
 pub fn to_bytes(v: &Value, t: &SqlType) -> Vec<u8> {
+    use crate::tidb::gcvt::{gcvt, DOUBLE_STR_WIDTH, FLOAT_STR_WIDTH};
     match v {
         Value::Bytes(b) => b.clone(),
+        Value::Float(f) => gcvt(f64::from(*f), true, FLOAT_STR_WIDTH).into_bytes(),
+        Value::Double(f) if matches!(t.kind, TypeKind::Float) => {
+            gcvt(*f, true, FLOAT_STR_WIDTH).into_bytes()
+        }
+        Value::Double(f) => gcvt(*f, false, DOUBLE_STR_WIDTH).into_bytes(),
         _ => {
             let mut out = Vec::new();
             write_text(v, t, &mut out);
