@@ -178,7 +178,9 @@ async fn sql_surface_answers_like_mysql() {
     assert!(rows.contains(&("binlog_row_image".into(), "FULL".into())));
     // `_` matches any one character: MySQL lists binlog_rows_query_log_events too.
     assert!(rows.iter().all(|(k, _)| k.starts_with("binlog_row")));
-    assert!(rows.iter().any(|(k, _)| k == "binlog_rows_query_log_events"));
+    assert!(rows
+        .iter()
+        .any(|(k, _)| k == "binlog_rows_query_log_events"));
     let rows: Vec<(String, String)> = conn
         .query("SHOW VARIABLES WHERE Variable_name IN ('server_id', 'log_bin')")
         .await

@@ -81,8 +81,7 @@ pub fn gcvt(x: f64, float: bool, width: i32) -> String {
     };
     let have_space = f_len <= width;
     let force_e = decpt <= 0 && width <= 2 - decpt && width >= 3 + exp_len;
-    let fits_f = (have_space
-        || (decpt <= width && (decpt >= -1 || decpt == -2) && !force_e))
+    let fits_f = (have_space || (decpt <= width && (decpt >= -1 || decpt == -2) && !force_e))
         && (!have_space
             || (decpt > -MAX_DECPT_FOR_F_FORMAT
                 && (decpt <= MAX_DECPT_FOR_F_FORMAT || len > decpt)));
