@@ -718,6 +718,24 @@ async fn blocking_dump_gets_heartbeats_and_new_events() {
         .expect("read_only")
         .expect("a row");
     assert_eq!(read_only, (1, 1));
+    // Variables that are the session's state: the conditions of the statement before, the
+    // connection id, the clock; and one only MySQL's own list knows, with MySQL's default.
+    c.query_drop("SELECT no_such_column")
+        .await
+        .expect_err("unknown column");
+    let counts: (u64, u64) = c
+        .query_first("SELECT @@warning_count, @@error_count")
+        .await
+        .expect("counts")
+        .expect("a row");
+    assert_eq!(counts, (1, 1));
+    let state: (i64, f64, u64) = c
+        .query_first("SELECT @@pseudo_thread_id = CONNECTION_ID(), @@timestamp, @@innodb_flush_log_at_trx_commit")
+        .await
+        .expect("state")
+        .expect("a row");
+    assert_eq!((state.0, state.2), (1, 1));
+    assert!(state.1 > 1.6e9, "{state:?}");
     drop(stream);
     f.stop().await;
 }

@@ -1556,6 +1556,42 @@ struct SqlEnv<'a> {
     session: &'a Session,
 }
 
+impl SqlEnv<'_> {
+    /// The session variables whose value is the session's state, not a setting: the
+    /// conditions of the statement before (`warning_count` counts every condition,
+    /// `error_count` the errors), the session's clock and its connection id.
+    fn session_state_var(&self, name: &str, scope: Scope) -> Option<(SqlValueTyped, SqlType)> {
+        if scope != Scope::Session {
+            return None;
+        }
+        let count = |errors_only: bool| {
+            let n = self
+                .session
+                .diagnostics
+                .iter()
+                .filter(|d| !errors_only || d.level == "Error")
+                .count();
+            Some((SqlValueTyped::UInt(n as u64), SqlType::ubigint().not_null()))
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "warning_count" => count(false),
+            "error_count" => count(true),
+            "timestamp" => {
+                let d = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                let secs = d.as_secs() as f64 + f64::from(d.subsec_micros()) / 1e6;
+                Some((SqlValueTyped::Double(secs), SqlType::double().not_null()))
+            }
+            "pseudo_thread_id" => Some((
+                SqlValueTyped::UInt(u64::from(self.ctx.info.id)),
+                SqlType::ubigint().not_null(),
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl Env for SqlEnv<'_> {
     fn system_variable(
         &self,
@@ -1577,6 +1613,9 @@ impl Env for SqlEnv<'_> {
             return Ok(text_value(Some(
                 ts.map(|t| t.to_string()).unwrap_or_default(),
             )));
+        }
+        if let Some(v) = self.session_state_var(name, scope) {
+            return Ok(v);
         }
         match self.session.system_var(&self.ctx.globals, name, scope) {
             Some(v) => Ok(typed_var(
