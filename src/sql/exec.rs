@@ -202,6 +202,24 @@ impl Operator for Project {
 }
 
 /// `LIMIT offset, count`.
+/// The rows of each input in turn.
+pub struct Chain {
+    pub inputs: Vec<Box<dyn Operator>>,
+    pub at: usize,
+}
+
+impl Operator for Chain {
+    fn next(&mut self, out: &mut Vec<Value>) -> Result<bool> {
+        while let Some(input) = self.inputs.get_mut(self.at) {
+            if input.next(out)? {
+                return Ok(true);
+            }
+            self.at += 1;
+        }
+        Ok(false)
+    }
+}
+
 pub struct Limit {
     pub input: Box<dyn Operator>,
     pub offset: u64,

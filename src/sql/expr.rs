@@ -914,7 +914,9 @@ fn arith_type(op: ArithOp, a: &SqlType, b: &SqlType) -> SqlType {
     let ty = if op == ArithOp::IntDiv {
         SqlType::bigint()
     } else if a.is_integer() && b.is_integer() && op != ArithOp::Div {
-        if (a.unsigned || b.unsigned) && op != ArithOp::Sub {
+        // MySQL: an UNSIGNED operand makes the result UNSIGNED, for `-` too (a negative
+        // result is then out of range).
+        if a.unsigned || b.unsigned {
             SqlType::ubigint()
         } else {
             SqlType::bigint()
@@ -1500,6 +1502,15 @@ mod tests {
     #[test]
     fn arithmetic_and_functions() {
         assert_eq!(eval("1 + 2 * 3"), Value::Int(7));
+        // An UNSIGNED operand makes `-` UNSIGNED (MySQL 8.0: 1690 below zero).
+        assert_eq!(
+            eval("CAST(18446744073709551615 AS UNSIGNED) - 0"),
+            Value::UInt(u64::MAX)
+        );
+        for below in ["CAST(5 AS UNSIGNED) - 10", "5 - CAST(10 AS UNSIGNED)"] {
+            let e = eval_with(below, &Cols(Vec::new()), &[]).expect_err(below);
+            assert_eq!(e.code.code, 1690, "{below}");
+        }
         assert_eq!(eval("12 & 10"), Value::UInt(8));
         assert_eq!(eval("12 | 3"), Value::UInt(15));
         assert_eq!(eval("12 ^ 10"), Value::UInt(6));

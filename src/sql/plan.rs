@@ -24,7 +24,7 @@ use super::agg::AggCall;
 use super::catalog::{CatalogSnapshot, HandleKind, TableMeta};
 use super::error::{Result, SqlError};
 use super::exec::{
-    Aggregate, Distinct, Filter, Join, Limit, Operator, Project, Scan, Sort, SortKey, Values,
+    Aggregate, Chain, Distinct, Filter, Join, Limit, Operator, Project, Scan, Sort, SortKey, Values,
 };
 use super::expr::{is_aggregate, CmpOp, Compiler, Env, Expr, ExprKind, Scope};
 use super::infoschema::{self, Pushdown};
@@ -218,6 +218,23 @@ fn plan_select(
     // FROM, with the WHERE available for push-down into a single source.
     let single = sel.from.len() == 1 && sel.from[0].joins.is_empty();
     let order_keys = order_by_exprs(order_by)?;
+    let (op, scope, scan_order) = match key_ends(ctx, sel, single)? {
+        Some(ends) => ends,
+        None => filtered_from(ctx, sel, single, &order_keys)?,
+    };
+    finish_select(ctx, sel, order_keys, limit, op, scope, scan_order)
+}
+
+/// Rows of FROM/WHERE, their scope, and the order a scan delivers them in (if any).
+type Source = (Box<dyn Operator>, RowScope, Option<String>);
+
+/// The rows of FROM, filtered by WHERE (pushed into a single source's scan where it can be).
+fn filtered_from(
+    ctx: &QueryCtx<'_>,
+    sel: &ast::Select,
+    single: bool,
+    order_keys: &[OrderKey<'_>],
+) -> Result<Source> {
     let (mut op, scope, scan_order) = match sel.from.as_slice() {
         [] => (
             Box::new(Values::new(vec![Vec::new()])) as Box<dyn Operator>,
@@ -235,7 +252,7 @@ fn plan_select(
                     ctx,
                     &twj.relation,
                     if single { sel.selection.as_ref() } else { None },
-                    if single { &order_keys } else { &[] },
+                    if single { order_keys } else { &[] },
                 )?;
                 order = ord;
                 let (mut o, mut s) = match acc.take() {
@@ -262,7 +279,85 @@ fn plan_select(
         });
     }
     scope.clause = "field list";
+    Ok((op, scope, scan_order))
+}
 
+/// `SELECT MIN(k), MAX(k) … FROM t [WHERE …]` without GROUP BY, every aggregate a MIN or MAX
+/// of one column `k` whose order a scan of `t` delivers (its integer key): the first matching
+/// row read upwards and the first read downwards are all the aggregates need, so the table is
+/// read at its two ends instead of whole (what chunk splitters ask before they split).
+fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Option<Source>> {
+    let no_group =
+        matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty());
+    if !single || !no_group {
+        return Ok(None);
+    }
+    let mut calls = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                collect_aggregates(e, &mut calls)
+            }
+            _ => return Ok(None),
+        }
+    }
+    if let Some(h) = &sel.having {
+        collect_aggregates(h, &mut calls);
+    }
+    let Some((_, _, Some(first), _)) = calls.first() else {
+        return Ok(None);
+    };
+    let same = |a: &ast::Expr| a.to_string().eq_ignore_ascii_case(&first.to_string());
+    let min_max = calls.iter().all(|(_, name, arg, _)| {
+        matches!(name.as_str(), "MIN" | "MAX")
+            && arg.is_some_and(&same)
+            && matches!(
+                arg,
+                Some(ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
+            )
+    });
+    if !min_max {
+        return Ok(None);
+    }
+    let mut ends: Vec<Box<dyn Operator>> = Vec::with_capacity(2);
+    let mut scope_out = None;
+    for desc in [false, true] {
+        let keys = [OrderKey { expr: first, desc }];
+        let (op, scope, order) = filtered_from(ctx, sel, true, &keys)?;
+        if order.is_none() {
+            // The scan cannot deliver the column's order: read the table whole.
+            return Ok(None);
+        }
+        ends.push(Box::new(Limit {
+            input: op,
+            offset: 0,
+            count: Some(1),
+            seen: 0,
+        }));
+        scope_out = Some(scope);
+    }
+    let scope = scope_out.ok_or_else(|| SqlError::unsupported("an empty FROM"))?;
+    Ok(Some((
+        Box::new(Chain {
+            inputs: ends,
+            at: 0,
+        }),
+        scope,
+        None,
+    )))
+}
+
+/// Grouping, the select list, DISTINCT, ORDER BY and LIMIT over the rows of FROM/WHERE.
+fn finish_select(
+    ctx: &QueryCtx<'_>,
+    sel: &ast::Select,
+    order_keys: Vec<OrderKey<'_>>,
+    limit: Option<&LimitClause>,
+    op: Box<dyn Operator>,
+    scope: RowScope,
+    scan_order: Option<String>,
+) -> Result<Planned> {
+    let mut op = op;
     // Grouping.
     let group_exprs: Vec<&ast::Expr> = match &sel.group_by {
         GroupByExpr::Expressions(es, mods) if mods.is_empty() => es.iter().collect(),

@@ -220,6 +220,25 @@ async fn descending_key_order_comes_from_a_reverse_scan() {
         .collect();
     assert_eq!(below, want_below);
 
+    // MIN and MAX of the key read the table's two ends (the WHERE applied before).
+    for (filter, want) in [
+        ("", (Some(-300), Some(699))),
+        ("WHERE id > 100 AND id < 200", (Some(102), Some(198))),
+        ("WHERE id > 100 AND v <> 's102'", (Some(105), Some(699))),
+        ("WHERE id > 10000", (None, None)),
+    ] {
+        let got: Option<(Option<i64>, Option<i64>)> = conn
+            .query_first(format!("SELECT MIN(id), MAX(id) FROM test.signed {filter}"))
+            .await
+            .expect("min max");
+        assert_eq!(got, Some(want), "{filter}");
+    }
+    let ends: Option<(u64, u64, u64)> = conn
+        .query_first("SELECT MIN(id), MAX(id), MAX(id) - MIN(id) FROM test.unsigned")
+        .await
+        .expect("unsigned ends");
+    assert_eq!(ends, Some((0, u64::MAX, u64::MAX)));
+
     let mut want = unsigned.clone();
     want.sort_unstable_by(|a, b| b.cmp(a));
     let got: Vec<u64> = conn
