@@ -426,25 +426,17 @@ impl PdClient {
 
     /// The region holding the encoded key, or `None` if PD knows none.
     pub async fn get_region(&self, key: &[u8]) -> Result<Option<RegionInfo>> {
-        let header = self.conn.header();
-        let r = self
-            .conn
-            .call(|mut c| {
-                let req = pdpb::GetRegionRequest {
-                    header: header.clone(),
-                    region_key: key.to_vec(),
-                    need_buckets: false,
-                };
-                async move { c.get_region(req).await }
-            })
-            .await?;
-        check_header(r.header.as_ref())?;
-        Ok(r.region.map(|reg| RegionInfo::from_pd(reg, r.leader)))
+        self.region_call(key, false).await
     }
 
     /// The region before the one holding encoded `key` (`GetPrevRegion`): where a reverse
     /// scan continues when `key` is a region's start.
     pub async fn get_prev_region(&self, key: &[u8]) -> Result<Option<RegionInfo>> {
+        self.region_call(key, true).await
+    }
+
+    /// `GetRegion`, or `GetPrevRegion` when `prev`.
+    async fn region_call(&self, key: &[u8], prev: bool) -> Result<Option<RegionInfo>> {
         let header = self.conn.header();
         let r = self
             .conn
@@ -454,7 +446,13 @@ impl PdClient {
                     region_key: key.to_vec(),
                     need_buckets: false,
                 };
-                async move { c.get_prev_region(req).await }
+                async move {
+                    if prev {
+                        c.get_prev_region(req).await
+                    } else {
+                        c.get_region(req).await
+                    }
+                }
             })
             .await?;
         check_header(r.header.as_ref())?;

@@ -545,24 +545,10 @@ impl SnapshotReader {
                     version: ts.0,
                     ..Default::default()
                 };
-                let resp = match c.kv_scan(req).await {
-                    Ok(resp) => resp.into_inner(),
-                    Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
+                let (pairs, full) = match self.scan_once(&r, &mut c, req, &from).await? {
+                    Ok(page) => page,
+                    Err(again) => return Ok(Err(again)),
                 };
-                if let Some(e) = resp.region_error {
-                    return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
-                }
-                if let Some(e) = resp.error {
-                    return key_error(&from, e).map(Err);
-                }
-                let mut pairs = Vec::with_capacity(resp.pairs.len());
-                let full = resp.pairs.len() >= batch as usize;
-                for p in resp.pairs {
-                    if let Some(e) = p.error {
-                        return key_error(&p.key, *e).map(Err);
-                    }
-                    pairs.push((p.key, p.value));
-                }
                 let next = if full {
                     pairs.last().map(|(k, _): &(Bytes, Bytes)| {
                         let mut n = k.to_vec();
@@ -618,24 +604,10 @@ impl SnapshotReader {
                 reverse: true,
                 ..Default::default()
             };
-            let resp = match c.kv_scan(req).await {
-                Ok(resp) => resp.into_inner(),
-                Err(s) => return Ok(Err(self.on_transport_error(&r, s))),
+            let (pairs, full) = match self.scan_once(&r, &mut c, req, end).await? {
+                Ok(page) => page,
+                Err(again) => return Ok(Err(again)),
             };
-            if let Some(e) = resp.region_error {
-                return Ok(Err(Again::Region(self.on_region_error(&r, &e))));
-            }
-            if let Some(e) = resp.error {
-                return key_error(end, e).map(Err);
-            }
-            let full = resp.pairs.len() >= batch as usize;
-            let mut pairs = Vec::with_capacity(resp.pairs.len());
-            for p in resp.pairs {
-                if let Some(e) = p.error {
-                    return key_error(&p.key, *e).map(Err);
-                }
-                pairs.push((p.key, p.value));
-            }
             let next = if full {
                 pairs.last().map(|(k, _): &(Bytes, Bytes)| k.to_vec())
             } else if lower.as_slice() <= start {
@@ -646,6 +618,39 @@ impl SnapshotReader {
             Ok(Ok((pairs, next)))
         })
         .await
+    }
+}
+
+impl SnapshotReader {
+    /// One `KvScan` in region `r`: its pairs and whether the page came back full, or why the
+    /// read must be tried again (`key` names a lock met on the request as a whole).
+    async fn scan_once(
+        &self,
+        r: &RegionInfo,
+        c: &mut TikvClient<Channel>,
+        req: kvrpcpb::ScanRequest,
+        key: &[u8],
+    ) -> Result<std::result::Result<(Vec<(Bytes, Bytes)>, bool), Again>> {
+        let batch = req.limit;
+        let resp = match c.kv_scan(req).await {
+            Ok(resp) => resp.into_inner(),
+            Err(s) => return Ok(Err(self.on_transport_error(r, s))),
+        };
+        if let Some(e) = resp.region_error {
+            return Ok(Err(Again::Region(self.on_region_error(r, &e))));
+        }
+        if let Some(e) = resp.error {
+            return key_error(key, e).map(Err);
+        }
+        let full = resp.pairs.len() >= batch as usize;
+        let mut pairs = Vec::with_capacity(resp.pairs.len());
+        for p in resp.pairs {
+            if let Some(e) = p.error {
+                return key_error(&p.key, *e).map(Err);
+            }
+            pairs.push((p.key, p.value));
+        }
+        Ok(Ok((pairs, full)))
     }
 }
 

@@ -76,6 +76,17 @@ fn snapshot_tso(text: &str) -> Option<u64> {
     ms.checked_mul(1 << 18)
 }
 
+/// The TSO `SET @@tidb_snapshot` pinned in `session` (kept as digits), if any.
+fn pinned_tso(session: &Session) -> Option<u64> {
+    session
+        .overrides
+        .get("tidb_snapshot")?
+        .as_deref()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// MySQL's read-only refusal.
 const MSG_READ_ONLY: &str =
     "The MySQL server is running with the --read-only option so it cannot execute this statement";
@@ -494,26 +505,13 @@ impl Ctx<'_> {
     /// A statement of a session whose `@@tidb_snapshot` no longer lines up with the binlog
     /// (purged since it was set) is refused rather than read at another point.
     fn snapshot_refusal(&self, session: &Session) -> Option<Reply> {
-        let ts: u64 = session
-            .overrides
-            .get("tidb_snapshot")?
-            .as_deref()?
-            .trim()
-            .parse()
-            .ok()?;
-        self.snapshot_position(ts).err()
+        self.snapshot_position(pinned_tso(session)?).err()
     }
 
     /// The point `SET @@tidb_snapshot = <ts>` chose: reads at `ts`, with the catalog of the
     /// binlog position where the history splits at it.
     fn chosen_snapshot(&self, session: &Session) -> Option<super::session::Snapshot> {
-        let ts: u64 = session
-            .overrides
-            .get("tidb_snapshot")?
-            .as_deref()?
-            .trim()
-            .parse()
-            .ok()?;
+        let ts = pinned_tso(session)?;
         let end = self.shared.source.position_for_ts(ts).ok()?;
         Some(super::session::Snapshot {
             ts: Some(ts),
