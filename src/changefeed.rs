@@ -239,15 +239,15 @@ pub enum ChangeEvent {
     Resolved(Ts),
 }
 
-/// The current version of every included base table, as the mounter last saw it.
+/// The current version of every included base table and view, as the mounter last saw it.
 pub type SchemaSnapshot = crate::mounter::Catalog;
 
-/// The included base tables of `store` in their newest versions.
+/// The included base tables and views of `store` in their newest versions.
 pub fn schema_snapshot(store: &SchemaStore) -> SchemaSnapshot {
     schema_snapshot_at(store, Ts::MAX)
 }
 
-/// The included base tables of `store` for a row committed at `ts`.
+/// The included base tables and views of `store` at `ts`.
 pub fn schema_snapshot_at(store: &SchemaStore, ts: Ts) -> SchemaSnapshot {
     Arc::new(
         store

@@ -597,6 +597,8 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     };
     cluster.ddl(Ddl::CreateTable {
         db: "test".into(),
@@ -709,6 +711,8 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
             clustered: true,
             indexes: Vec::new(),
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
     });
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1368,6 +1372,8 @@ async fn a_definite_error_stops_capture_and_the_binlog_stays_served() {
             clustered: true,
             indexes: Vec::new(),
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
     });
     let insert = |id: i64| {
@@ -1838,4 +1844,59 @@ async fn operators_see_metrics_api_processlist_and_status() {
     assert!(err.to_string().contains("1094"), "{err}");
     admin.disconnect().await.expect("disconnect");
     app.stop().await.expect("stop");
+}
+
+/// The MySQL listener and the MariaDB-flavoured one are one server: one connection-id space,
+/// one process list, one KILL, one `max_connections`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_listeners_share_one_process_list_kill_and_max_connections() {
+    let cluster = common::app::start_scripted(1, 47).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = common::app::app_config(&cluster.run, dir.path());
+    cfg.mariadb_listen = Some("127.0.0.1:0".parse().expect("addr"));
+    cfg.limits.max_connections = 3;
+    let app = common::app::start_app_with(cfg).await;
+    let maria_addr = app.mariadb_addr().expect("MariaDB listener");
+    let mut mysql = mysql_async::Conn::new(common::app::opts(app.local_addr(), "root"))
+        .await
+        .expect("mysql");
+    let mut maria = mysql_async::Conn::new(common::app::opts(maria_addr, "root"))
+        .await
+        .expect("mariadb");
+    let mysql_id: u64 = mysql
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    let maria_id: u64 = maria
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(mysql_id, maria_id, "one connection-id space");
+    let ids: Vec<u64> = mysql
+        .query("SELECT ID FROM information_schema.PROCESSLIST ORDER BY ID")
+        .await
+        .expect("process list");
+    assert!(
+        ids.contains(&mysql_id) && ids.contains(&maria_id),
+        "{ids:?} lists both listeners' sessions"
+    );
+    // A third session fills max_connections across the two listeners.
+    let third = mysql_async::Conn::new(common::app::opts(maria_addr, "root"))
+        .await
+        .expect("third");
+    let refused = mysql_async::Conn::new(common::app::opts(app.local_addr(), "root")).await;
+    match refused {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1040, "{e}"),
+        other => panic!("a fourth session must get 1040, got {other:?}"),
+    }
+    drop(third);
+    // KILL on one listener ends a session of the other.
+    mysql
+        .query_drop(format!("KILL {maria_id}"))
+        .await
+        .expect("kill the MariaDB listener's session");
+    let after = maria.query_drop("SELECT 1").await;
+    assert!(after.is_err(), "the killed session still answers");
 }

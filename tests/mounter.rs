@@ -232,6 +232,8 @@ fn all_types_table(name: &str) -> TableDef {
         clustered: true,
         indexes: vec![IndexDef::new("i_int", &["c_int"], false)],
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

@@ -52,6 +52,8 @@ fn simple_table(name: &str) -> TableDef {
         clustered: true,
         indexes: vec![IndexDef::new("i_v", &["v"], false)],
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

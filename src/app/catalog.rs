@@ -8,19 +8,119 @@ use std::sync::Arc;
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::sql::catalog::{
-    CatalogSnapshot, ColumnMeta, HandleKind, IndexMeta, PartitionMeta, TableKind, TableMeta,
+    CatalogSnapshot, CheckMeta, ColumnMeta, ForeignKeyMeta, HandleKind, IndexMeta, PartitionMeta,
+    TableKind, TableMeta,
 };
 use crate::sql::charset;
 use crate::sql::types::SqlType;
-use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn};
+use crate::sql::views::view_columns;
+use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FkInfo, TableInfo};
+use crate::tidb::show_create::create_view;
 use mysql_common::constants::ColumnFlags;
 
 use super::schema::{column_key, column_type, create_table_sql, default_text, is_string_type};
 
-/// The catalog snapshot of `catalog`.
+/// The catalog snapshot of `catalog`: its base tables, then its views, each typed against the
+/// tables and the views created before it (a view reads only objects older than itself).
 pub fn snapshot(catalog: &Catalog) -> CatalogSnapshot {
-    let tables = catalog.iter().map(|t| Arc::new(table_meta(t))).collect();
-    CatalogSnapshot::from_tables(tables, Vec::new())
+    let (mut views, tables): (Vec<_>, Vec<_>) = catalog.iter().partition(|t| t.info.view.is_some());
+    views.sort_by_key(|v| v.info.id);
+    let tables: Vec<Arc<TableMeta>> = tables
+        .into_iter()
+        .map(|t| Arc::new(table_meta(t)))
+        .collect();
+    let mut known = CatalogSnapshot::from_tables(tables, Vec::new());
+    for v in views {
+        let meta = Arc::new(view_meta(&known, v));
+        let mut all = std::mem::take(&mut known.tables);
+        all.push(meta);
+        known = CatalogSnapshot::from_tables(all, Vec::new());
+    }
+    known
+}
+
+/// The SQL view of a TiDB view. Its columns are typed by planning its SELECT against `known`
+/// (TiDB keeps only their names); a SELECT the engine cannot plan leaves them as
+/// `longtext`, the widest type a view column can take.
+fn view_meta(known: &CatalogSnapshot, t: &MountedTable) -> TableMeta {
+    let info = &t.info;
+    let view = info.view.clone().unwrap_or_default();
+    let names: Vec<String> = if view.view_cols.is_empty() {
+        visible_columns(info)
+            .iter()
+            .map(|c| c.name.o.clone())
+            .collect()
+    } else {
+        view.view_cols.iter().map(|c| c.o.clone()).collect()
+    };
+    let columns = match view_columns(known, t.schema(), &view.view_select, &names) {
+        Ok(cols) if cols.len() == names.len() => cols,
+        _ => {
+            let text = SqlType::longtext(charset::UTF8MB4_BIN);
+            let cols = names.iter().map(|n| (n.clone(), text.clone()));
+            cols.map(|(n, ty)| fallback_column(&n, ty)).collect()
+        }
+    };
+    let definer = view
+        .view_definer
+        .as_ref()
+        .map(|d| format!("{}@{}", d.username, d.hostname))
+        .unwrap_or_default();
+    TableMeta {
+        db: t.schema().to_owned(),
+        name: t.name().to_owned(),
+        id: info.id,
+        kind: TableKind::View {
+            definition: view.view_select.clone(),
+            // TiDB records CASCADED for a view without WITH CHECK OPTION and never checks it;
+            // MySQL shows such a view as NONE.
+            check_option: "NONE".into(),
+            updatable: false,
+            definer,
+            security: view.security().to_owned(),
+        },
+        columns,
+        indexes: Vec::new(),
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
+        partitions: Vec::new(),
+        handle: HandleKind::RowId,
+        // TiDB answers a view's character_set_client and collation_connection with the
+        // character set and collation its TableInfo records.
+        charset: non_empty(&info.charset, "utf8mb4"),
+        collation: non_empty(&info.collate, "utf8mb4_bin"),
+        comment: String::new(),
+        auto_increment: None,
+        create_time: None,
+        create_options: String::new(),
+        create_sql: create_view(info).unwrap_or_default(),
+        rows: None,
+    }
+}
+
+fn non_empty(s: &str, default: &str) -> String {
+    if s.is_empty() { default } else { s }.to_owned()
+}
+
+fn fallback_column(name: &str, ty: SqlType) -> ColumnMeta {
+    ColumnMeta {
+        name: name.to_owned(),
+        column_type: "longtext".into(),
+        data_type: "longtext".into(),
+        default: None,
+        extra: String::new(),
+        comment: String::new(),
+        key: String::new(),
+        charset: Some("utf8mb4".into()),
+        collation: Some("utf8mb4_bin".into()),
+        generated: None,
+        char_max_len: Some(4_294_967_295),
+        char_octet_len: Some(4_294_967_295),
+        numeric_precision: None,
+        numeric_scale: None,
+        datetime_precision: None,
+        ty,
+    }
 }
 
 /// `DATA_TYPE`: the type name without length or attributes.
@@ -54,9 +154,10 @@ fn column_meta(c: &TidbColumn, ty: SqlType, table_collate: &str) -> ColumnMeta {
         mysql::TYPE_VARCHAR | mysql::TYPE_VAR_STRING | mysql::TYPE_STRING => {
             (flen, flen.map(|f| f * maxlen))
         }
-        mysql::TYPE_TINY_BLOB => (Some(255 / maxlen.max(1)), Some(255)),
-        mysql::TYPE_BLOB => (Some(65_535 / maxlen.max(1)), Some(65_535)),
-        mysql::TYPE_MEDIUM_BLOB => (Some(16_777_215 / maxlen.max(1)), Some(16_777_215)),
+        // MySQL counts TEXT lengths in bytes in both columns, whatever the character set.
+        mysql::TYPE_TINY_BLOB => (Some(255), Some(255)),
+        mysql::TYPE_BLOB => (Some(65_535), Some(65_535)),
+        mysql::TYPE_MEDIUM_BLOB => (Some(16_777_215), Some(16_777_215)),
         mysql::TYPE_LONG_BLOB | mysql::TYPE_JSON => (Some(4_294_967_295), Some(4_294_967_295)),
         mysql::TYPE_ENUM | mysql::TYPE_SET => {
             let n = if ft.tp == mysql::TYPE_SET {
@@ -282,8 +383,9 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         kind: TableKind::BaseTable,
         columns,
         indexes,
-        foreign_keys: Vec::new(),
-        checks: Vec::new(),
+        foreign_keys: foreign_keys(t.schema(), info),
+        checks: checks(info),
+        create_time: create_time(info),
         create_options: if partitions.is_empty() {
             String::new()
         } else {
@@ -298,4 +400,52 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         create_sql: create_table_sql(t),
         rows: Some(Arc::new(super::reader::MountedRows(t.clone()))),
     }
+}
+
+/// The table's foreign keys in name order; the referenced database defaults to the table's.
+fn foreign_keys(schema: &str, info: &TableInfo) -> Vec<ForeignKeyMeta> {
+    let rule = |code| FkInfo::refer_option(code).unwrap_or("NO ACTION").to_owned();
+    let mut out: Vec<ForeignKeyMeta> = info
+        .foreign_keys
+        .iter()
+        .filter(|f| f.state == schema_state::PUBLIC)
+        .map(|f| ForeignKeyMeta {
+            name: f.fk_name.o.clone(),
+            columns: f.cols.iter().map(|c| c.o.clone()).collect(),
+            ref_db: if f.ref_schema.o.is_empty() {
+                schema.to_owned()
+            } else {
+                f.ref_schema.o.clone()
+            },
+            ref_table: f.ref_table.o.clone(),
+            ref_columns: f.ref_cols.iter().map(|c| c.o.clone()).collect(),
+            on_update: rule(f.on_update),
+            on_delete: rule(f.on_delete),
+        })
+        .collect();
+    out.sort_by_key(|f| f.name.to_lowercase());
+    out
+}
+
+/// The table's CHECK constraints in name order, their clauses as MySQL 8.0 shows them
+/// (parenthesized).
+fn checks(info: &TableInfo) -> Vec<CheckMeta> {
+    let mut out: Vec<CheckMeta> = info
+        .constraints
+        .iter()
+        .filter(|c| c.state == schema_state::PUBLIC)
+        .map(|c| CheckMeta {
+            name: c.constraint_name.o.clone(),
+            clause: format!("({})", c.expr_string),
+            enforced: c.enforced,
+        })
+        .collect();
+    out.sort_by_key(|c| c.name.to_lowercase());
+    out
+}
+
+/// `CREATE_TIME` in Unix seconds: TiDB shows a table's last schema change (`update_timestamp`,
+/// a TSO whose physical part is milliseconds) there; `None` when it has none.
+fn create_time(info: &TableInfo) -> Option<u64> {
+    (info.update_timestamp > 0).then(|| (info.update_timestamp >> 18) / 1000)
 }

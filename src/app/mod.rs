@@ -698,9 +698,12 @@ impl App {
                 schema.clone(),
             )
             .await?;
+            // One server behind two listeners: the MariaDB-flavoured one shares the MySQL
+            // one's connections, sessions and snapshot holds.
             let maria = match cfg.mariadb_listen {
                 Some(addr) => Some(
-                    Server::bind(server_cfg(addr, true), source.clone(), schema.clone()).await?,
+                    main.bind_beside(server_cfg(addr, true), source.clone(), schema.clone())
+                        .await?,
                 ),
                 None => None,
             };
@@ -721,26 +724,20 @@ impl App {
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
-        let maria_shared = maria.as_ref().map(Server::shared);
-        // GC holds for SQL reads: the snapshots sessions pinned on each listener, and every
-        // running scan, each under a service id of its own (PD keeps the oldest of all).
+        // GC holds for SQL reads: the snapshots sessions pinned on either listener (one
+        // registry), and every running scan, each under a service id of its own (PD keeps the
+        // oldest of all).
         let sql_holds = [
-            ("sql", Some(shared.snapshot_hold())),
-            (
-                "sql-mariadb",
-                maria_shared.as_ref().map(|m| m.snapshot_hold()),
-            ),
-            ("sql-scans", Some(scan_holds.watch())),
+            ("sql", shared.registry.snapshot_hold()),
+            ("sql-scans", scan_holds.watch()),
         ];
         for (what, hold) in sql_holds {
-            if let Some(hold) = hold {
-                tokio::spawn(reader::hold_snapshots(
-                    sql_pd.clone(),
-                    format!("tibinlog-{server_uuid}-{instance_id}-{what}"),
-                    hold,
-                    stop.clone(),
-                ));
-            }
+            tokio::spawn(reader::hold_snapshots(
+                sql_pd.clone(),
+                format!("tibinlog-{server_uuid}-{instance_id}-{what}"),
+                hold,
+                stop.clone(),
+            ));
         }
         let mariadb_server = maria.map(|maria| {
             let (failure, stop) = (failure.clone(), stop.clone());
@@ -828,14 +825,13 @@ impl App {
         ));
         let (status_addr, status) = match status_listener {
             Some(listener) => {
-                let mut servers = vec![("mysql", shared.clone())];
-                servers.extend(maria_shared.map(|m| ("mariadb", m)));
+                let server = shared.clone();
                 let view = Arc::new(status_http::StatusView {
                     metrics: metrics.clone(),
                     stats: stats.clone(),
                     capture: capture.clone(),
                     files: files.clone(),
-                    servers,
+                    server,
                     sorter: sorter_metrics,
                     server_id: cfg.server_id,
                     server_uuid: server_uuid.to_string(),
@@ -944,18 +940,18 @@ impl App {
     /// The latest statements the MySQL listener could not answer (see
     /// [`crate::server::Unanswered`]), oldest first.
     pub fn unanswered_statements(&self) -> Vec<crate::server::Unanswered> {
-        self.shared.unanswered()
+        self.shared.registry.unanswered()
     }
 
     /// Server ids of the dump sessions running on the MySQL listener.
     pub fn dump_server_ids(&self) -> Vec<u32> {
-        self.shared.dump_server_ids()
+        self.shared.registry.dump_server_ids()
     }
 
     /// A watch of the oldest snapshot timestamp an SQL session reads at (`None`: no session
     /// holds one), e.g. a consistent-snapshot transaction or a read lock.
     pub fn snapshot_hold(&self) -> watch::Receiver<Option<u64>> {
-        self.shared.snapshot_hold()
+        self.shared.registry.snapshot_hold()
     }
 
     /// Transactions written since start (skipped resends not counted).

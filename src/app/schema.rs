@@ -7,7 +7,6 @@
 //! from TiDB's `TableInfo` in MySQL 8.0's style (no integer display widths).
 
 use std::collections::{BTreeSet, VecDeque};
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, TxnOrder};
@@ -15,8 +14,9 @@ use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
 use crate::sql::catalog::CatalogSnapshot;
-use crate::tidb::partition_sql::partition_clause;
-use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FieldType};
+use crate::tidb::schema::{mysql, ColumnInfo as TidbColumn};
+pub use crate::tidb::show_create::{column_key, column_type, default_text, is_string_type};
+use crate::tidb::show_create::{create_table, has};
 
 /// One catalog version: valid from binlog position `from` on.
 #[derive(Debug, Clone)]
@@ -233,153 +233,9 @@ impl SchemaProvider for FixedCatalog {
     }
 }
 
-fn has(ft: &FieldType, flag: u32) -> bool {
-    ft.flag & flag != 0
-}
-
-fn is_binary_charset(ft: &FieldType) -> bool {
-    ft.charset.eq_ignore_ascii_case("binary")
-}
-
-fn quote_ident(s: &str) -> String {
-    format!("`{}`", s.replace('`', "``"))
-}
-
-fn quote_str(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-fn elems(ft: &FieldType) -> String {
-    ft.elems
-        .iter()
-        .map(|e| quote_str(e))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The column type as MySQL 8.0 prints it, e.g. `bigint unsigned`, `varchar(64)`.
-pub fn column_type(ft: &FieldType) -> String {
-    let len = |default: i64| if ft.flen >= 0 { ft.flen } else { default };
-    let fsp = || {
-        if ft.decimal > 0 {
-            format!("({})", ft.decimal)
-        } else {
-            String::new()
-        }
-    };
-    let mut s = match ft.tp {
-        mysql::TYPE_TINY => "tinyint".to_owned(),
-        mysql::TYPE_SHORT => "smallint".to_owned(),
-        mysql::TYPE_INT24 => "mediumint".to_owned(),
-        mysql::TYPE_LONG => "int".to_owned(),
-        mysql::TYPE_LONGLONG => "bigint".to_owned(),
-        mysql::TYPE_FLOAT => "float".to_owned(),
-        mysql::TYPE_DOUBLE => "double".to_owned(),
-        mysql::TYPE_NEWDECIMAL | mysql::TYPE_DECIMAL => {
-            format!("decimal({},{})", len(10), ft.decimal.max(0))
-        }
-        mysql::TYPE_DATE | mysql::TYPE_NEWDATE => "date".to_owned(),
-        mysql::TYPE_DATETIME => format!("datetime{}", fsp()),
-        mysql::TYPE_TIMESTAMP => format!("timestamp{}", fsp()),
-        mysql::TYPE_DURATION => format!("time{}", fsp()),
-        mysql::TYPE_YEAR => "year".to_owned(),
-        mysql::TYPE_VARCHAR | mysql::TYPE_VAR_STRING => {
-            let base = if is_binary_charset(ft) {
-                "varbinary"
-            } else {
-                "varchar"
-            };
-            format!("{base}({})", len(255))
-        }
-        mysql::TYPE_STRING => {
-            let base = if is_binary_charset(ft) {
-                "binary"
-            } else {
-                "char"
-            };
-            format!("{base}({})", len(1))
-        }
-        mysql::TYPE_TINY_BLOB
-        | mysql::TYPE_BLOB
-        | mysql::TYPE_MEDIUM_BLOB
-        | mysql::TYPE_LONG_BLOB => {
-            let size = match ft.tp {
-                mysql::TYPE_TINY_BLOB => "tiny",
-                mysql::TYPE_MEDIUM_BLOB => "medium",
-                mysql::TYPE_LONG_BLOB => "long",
-                _ => "",
-            };
-            let kind = if is_binary_charset(ft) {
-                "blob"
-            } else {
-                "text"
-            };
-            format!("{size}{kind}")
-        }
-        mysql::TYPE_JSON => "json".to_owned(),
-        mysql::TYPE_BIT => format!("bit({})", len(1)),
-        mysql::TYPE_ENUM => format!("enum({})", elems(ft)),
-        mysql::TYPE_SET => format!("set({})", elems(ft)),
-        mysql::TYPE_GEOMETRY => "geometry".to_owned(),
-        mysql::TYPE_TIDB_VECTOR_FLOAT32 => "vector".to_owned(),
-        other => format!("unknown({other})"),
-    };
-    let numeric = matches!(
-        ft.tp,
-        mysql::TYPE_TINY
-            | mysql::TYPE_SHORT
-            | mysql::TYPE_INT24
-            | mysql::TYPE_LONG
-            | mysql::TYPE_LONGLONG
-            | mysql::TYPE_FLOAT
-            | mysql::TYPE_DOUBLE
-            | mysql::TYPE_NEWDECIMAL
-            | mysql::TYPE_DECIMAL
-    );
-    if numeric && has(ft, mysql::UNSIGNED_FLAG) {
-        s.push_str(" unsigned");
-    }
-    if numeric && has(ft, mysql::ZEROFILL_FLAG) {
-        s.push_str(" zerofill");
-    }
-    s
-}
-
-pub(crate) fn is_string_type(ft: &FieldType) -> bool {
-    matches!(
-        ft.tp,
-        mysql::TYPE_VARCHAR
-            | mysql::TYPE_VAR_STRING
-            | mysql::TYPE_STRING
-            | mysql::TYPE_TINY_BLOB
-            | mysql::TYPE_BLOB
-            | mysql::TYPE_MEDIUM_BLOB
-            | mysql::TYPE_LONG_BLOB
-            | mysql::TYPE_ENUM
-            | mysql::TYPE_SET
-    ) && !is_binary_charset(ft)
-}
-
-/// The column's default as text, `None` for no default or NULL.
-pub(crate) fn default_text(c: &TidbColumn) -> Option<String> {
-    match &c.default {
-        serde_json::Value::Null => None,
-        serde_json::Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    }
-}
-
-/// `COLUMN_KEY` of a column: `PRI`, `UNI`, `MUL` or empty.
-pub(crate) fn column_key(ft: &FieldType) -> &'static str {
-    if has(ft, mysql::PRI_KEY_FLAG) {
-        "PRI"
-    } else if has(ft, mysql::UNIQUE_KEY_FLAG) {
-        "UNI"
-    } else if has(ft, mysql::MULTIPLE_KEY_FLAG) {
-        "MUL"
-    } else {
-        ""
-    }
+/// `SHOW CREATE TABLE` text for a table version.
+pub fn create_table_sql(t: &MountedTable) -> String {
+    create_table(t.schema(), &t.info)
 }
 
 fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
@@ -408,159 +264,10 @@ fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
     }
 }
 
-/// `SHOW CREATE TABLE` text for a table version.
-pub fn create_table_sql(t: &MountedTable) -> String {
-    let info = &t.info;
-    let cols = visible_columns(info);
-    let mut lines: Vec<String> = Vec::new();
-    for c in &cols {
-        let ft = &c.field_type;
-        let mut l = format!("  {} {}", quote_ident(&c.name.o), column_type(ft));
-        if is_string_type(ft) && !ft.collate.is_empty() && ft.collate != info.collate {
-            let _ = write!(l, " COLLATE {}", ft.collate);
-        }
-        let not_null = has(ft, mysql::NOT_NULL_FLAG);
-        if !c.generated_expr_string.is_empty() {
-            // As MySQL prints it: the expression, then NULL-ness; no DEFAULT.
-            let kind = if c.generated_stored {
-                "STORED"
-            } else {
-                "VIRTUAL"
-            };
-            let _ = write!(
-                l,
-                " GENERATED ALWAYS AS ({}) {kind}",
-                c.generated_expr_string
-            );
-            if not_null {
-                l.push_str(" NOT NULL");
-            }
-            if !c.comment.is_empty() {
-                let _ = write!(l, " COMMENT {}", quote_str(&c.comment));
-            }
-            lines.push(l);
-            continue;
-        }
-        if not_null {
-            l.push_str(" NOT NULL");
-        }
-        if has(ft, mysql::AUTO_INCREMENT_FLAG) {
-            l.push_str(" AUTO_INCREMENT");
-        } else if let Some(d) = default_text(c) {
-            let numeric_default = c.default.is_number();
-            if numeric_default {
-                let _ = write!(l, " DEFAULT {d}");
-            } else {
-                let _ = write!(l, " DEFAULT {}", quote_str(&d));
-            }
-        } else if !not_null {
-            l.push_str(" DEFAULT NULL");
-        }
-        if !c.comment.is_empty() {
-            let _ = write!(l, " COMMENT {}", quote_str(&c.comment));
-        }
-        lines.push(l);
-    }
-    if let Some(pk) = info
-        .columns
-        .iter()
-        .find(|c| info.pk_is_handle && has(&c.field_type, mysql::PRI_KEY_FLAG))
-    {
-        lines.push(format!("  PRIMARY KEY ({})", quote_ident(&pk.name.o)));
-    }
-    for idx in info
-        .indices
-        .iter()
-        .filter(|i| i.state == schema_state::PUBLIC)
-    {
-        let cols = idx
-            .idx_cols
-            .iter()
-            .map(|c| {
-                if c.length > 0 {
-                    format!("{}({})", quote_ident(&c.name.o), c.length)
-                } else {
-                    quote_ident(&c.name.o)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(",");
-        let head = if idx.is_primary {
-            "PRIMARY KEY".to_owned()
-        } else if idx.is_unique {
-            format!("UNIQUE KEY {}", quote_ident(&idx.idx_name.o))
-        } else {
-            format!("KEY {}", quote_ident(&idx.idx_name.o))
-        };
-        lines.push(format!("  {head} ({cols})"));
-    }
-    let mut sql = format!(
-        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB",
-        quote_ident(t.name()),
-        lines.join(",\n")
-    );
-    if !info.charset.is_empty() {
-        let _ = write!(sql, " DEFAULT CHARSET={}", info.charset);
-    }
-    if !info.collate.is_empty() {
-        let _ = write!(sql, " COLLATE={}", info.collate);
-    }
-    if !info.comment.is_empty() {
-        let _ = write!(sql, " COMMENT={}", quote_str(&info.comment));
-    }
-    if let Some(clause) = info.partition.as_ref().and_then(partition_clause) {
-        sql.push_str(&clause);
-    }
-    sql
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::Ts;
-
-    fn ft(tp: u8, flag: u32, flen: i64, charset: &str) -> FieldType {
-        FieldType {
-            tp,
-            flag,
-            flen,
-            decimal: -1,
-            charset: charset.into(),
-            ..FieldType::default()
-        }
-    }
-
-    #[test]
-    fn column_types_print_like_mysql_8() {
-        assert_eq!(
-            column_type(&ft(
-                mysql::TYPE_LONGLONG,
-                mysql::UNSIGNED_FLAG,
-                20,
-                "binary"
-            )),
-            "bigint unsigned"
-        );
-        assert_eq!(
-            column_type(&ft(mysql::TYPE_VARCHAR, 0, 64, "utf8mb4")),
-            "varchar(64)"
-        );
-        assert_eq!(
-            column_type(&ft(mysql::TYPE_VARCHAR, 0, 16, "binary")),
-            "varbinary(16)"
-        );
-        assert_eq!(column_type(&ft(mysql::TYPE_BLOB, 0, -1, "utf8mb4")), "text");
-        assert_eq!(
-            column_type(&ft(mysql::TYPE_LONG_BLOB, 0, -1, "binary")),
-            "longblob"
-        );
-        let mut d = ft(mysql::TYPE_NEWDECIMAL, 0, 12, "binary");
-        d.decimal = 2;
-        assert_eq!(column_type(&d), "decimal(12,2)");
-        let mut e = ft(mysql::TYPE_ENUM, 0, -1, "utf8mb4");
-        e.elems = vec!["a".into(), "it's".into()];
-        assert_eq!(column_type(&e), "enum('a','it''s')");
-    }
 
     #[test]
     fn history_answers_the_version_of_each_binlog_end() {

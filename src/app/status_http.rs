@@ -58,8 +58,8 @@ pub(crate) struct StatusView {
     pub stats: Arc<Stats>,
     pub capture: Arc<CaptureStatus>,
     pub files: BinlogFiles,
-    /// The MySQL listener, and the MariaDB-flavoured one if configured.
-    pub servers: Vec<(&'static str, Arc<Shared>)>,
+    /// The server (its registry covers the MySQL listener and the MariaDB-flavoured one).
+    pub server: Arc<Shared>,
     pub sorter: crate::sorter::MetricsHandle,
     pub server_id: u32,
     pub server_uuid: String,
@@ -126,56 +126,55 @@ impl StatusView {
         let list = self.files.list();
         let now = unix_now();
         let mut out = Vec::new();
-        for (listener, shared) in &self.servers {
-            let regs = shared.replicas();
-            for p in shared.processes() {
-                let ProcessRow {
-                    id,
-                    user,
-                    host,
-                    dump,
-                    state,
-                    connected_at,
-                    ..
-                } = p;
-                let Some(d) = dump else { continue };
-                let lag_bytes = if d.caught_up {
-                    0
-                } else {
-                    Self::bytes_after(&list, &d.file, d.pos)
-                };
-                let lag_seconds = if d.caught_up || d.event_secs == 0 {
-                    0
-                } else {
-                    now.as_secs().saturating_sub(u64::from(d.event_secs))
-                };
-                let registered = regs.iter().find(|r| r.connection_id == id).map(|r| {
-                    json!({
-                        "server_id": r.info.server_id,
-                        "host": r.info.host,
-                        "port": r.info.port,
-                        "user": r.info.user,
-                        "uuid": r.uuid,
-                    })
-                });
-                out.push(ReplicaView {
-                    listener,
-                    conn: id,
-                    user,
-                    host,
-                    server_id: d.server_id,
-                    gtid: d.gtid,
-                    file: d.file,
-                    pos: d.pos,
-                    caught_up: d.caught_up,
-                    lag_bytes,
-                    lag_seconds,
-                    sent_bytes: d.sent_bytes,
-                    seconds_connected: now.as_secs().saturating_sub(connected_at),
-                    state,
-                    registered,
-                });
-            }
+        let registry = &self.server.registry;
+        let regs = registry.replicas();
+        for p in registry.processes() {
+            let ProcessRow {
+                id,
+                user,
+                host,
+                dump,
+                state,
+                connected_at,
+                ..
+            } = p;
+            let Some(d) = dump else { continue };
+            let lag_bytes = if d.caught_up {
+                0
+            } else {
+                Self::bytes_after(&list, &d.file, d.pos)
+            };
+            let lag_seconds = if d.caught_up || d.event_secs == 0 {
+                0
+            } else {
+                now.as_secs().saturating_sub(u64::from(d.event_secs))
+            };
+            let registered = regs.iter().find(|r| r.connection_id == id).map(|r| {
+                json!({
+                    "server_id": r.info.server_id,
+                    "host": r.info.host,
+                    "port": r.info.port,
+                    "user": r.info.user,
+                    "uuid": r.uuid,
+                })
+            });
+            out.push(ReplicaView {
+                listener: registry.listener(id).unwrap_or("mysql"),
+                conn: id,
+                user,
+                host,
+                server_id: d.server_id,
+                gtid: d.gtid,
+                file: d.file,
+                pos: d.pos,
+                caught_up: d.caught_up,
+                lag_bytes,
+                lag_seconds,
+                sent_bytes: d.sent_bytes,
+                seconds_connected: now.as_secs().saturating_sub(connected_at),
+                state,
+                registered,
+            });
         }
         out
     }
@@ -207,7 +206,7 @@ impl StatusView {
                 .saturating_sub(1) as i64,
         );
         mirror_counter(&p.transactions, self.stats.txns.load(Ordering::Relaxed));
-        let conns: usize = self.servers.iter().map(|(_, s)| s.connection_count()).sum();
+        let conns = self.server.registry.connection_count();
         p.connections.set(conns as i64);
         // One walk over the sessions: the dump sessions are the replicas listed.
         let replicas = self.replicas();
@@ -251,12 +250,12 @@ impl StatusView {
         let sorter = self.sorter.0.snapshot();
         let list = self.files.list();
         let (end_file, end_pos) = self.files.current_end();
-        let (mut conns, mut sessions, mut dumps) = (0usize, 0u32, 0usize);
-        for (_, s) in &self.servers {
-            conns += s.connection_count();
-            sessions += s.session_count();
-            dumps += s.dump_server_ids().len();
-        }
+        let r = &self.server.registry;
+        let (conns, sessions, dumps) = (
+            r.connection_count(),
+            r.session_count(),
+            r.dump_server_ids().len(),
+        );
         let history: Vec<Sample> = self
             .history
             .lock()

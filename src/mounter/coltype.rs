@@ -221,10 +221,7 @@ pub fn column_def(table: &str, col: &ColumnInfo) -> Result<ColumnDef> {
 /// The columns a replica sees, in the order [`RowCodec`](crate::tidb::rowcodec::RowCodec)
 /// decodes them: public, not hidden, by offset.
 pub fn visible_columns(info: &TableInfo) -> Vec<&ColumnInfo> {
-    info.public_columns()
-        .into_iter()
-        .filter(|c| !c.hidden)
-        .collect()
+    crate::tidb::show_create::visible_columns(info)
 }
 
 /// The binlog table of a TiDB table: `table_id` = the logical table id (partitions share their

@@ -53,12 +53,12 @@ pub struct DdlEvent {
     pub query: String,
     /// The table as it is after the statement (created or changed base table), if any.
     pub table: Option<Arc<MountedTable>>,
-    /// Every included base table as it is after the statement: what catalog answers show once
+    /// Every included base table and view after the statement: what catalog answers show once
     /// the event is in the binlog. Filled by the changefeed, which holds the versioned store.
     pub catalog: Option<Catalog>,
 }
 
-/// A set of table versions: the included base tables valid at one ts.
+/// A set of table versions: the included base tables and views valid at one ts.
 pub type Catalog = Arc<Vec<Arc<MountedTable>>>;
 
 /// Whether jobs of this action produce a binlog event (TiCDC's replicated DDL types).

@@ -353,7 +353,7 @@ impl SchemaStore {
         lookup(&self.logical, table_id, ts)
     }
 
-    /// Every base table valid at `ts` (views and sequences have no versions).
+    /// Every base table and view valid at `ts` (sequences have no versions).
     pub fn tables_at(&self, ts: Ts) -> Vec<Arc<MountedTable>> {
         self.logical
             .keys()
@@ -449,7 +449,8 @@ impl SchemaStore {
         for &pid in &new_physical {
             push_version(&mut self.physical, pid, ts, Some(table.clone()));
         }
-        if base {
+        // Views have a version too (catalog answers list them); sequences are not shown.
+        if base || table.info.view.is_some() {
             push_version(&mut self.logical, id, ts, Some(table.clone()));
         }
         self.tables.insert(id, table.clone());
@@ -465,6 +466,8 @@ impl SchemaStore {
             for pid in old.info.physical_ids() {
                 push_version(&mut self.physical, pid, ts, None);
             }
+        }
+        if !old.info.is_view_or_sequence() || old.info.view.is_some() {
             push_version(&mut self.logical, table_id, ts, None);
         }
         Some(old)

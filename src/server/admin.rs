@@ -34,7 +34,7 @@ use tibinlog_protocol::wire::errors::{
     ER_NONEXISTING_GRANT, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
     ER_STACK_OVERRUN_NEED_MORE, ER_TABLEACCESS_DENIED_ERROR, ER_UNKNOWN_ERROR,
-    ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS,
+    ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_OBJECT,
     ER_WRONG_VALUE_FOR_VAR,
 };
 use tibinlog_protocol::wire::response::ColumnSpec;
@@ -135,7 +135,7 @@ pub fn execute(shared: &Shared, info: &ConnInfo, session: &mut Session, sql: &st
         out.push(Reply::err(ER_PARSE_ERROR, "Query was empty"));
     }
     // The session's snapshot, if it pinned one, holds the upstream's GC.
-    shared.set_hold(info.id, ctx.pinned_ts(session));
+    shared.registry.set_hold(info.id, ctx.pinned_ts(session));
     out
 }
 
@@ -828,9 +828,9 @@ impl Ctx<'_> {
                 vars.insert("Ssl_version".into(), tls.version);
                 vars.insert(
                     "Threads_connected".into(),
-                    self.shared.connection_count().to_string(),
+                    self.shared.registry.connection_count().to_string(),
                 );
-                let processes = self.shared.processes();
+                let processes = self.shared.registry.processes();
                 let running = processes.iter().filter(|p| p.command != "Sleep").count();
                 vars.insert("Threads_running".into(), running.to_string());
                 let m = &self.shared.metrics;
@@ -854,7 +854,7 @@ impl Ctx<'_> {
                 vars.insert("Questions".into(), questions.to_string());
                 vars.insert(
                     "Max_used_connections".into(),
-                    self.shared.max_used_sessions().to_string(),
+                    self.shared.registry.max_used_sessions().to_string(),
                 );
                 for name in COM_NAMES {
                     vars.insert(format!("Com_{name}"), "0".into());
@@ -891,27 +891,13 @@ impl Ctx<'_> {
                 self.show_words(session, &words)
             }
             Statement::ShowCreate { obj_type, obj_name } => {
-                if *obj_type != ShowCreateObject::Table {
-                    return unsupported("SHOW CREATE other than TABLE");
-                }
-                let Some((db, table)) = self.qualify(session, &name_parts(obj_name)) else {
-                    return Reply::err(ER_NO_DB_ERROR, "No database selected");
-                };
-                if let Err(denied) = self.require_select("SHOW", &table) {
-                    return denied;
-                }
-                match self.schema(session).create_table(&db, &table) {
-                    Some(ddl) => Reply::text(
-                        &["Table", "Create Table"],
-                        vec![vec![Some(table), Some(ddl)]],
-                    ),
-                    None => no_such_table(&db, &table),
-                }
+                self.show_create(session, *obj_type, obj_name)
             }
             Statement::Kill { id, modifier } => {
                 let query = matches!(modifier, Some(sqlparser::ast::KillType::Query));
                 let owner = u32::try_from(*id).ok().and_then(|id| {
                     self.shared
+                        .registry
                         .processes()
                         .into_iter()
                         .find(|p| p.id == id)
@@ -929,8 +915,8 @@ impl Ctx<'_> {
                     );
                 }
                 match u32::try_from(*id) {
-                    Ok(id) if query && self.shared.kill_query(id) => Reply::ok(),
-                    Ok(id) if !query && self.shared.kill(id) => Reply::ok(),
+                    Ok(id) if query && self.shared.registry.kill_query(id) => Reply::ok(),
+                    Ok(id) if !query && self.shared.registry.kill(id) => Reply::ok(),
                     _ => Reply::err(ER_NO_SUCH_THREAD, format!("Unknown thread id: {id}")),
                 }
             }
@@ -1030,6 +1016,56 @@ impl Ctx<'_> {
     }
 
     /// `SHOW <words>` forms sqlparser leaves generic.
+    /// `SHOW CREATE TABLE` (of a table or, as MySQL answers it, of a view) and
+    /// `SHOW CREATE VIEW`.
+    fn show_create(&self, session: &Session, kind: ShowCreateObject, name: &ObjectName) -> Reply {
+        let view_wanted = match kind {
+            ShowCreateObject::Table => false,
+            ShowCreateObject::View => true,
+            _ => return unsupported("SHOW CREATE other than TABLE and VIEW"),
+        };
+        let Some((db, table)) = self.qualify(session, &name_parts(name)) else {
+            return Reply::err(ER_NO_DB_ERROR, "No database selected");
+        };
+        if let Err(denied) = self.require_select("SHOW", &table) {
+            return denied;
+        }
+        let catalog = self.schema(session).catalog();
+        let Some(meta) = catalog
+            .tables
+            .iter()
+            .find(|t| t.db.eq_ignore_ascii_case(&db) && t.name.eq_ignore_ascii_case(&table))
+        else {
+            return no_such_table(&db, &table);
+        };
+        if meta.is_view() {
+            return Reply::text(
+                &[
+                    "View",
+                    "Create View",
+                    "character_set_client",
+                    "collation_connection",
+                ],
+                vec![vec![
+                    Some(meta.name.clone()),
+                    Some(meta.create_sql.clone()),
+                    Some(meta.charset.clone()),
+                    Some(meta.collation.clone()),
+                ]],
+            );
+        }
+        if view_wanted {
+            return Reply::err(
+                ER_WRONG_OBJECT,
+                format!("'{}.{}' is not VIEW", meta.db, meta.name),
+            );
+        }
+        Reply::text(
+            &["Table", "Create Table"],
+            vec![vec![Some(meta.name.clone()), Some(meta.create_sql.clone())]],
+        )
+    }
+
     fn show_words(&self, session: &Session, words: &[&str]) -> Reply {
         match words {
             ["MASTER", "STATUS"]
@@ -1128,6 +1164,7 @@ impl Ctx<'_> {
                 };
                 let rows = self
                     .shared
+                    .registry
                     .replicas()
                     .into_iter()
                     .map(|r| {
@@ -1504,7 +1541,12 @@ fn autocommit(session: &Session) -> bool {
     }
 }
 
+/// The collation a MariaDB client is told a result column has: MySQL 8.0's own ones become
+/// ones MariaDB 10.11 knows (`utf8mb3_tolower_ci` its nearest, `utf8mb3_general_ci`).
 fn mariadb_collation(id: u16) -> u16 {
+    if id == charset::UTF8MB3_TOLOWER_CI {
+        return charset::UTF8MB3_GENERAL_CI;
+    }
     super::mariadb::collation_for_mariadb(id)
 }
 

@@ -55,7 +55,7 @@ pub async fn serve(
 ) -> Result<(), ConnError> {
     let mut io = PacketIo::new(Box::new(tcp));
     io.count_into(&shared.metrics);
-    if shared.sessions_full() {
+    if shared.registry.sessions_full() {
         // As MySQL does, in place of the greeting.
         send_err(&mut io, ER_CON_COUNT_ERROR, "Too many connections").await?;
         return Ok(());
@@ -205,7 +205,7 @@ async fn handshake(
                     send_err(io, ER_DBACCESS_DENIED_ERROR, &msg).await?;
                     return Err(ConnError::AuthFailed { user: hello.user });
                 }
-                let Some(slot) = shared.admit_session() else {
+                let Some(slot) = shared.registry.admit_session() else {
                     send_err(io, ER_CON_COUNT_ERROR, "Too many connections").await?;
                     return Err(ConnError::Internal("max_connections reached".into()));
                 };
@@ -230,7 +230,7 @@ async fn handshake(
         id,
         privileges,
         cancel,
-        interrupt: shared.interrupt_flag(id),
+        interrupt: shared.registry.interrupt_flag(id),
         mariadb_client,
         user: hello.user,
         host,
@@ -388,11 +388,11 @@ async fn command_loop(
                     .user_var("replica_uuid")
                     .or_else(|| session.user_var("slave_uuid"))
                     .unwrap_or_default();
-                shared.register_replica(info.id, r, uuid);
+                shared.registry.register_replica(info.id, r, uuid);
                 send_ok(&mut io).await?;
             }
             Command::BinlogDump(d) => {
-                shared.start_dump(info.id, d.server_id, false);
+                shared.registry.start_dump(info.id, d.server_id, false);
                 tracing::Span::current().record("server_id", d.server_id);
                 let req = dump::DumpRequest::Position {
                     file: d.filename,
@@ -403,7 +403,7 @@ async fn command_loop(
                 return dump::run(shared, io, &info, &session, req, cancel).await;
             }
             Command::BinlogDumpGtid(d) => {
-                shared.start_dump(info.id, d.server_id, true);
+                shared.registry.start_dump(info.id, d.server_id, true);
                 tracing::Span::current().record("server_id", d.server_id);
                 let req = dump::DumpRequest::Gtid {
                     sids: d.sids,

@@ -34,6 +34,7 @@ pub mod conn;
 pub mod dump;
 pub mod mariadb;
 mod mysql_vars;
+pub mod registry;
 mod replica_status;
 mod reply;
 pub mod rsa_key;
@@ -46,11 +47,9 @@ pub mod users;
 pub mod vars;
 mod words;
 
-use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tibinlog_protocol::binlog::Sid;
@@ -196,19 +195,6 @@ pub struct Registration {
     pub uuid: String,
 }
 
-/// What the registry knows about a live connection.
-#[derive(Debug, Clone)]
-struct ConnEntry {
-    cancel: CancellationToken,
-    /// Set by `KILL QUERY`: the running statement stops with 1317.
-    interrupt: Arc<std::sync::atomic::AtomicBool>,
-    /// Server id of the dump this connection runs, if any (a new dump with the same non-zero
-    /// id ends the old one).
-    dump_server_id: Option<u32>,
-    /// What the connection is doing (process list, status API).
-    activity: Arc<activity::Activity>,
-}
-
 /// State shared by every connection.
 pub struct Shared {
     pub identity: vars::ServerIdentity,
@@ -226,10 +212,9 @@ pub struct Shared {
     pub capture: Option<Arc<status::CaptureStatus>>,
     pub limits: Limits,
     pub metrics: crate::metrics::ServerMetrics,
-    /// Authenticated sessions now (against `limits.max_connections`).
-    sessions: AtomicU32,
-    /// The most sessions at once since start (`Max_used_connections`).
-    max_used: AtomicU32,
+    /// Connections, sessions, replicas and snapshot holds: one registry for every listener
+    /// of the server (one id space, one process list, one `max_connections`).
+    pub registry: Arc<registry::Registry>,
     /// When the server started (`Uptime`).
     pub started: std::time::Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -237,16 +222,6 @@ pub struct Shared {
     pub require_secure_transport: bool,
     /// Common names a client certificate must carry (empty: none is required).
     allowed_cn: Vec<String>,
-    next_conn_id: AtomicU32,
-    conns: Mutex<HashMap<u32, ConnEntry>>,
-    replicas: Mutex<BTreeMap<u32, Registration>>,
-    /// Snapshot timestamps sessions read at (their consistent snapshots, read locks and
-    /// `@@tidb_snapshot`), by connection.
-    holds: Mutex<HashMap<u32, u64>>,
-    /// The oldest of `holds`: history from it on must stay readable.
-    hold_tx: tokio::sync::watch::Sender<Option<u64>>,
-    /// The latest statements the server could not answer (at most [`UNANSWERED_KEPT`]).
-    unanswered: Mutex<std::collections::VecDeque<Unanswered>>,
 }
 
 /// A statement the server could not answer: it did not parse (1064), or it asks for a
@@ -285,22 +260,7 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// One of `max_connections` places, held by an authenticated session while it lives.
-#[derive(Debug)]
-pub(crate) struct SessionSlot(Arc<Shared>);
-
-impl Drop for SessionSlot {
-    fn drop(&mut self) {
-        self.0.sessions.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
-}
+pub(crate) use registry::SessionSlot;
 
 impl Shared {
     /// Notes `reply` to `statement` of session `info` if it is an error that means the server
@@ -331,22 +291,13 @@ impl Shared {
             "statement not answered"
         );
         self.metrics.unanswered.inc();
-        let mut kept = lock(&self.unanswered);
-        if kept.len() == UNANSWERED_KEPT {
-            kept.pop_front();
-        }
-        kept.push_back(Unanswered {
+        self.registry.note_unanswered(Unanswered {
             conn: info.id,
             user: info.user.clone(),
             statement,
             code: e.error.code,
             message,
         });
-    }
-
-    /// The latest statements the server could not answer, oldest first.
-    pub fn unanswered(&self) -> Vec<Unanswered> {
-        lock(&self.unanswered).iter().cloned().collect()
     }
 
     /// True when the connection's TLS meets what the listener requires of client
@@ -359,174 +310,10 @@ impl Shared {
             })
     }
 
-    /// Connections open now (`Threads_connected`).
-    pub fn connection_count(&self) -> usize {
-        lock(&self.conns).len()
-    }
-
-    /// The most authenticated sessions at once since start.
-    pub fn max_used_sessions(&self) -> u32 {
-        self.max_used.load(Ordering::Relaxed)
-    }
-
-    /// Authenticated sessions now.
-    pub fn session_count(&self) -> u32 {
-        self.sessions.load(Ordering::Acquire)
-    }
-
-    fn register_conn(
-        &self,
-        cancel: CancellationToken,
-        peer: SocketAddr,
-    ) -> (u32, Arc<activity::Activity>) {
-        let id = self.next_conn_id.fetch_add(1, Ordering::Relaxed);
-        let activity = Arc::new(activity::Activity::new(peer.to_string()));
-        lock(&self.conns).insert(
-            id,
-            ConnEntry {
-                cancel,
-                interrupt: Arc::default(),
-                dump_server_id: None,
-                activity: activity.clone(),
-            },
-        );
-        self.metrics.connections_total.inc();
-        (id, activity)
-    }
-
-    /// What every connection is doing, by connection id.
-    pub fn processes(&self) -> Vec<activity::ProcessRow> {
-        let activities: Vec<(u32, Arc<activity::Activity>)> = lock(&self.conns)
-            .iter()
-            .map(|(id, e)| (*id, e.activity.clone()))
-            .collect();
-        let mut rows: Vec<activity::ProcessRow> =
-            activities.iter().map(|(id, a)| a.row(*id)).collect();
-        rows.sort_by_key(|r| r.id);
-        rows
-    }
-
-    /// Admits one more authenticated session, unless `max_connections` are open; the
-    /// returned guard gives the place back.
-    pub(crate) fn admit_session(self: &Arc<Self>) -> Option<SessionSlot> {
-        let max = self.limits.max_connections;
-        self.sessions
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|n| {
-                self.max_used.fetch_max(n + 1, Ordering::Relaxed);
-                SessionSlot(self.clone())
-            })
-    }
-
-    /// True when no session could be admitted now.
-    pub(crate) fn sessions_full(&self) -> bool {
-        self.sessions.load(Ordering::Acquire) >= self.limits.max_connections
-    }
-
-    fn unregister_conn(&self, id: u32) {
-        lock(&self.conns).remove(&id);
-        lock(&self.replicas).remove(&id);
-        self.set_hold(id, None);
-    }
-
-    /// Records the snapshot timestamp connection `id` reads at (`None`: none).
-    pub(crate) fn set_hold(&self, id: u32, ts: Option<u64>) {
-        let mut holds = lock(&self.holds);
-        match ts {
-            Some(t) => holds.insert(id, t),
-            None => holds.remove(&id),
-        };
-        let oldest = holds.values().min().copied();
-        self.hold_tx.send_if_modified(|cur| {
-            let changed = *cur != oldest;
-            *cur = oldest;
-            changed
-        });
-    }
-
-    /// A watch of the oldest snapshot timestamp an open session reads at: the upstream's GC
-    /// must keep history from it on while it is set.
-    pub fn snapshot_hold(&self) -> tokio::sync::watch::Receiver<Option<u64>> {
-        self.hold_tx.subscribe()
-    }
-
-    /// The `KILL QUERY` flag of connection `id` (a fresh one if it is not registered).
-    pub fn interrupt_flag(&self, id: u32) -> Arc<std::sync::atomic::AtomicBool> {
-        lock(&self.conns)
-            .get(&id)
-            .map(|e| e.interrupt.clone())
-            .unwrap_or_default()
-    }
-
-    /// `KILL QUERY id`: the connection's running statement stops with 1317, the connection
-    /// stays. False if there is no such connection.
-    pub fn kill_query(&self, id: u32) -> bool {
-        match lock(&self.conns).get(&id) {
-            Some(e) => {
-                e.interrupt.store(true, Ordering::Relaxed);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// `KILL id`: cancels the connection. False if there is no such connection.
-    pub fn kill(&self, id: u32) -> bool {
-        match lock(&self.conns).get(&id) {
-            Some(e) => {
-                e.cancel.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Marks `id` as dumping for replica `server_id` and ends any older dump of the same
-    /// non-zero server id (MySQL's "zombie dump thread" rule).
-    fn start_dump(&self, id: u32, server_id: u32, gtid: bool) {
-        let mut conns = lock(&self.conns);
-        if server_id != 0 {
-            for (other, e) in conns.iter() {
-                if *other != id && e.dump_server_id == Some(server_id) {
-                    debug!(
-                        conn = other,
-                        server_id, "ending older dump of the same replica"
-                    );
-                    e.cancel.cancel();
-                }
-            }
-        }
-        if let Some(e) = conns.get_mut(&id) {
-            e.dump_server_id = Some(server_id);
-            e.activity.start_dump(server_id, gtid);
-        }
-    }
-
-    fn register_replica(&self, id: u32, info: RegisterSlave, uuid: String) {
-        lock(&self.replicas).insert(
-            id,
-            Registration {
-                connection_id: id,
-                info,
-                uuid,
-            },
-        );
-    }
-
-    /// Server ids of the dumps running now, one per dump session.
-    pub fn dump_server_ids(&self) -> Vec<u32> {
-        lock(&self.conns)
-            .values()
-            .filter_map(|e| e.dump_server_id)
-            .collect()
-    }
-
     /// What information_schema shows of the server's sessions.
     pub fn server_facts(&self) -> crate::sql::infoschema::ServerFacts {
         let processlist = self
+            .registry
             .processes()
             .into_iter()
             .map(|r| crate::sql::infoschema::ProcessInfo {
@@ -541,11 +328,6 @@ impl Shared {
             })
             .collect();
         crate::sql::infoschema::ServerFacts { processlist }
-    }
-
-    /// Replicas registered on live connections.
-    pub fn replicas(&self) -> Vec<Registration> {
-        lock(&self.replicas).values().cloned().collect()
     }
 
     /// True if TLS is configured.
@@ -567,6 +349,27 @@ impl Server {
         cfg: ServerConfig,
         source: Arc<dyn BinlogSource>,
         schema: Arc<dyn SchemaProvider>,
+    ) -> Result<Server, ServerError> {
+        let registry = Arc::new(registry::Registry::new(cfg.limits.max_connections));
+        Self::bind_with(cfg, source, schema, registry).await
+    }
+
+    /// Binds a second listener of the same server (the MariaDB-flavoured one): it shares this
+    /// server's connections, sessions, `max_connections`, replicas and snapshot holds.
+    pub async fn bind_beside(
+        &self,
+        cfg: ServerConfig,
+        source: Arc<dyn BinlogSource>,
+        schema: Arc<dyn SchemaProvider>,
+    ) -> Result<Server, ServerError> {
+        Self::bind_with(cfg, source, schema, self.shared.registry.clone()).await
+    }
+
+    async fn bind_with(
+        cfg: ServerConfig,
+        source: Arc<dyn BinlogSource>,
+        schema: Arc<dyn SchemaProvider>,
+        registry: Arc<registry::Registry>,
     ) -> Result<Server, ServerError> {
         let tls = match &cfg.tls {
             Some(files) => Some(load_tls(files)?),
@@ -615,8 +418,7 @@ impl Server {
             capture: cfg.capture,
             limits: cfg.limits,
             metrics: cfg.metrics,
-            sessions: AtomicU32::new(0),
-            max_used: AtomicU32::new(0),
+            registry,
             started: std::time::Instant::now(),
             tls,
             require_secure_transport: cfg.tls.as_ref().is_some_and(|t| t.require_secure_transport),
@@ -625,12 +427,6 @@ impl Server {
                 .as_ref()
                 .map(|t| t.allowed_cn.clone())
                 .unwrap_or_default(),
-            next_conn_id: AtomicU32::new(1),
-            conns: Mutex::new(HashMap::new()),
-            replicas: Mutex::new(BTreeMap::new()),
-            holds: Mutex::new(HashMap::new()),
-            hold_tx: tokio::sync::watch::channel(None).0,
-            unanswered: Mutex::new(std::collections::VecDeque::new()),
         });
         Ok(Server { listener, shared })
     }
@@ -668,7 +464,16 @@ impl Server {
             };
             let _ = stream.set_nodelay(true);
             let conn_cancel = cancel.child_token();
-            let (id, activity) = self.shared.register_conn(conn_cancel.clone(), peer);
+            let listener = if self.shared.identity.mariadb {
+                "mariadb"
+            } else {
+                "mysql"
+            };
+            let (id, activity) =
+                self.shared
+                    .registry
+                    .register_conn(conn_cancel.clone(), peer, listener);
+            self.shared.metrics.connections_total.inc();
             let shared = self.shared.clone();
             // Every line a connection logs carries its id, peer, and once known its user and
             // the replica's server id.
@@ -686,7 +491,7 @@ impl Server {
                     if let Err(e) = served.await {
                         debug!(conn = id, %peer, error = %e, "connection ended with an error");
                     }
-                    shared.unregister_conn(id);
+                    shared.registry.unregister_conn(id);
                 },
                 span,
             ));

@@ -501,6 +501,7 @@ impl MemTables {
                 collation: "utf8mb4_bin".into(),
                 comment: String::new(),
                 auto_increment: None,
+                create_time: None,
                 create_options: String::new(),
                 create_sql: format!("CREATE TABLE `{}` (…)", t.name),
                 rows: None,

@@ -570,7 +570,7 @@ mod tests {
         assert_eq!(downstreams, regions.len());
         assert_eq!(
             (h.0, t.0, rows),
-            (11_433_547_379_135_260_282, 2_427_976_154_193_502_479, 8808),
+            (938_419_737_277_213_002, 2_427_976_154_193_502_479, 8808),
             "CDC outputs or truth log changed"
         );
     }

@@ -111,6 +111,8 @@ pub struct TableMeta {
     pub collation: String,
     pub comment: String,
     pub auto_increment: Option<u64>,
+    /// `CREATE_TIME` in Unix seconds (`None`: unknown).
+    pub create_time: Option<u64>,
     /// `CREATE_OPTIONS` of `information_schema.TABLES` (e.g. `partitioned`).
     pub create_options: String,
     /// `SHOW CREATE TABLE` text.

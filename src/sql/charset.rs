@@ -16,6 +16,8 @@ pub const UTF8MB3_GENERAL_CI: u16 = 33;
 pub const UTF8MB4_GENERAL_CI: u16 = 45;
 /// `utf8mb4_bin`: TiDB's default collation.
 pub const UTF8MB4_BIN: u16 = 46;
+/// `utf8mb3_tolower_ci`: the collation of MySQL 8.0's case-insensitive catalog names.
+pub const UTF8MB3_TOLOWER_CI: u16 = 76;
 /// `binary`.
 pub const BINARY: u16 = 63;
 /// `utf8mb4_0900_ai_ci`: MySQL 8.0's default, the connection collation we announce.
@@ -130,6 +132,7 @@ pub const COLLATIONS: &[Collation] = &[
     coll(48, "latin1_general_ci", "latin1", false, true, 1),
     coll(63, "binary", "binary", true, false, 1),
     coll(65, "ascii_bin", "ascii", false, true, 1),
+    coll(76, "utf8mb3_tolower_ci", "utf8mb3", false, true, 1),
     coll(83, "utf8mb3_bin", "utf8mb3", false, true, 1),
     coll(87, "gbk_bin", "gbk", false, true, 1),
     coll(192, "utf8mb3_unicode_ci", "utf8mb3", false, true, 8),

@@ -123,11 +123,27 @@ fn bin0() -> SqlType {
     SqlType::new(TypeKind::Char { chars: 0 })
 }
 
+/// The name columns MySQL 8.0 keeps in `utf8mb3_tolower_ci` (the others are `utf8mb3_bin`).
+const TOLOWER_NAMES: &[(&str, &str)] = &[
+    ("CHECK_CONSTRAINTS", "CONSTRAINT_NAME"),
+    ("COLUMNS", "COLUMN_NAME"),
+    ("KEY_COLUMN_USAGE", "COLUMN_NAME"),
+    ("KEY_COLUMN_USAGE", "CONSTRAINT_NAME"),
+    ("KEY_COLUMN_USAGE", "REFERENCED_COLUMN_NAME"),
+    ("PARTITIONS", "PARTITION_NAME"),
+    ("PARTITIONS", "SUBPARTITION_NAME"),
+    ("REFERENTIAL_CONSTRAINTS", "CONSTRAINT_NAME"),
+    ("REFERENTIAL_CONSTRAINTS", "UNIQUE_CONSTRAINT_NAME"),
+    ("STATISTICS", "COLUMN_NAME"),
+    ("STATISTICS", "INDEX_NAME"),
+    ("TABLE_CONSTRAINTS", "CONSTRAINT_NAME"),
+];
+
 fn tables() -> &'static [InfoTable] {
     static TABLES: OnceLock<Vec<InfoTable>> = OnceLock::new();
     TABLES.get_or_init(|| {
         let t = |name, columns| InfoTable { name, columns };
-        vec![
+        let mut all = vec![
             t(
                 "CHARACTER_SETS",
                 vec![
@@ -534,7 +550,16 @@ fn tables() -> &'static [InfoTable] {
                     ("COLLATION_CONNECTION", vc(64)),
                 ],
             ),
-        ]
+        ];
+        // Names MySQL 8.0 compares and sorts case-insensitively (utf8mb3_tolower_ci).
+        for t in &mut all {
+            for (column, ty) in &mut t.columns {
+                if TOLOWER_NAMES.contains(&(t.name, *column)) {
+                    *ty = ty.clone().with_collation(charset::UTF8MB3_TOLOWER_CI);
+                }
+            }
+        }
+        all
     })
 }
 
@@ -732,10 +757,7 @@ pub fn rows(
                     if view { Value::Null } else { u(0) },
                     if view { Value::Null } else { u(0) },
                     t.auto_increment.map_or(Value::Null, u),
-                    Value::Timestamp {
-                        seconds: 0,
-                        micros: 0,
-                    },
+                    created(t),
                     Value::Null,
                     Value::Null,
                     if view { Value::Null } else { s(&t.collation) },
@@ -956,8 +978,8 @@ pub fn rows(
                         en("IS_UPDATABLE", if *updatable { "YES" } else { "NO" }),
                         s(definer),
                         s(security),
-                        s("utf8mb4"),
-                        s("utf8mb4_0900_ai_ci"),
+                        s(&t.charset),
+                        s(&t.collation),
                     ]);
                 }
             }
@@ -979,6 +1001,17 @@ pub fn rows(
         _ => {}
     }
     out
+}
+
+/// `CREATE_TIME` of a table (the zero timestamp when unknown).
+fn created(t: &TableMeta) -> Value {
+    Value::Timestamp {
+        seconds: t
+            .create_time
+            .and_then(|x| u32::try_from(x).ok())
+            .unwrap_or(0),
+        micros: 0,
+    }
 }
 
 fn i(x: i64) -> Value {
@@ -1027,10 +1060,7 @@ fn partition_row(
         u(0),
         u(0),
         u(0),
-        Value::Timestamp {
-            seconds: 0,
-            micros: 0,
-        },
+        created(t),
         Value::Null,
         Value::Null,
         Value::Null,
@@ -1061,6 +1091,7 @@ mod tests {
             collation: "utf8mb4_bin".into(),
             comment: String::new(),
             auto_increment: None,
+            create_time: None,
             create_options: String::new(),
             create_sql: String::new(),
             rows: None,

@@ -8,6 +8,7 @@
 //! - [`catalog`], [`infoschema`]: the catalog at a position and the views over it.
 //! - [`plan`], [`exec`]: SELECT → operators; [`show`]: SHOW forms as queries.
 //! - [`like`]: `LIKE` patterns, matched in linear time without recursion.
+//! - [`views`]: a view's columns (typed by planning its SELECT) and rows (its SELECT run).
 
 pub mod agg;
 pub mod binary;
@@ -26,3 +27,4 @@ pub mod show;
 pub mod text;
 pub mod types;
 pub mod value;
+pub mod views;

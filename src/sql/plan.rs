@@ -1089,13 +1089,27 @@ fn tidb_table(
     selection: Option<&ast::Expr>,
     order: &[OrderKey<'_>],
 ) -> Result<(Box<dyn Operator>, RowScope, Option<String>)> {
-    if meta.is_view() {
-        return Err(SqlError::unsupported(format!(
-            "reading the view `{}`.`{}`",
-            meta.db, meta.name
-        )));
-    }
     let tname = alias.unwrap_or_else(|| meta.name.clone());
+    if meta.is_view() {
+        let planned = super::views::expand(ctx, &meta)?;
+        let cols = planned
+            .columns
+            .iter()
+            .map(|c| ScopeCol {
+                table: Some(tname.clone()),
+                db: Some(meta.db.clone()),
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                origin: None,
+                label: None,
+            })
+            .collect();
+        let scope = RowScope {
+            cols,
+            clause: "field list",
+        };
+        return Ok((planned.op, scope, None));
+    }
     let cols: Vec<ScopeCol> = meta
         .columns
         .iter()

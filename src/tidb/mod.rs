@@ -16,6 +16,7 @@
 //! * [`json`]: TiDB binary JSON to and from `Json`, MySQL-style JSON text.
 //! * [`rowcodec`]: row format v2 and v1, per-type interpretation, defaults, encoding.
 //! * [`schema`]: DBInfo / TableInfo / Job JSON, MySQL type codes and flags.
+//! * [`show_create`]: `SHOW CREATE TABLE`/`VIEW` text of a TableInfo in MySQL 8.0's words.
 //! * [`text`]: a `Value` as MySQL's SELECT prints it.
 //! * [`error`]: the module's error type.
 
@@ -28,6 +29,7 @@ pub mod key;
 pub mod partition_sql;
 pub mod rowcodec;
 pub mod schema;
+pub mod show_create;
 pub mod text;
 pub mod time;
 

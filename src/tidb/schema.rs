@@ -357,6 +357,98 @@ pub struct PartitionInfo {
     pub new_table_id: i64,
 }
 
+/// A foreign key (`model.FKInfo`). `on_delete`/`on_update` are TiDB's `ReferOptionType`:
+/// 0 none given, 1 RESTRICT, 2 CASCADE, 3 SET NULL, 4 NO ACTION, 5 SET DEFAULT.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FkInfo {
+    pub id: i64,
+    pub fk_name: CIStr,
+    pub ref_schema: CIStr,
+    pub ref_table: CIStr,
+    #[serde(deserialize_with = "nullable")]
+    pub ref_cols: Vec<CIStr>,
+    #[serde(deserialize_with = "nullable")]
+    pub cols: Vec<CIStr>,
+    pub on_delete: i64,
+    pub on_update: i64,
+    pub state: u8,
+    pub version: i64,
+}
+
+impl FkInfo {
+    /// The SQL words of a `ReferOptionType` (`None` for "none given").
+    pub fn refer_option(code: i64) -> Option<&'static str> {
+        Some(match code {
+            1 => "RESTRICT",
+            2 => "CASCADE",
+            3 => "SET NULL",
+            4 => "NO ACTION",
+            5 => "SET DEFAULT",
+            _ => return None,
+        })
+    }
+}
+
+/// A CHECK constraint (`model.ConstraintInfo`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConstraintInfo {
+    pub id: i64,
+    pub constraint_name: CIStr,
+    pub tbl_name: CIStr,
+    #[serde(deserialize_with = "nullable")]
+    pub constraint_cols: Vec<CIStr>,
+    pub enforced: bool,
+    /// Declared on a column rather than the table.
+    pub in_column: bool,
+    /// The expression as TiDB restores it (e.g. `` `a` > 0 ``).
+    pub expr_string: String,
+    pub state: u8,
+}
+
+/// A view's definer (`auth.UserIdentity`; keys are Go field names).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UserIdentity {
+    #[serde(rename = "Username")]
+    pub username: String,
+    #[serde(rename = "Hostname")]
+    pub hostname: String,
+}
+
+/// A view (`model.ViewInfo`). `view_algorithm`: 0 UNDEFINED, 1 MERGE, 2 TEMPTABLE;
+/// `view_security`: 0 DEFINER, 1 INVOKER; `view_checkoption`: 0 LOCAL, 1 CASCADED.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ViewInfo {
+    pub view_algorithm: i64,
+    pub view_definer: Option<UserIdentity>,
+    pub view_security: i64,
+    /// The SELECT as TiDB restores it.
+    pub view_select: String,
+    pub view_checkoption: i64,
+    #[serde(deserialize_with = "nullable")]
+    pub view_cols: Vec<CIStr>,
+}
+
+impl ViewInfo {
+    pub fn algorithm(&self) -> &'static str {
+        match self.view_algorithm {
+            1 => "MERGE",
+            2 => "TEMPTABLE",
+            _ => "UNDEFINED",
+        }
+    }
+    pub fn security(&self) -> &'static str {
+        if self.view_security == 1 {
+            "INVOKER"
+        } else {
+            "DEFINER"
+        }
+    }
+}
+
 /// A table (`model.TableInfo`), the value of meta hash field `Table:{id}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -370,6 +462,10 @@ pub struct TableInfo {
     pub columns: Vec<ColumnInfo>,
     #[serde(rename = "index_info", deserialize_with = "nullable")]
     pub indices: Vec<IndexInfo>,
+    #[serde(rename = "constraint_info", deserialize_with = "nullable")]
+    pub constraints: Vec<ConstraintInfo>,
+    #[serde(rename = "fk_info", deserialize_with = "nullable")]
+    pub foreign_keys: Vec<FkInfo>,
     pub state: u8,
     /// The single integer PK column is the row handle (not stored in row values).
     pub pk_is_handle: bool,
@@ -386,13 +482,15 @@ pub struct TableInfo {
     pub update_timestamp: u64,
     pub partition: Option<PartitionInfo>,
     /// Non-null for views.
-    pub view: Option<serde_json::Value>,
+    pub view: Option<ViewInfo>,
     /// Non-null for sequences.
     pub sequence: Option<serde_json::Value>,
     pub version: u16,
     #[serde(rename = "ShardRowIDBits")]
     pub shard_row_id_bits: u64,
     pub auto_random_bits: u64,
+    /// Bits of the AUTO_RANDOM key TiDB uses (0: the default, 64).
+    pub auto_random_range_bits: u64,
 }
 
 impl TableInfo {

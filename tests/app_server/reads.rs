@@ -40,6 +40,8 @@ async fn a_streamed_read_holds_gc_until_it_ends() {
             clustered: true,
             indexes: Vec::new(),
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
     });
     let write = |kind: &'static str, update: bool| {
@@ -153,6 +155,8 @@ async fn descending_key_order_comes_from_a_reverse_scan() {
                 clustered: true,
                 indexes: Vec::new(),
                 partition: None,
+                foreign_keys: Vec::new(),
+                checks: Vec::new(),
             },
         });
     }

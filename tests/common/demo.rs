@@ -164,6 +164,12 @@ where
 
 /// `mariadb-dump --single-transaction --master-data=2 [extra] --databases wl` from `addr`.
 pub fn dump(tool: &Path, addr: SocketAddr, extra: &[&str]) -> Vec<u8> {
+    dump_database(tool, addr, "wl", extra)
+}
+
+/// `mariadb-dump --single-transaction --master-data=2` of database `db` of the server at
+/// `addr`: the dump's bytes.
+pub fn dump_database(tool: &Path, addr: SocketAddr, db: &str, extra: &[&str]) -> Vec<u8> {
     let mut args = vec![
         "--no-defaults".to_owned(),
         "--protocol=TCP".to_owned(),
@@ -174,7 +180,7 @@ pub fn dump(tool: &Path, addr: SocketAddr, extra: &[&str]) -> Vec<u8> {
         "--master-data=2".to_owned(),
     ];
     args.extend(extra.iter().map(|a| (*a).to_owned()));
-    args.extend(["--databases".to_owned(), "wl".to_owned()]);
+    args.extend(["--databases".to_owned(), db.to_owned()]);
     let out = std::process::Command::new(tool)
         .args(&args)
         .output()

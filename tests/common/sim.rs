@@ -33,6 +33,8 @@ pub fn small_table(
         clustered: true,
         indexes: Vec::new(),
         partition,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

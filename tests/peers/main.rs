@@ -6,6 +6,7 @@
 mod common;
 
 mod canal;
+mod catalog;
 mod functions;
 mod maxwell;
 mod mysql8;

@@ -109,12 +109,16 @@ error_codes! {
     ER_SP_DOES_NOT_EXIST = 1305, b"42000";
     /// Query execution was interrupted (KILL QUERY, a timeout).
     ER_QUERY_INTERRUPTED = 1317, b"70100";
+    /// 'db.t' is not VIEW (SHOW CREATE VIEW of a base table).
+    ER_WRONG_OBJECT = 1347, b"HY000";
     /// Target log not found in binlog index (SHOW BINLOG EVENTS IN 'x').
     ER_UNKNOWN_TARGET_BINLOG = 1373, b"HY000";
     /// You are not using binary logging.
     ER_NO_BINARY_LOGGING = 1381, b"HY000";
     /// The statement has no open cursor (COM_STMT_FETCH without one).
     ER_STMT_HAS_NO_OPEN_CURSOR = 1421, b"HY000";
+    /// Recursive view definition (a view that reads itself, or nesting past the limit).
+    ER_VIEW_RECURSIVE = 1462, b"HY000";
     /// Thread stack overrun: what MySQL answers to an expression too deep to evaluate.
     ER_STACK_OVERRUN_NEED_MORE = 1436, b"HY000";
     /// Can't create more than max_prepared_stmt_count statements.

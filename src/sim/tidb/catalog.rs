@@ -290,6 +290,9 @@ impl Catalog {
     pub fn physical_ids(&self) -> std::collections::BTreeSet<i64> {
         let mut ids = std::collections::BTreeSet::new();
         for t in self.dbs.values().flat_map(|d| d.tables.values()) {
+            if t.info.view.is_some() {
+                continue;
+            }
             ids.insert(t.info.id);
             match &t.partition {
                 Some(PartitionPlan::Range { parts, .. }) => {

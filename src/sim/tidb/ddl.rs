@@ -112,6 +112,19 @@ pub enum Ddl {
         table: String,
         index: String,
     },
+    /// `CREATE VIEW v (cols) AS select` (`ActionCreateView`): a TableInfo with `view` set and
+    /// one untyped column per name (TiDB types view columns by planning the SELECT).
+    CreateView {
+        db: String,
+        name: String,
+        columns: Vec<String>,
+        select: String,
+    },
+    /// `DROP VIEW` (`ActionDropView`).
+    DropView {
+        db: String,
+        name: String,
+    },
 }
 
 /// One `old TO new` of a [`Ddl::RenameTables`].
@@ -213,6 +226,21 @@ impl Ddl {
             Ddl::DropIndex { db, table, index } => {
                 format!("ALTER TABLE {} DROP INDEX {}", qt(db, table), quote(index))
             }
+            Ddl::CreateView {
+                db,
+                name,
+                columns,
+                select,
+            } => format!(
+                "CREATE VIEW {} ({}) AS {select}",
+                qt(db, name),
+                columns
+                    .iter()
+                    .map(|c| quote(c))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Ddl::DropView { db, name } => format!("DROP VIEW {}", qt(db, name)),
         }
     }
 }
@@ -230,7 +258,7 @@ pub struct DdlOutcome {
     pub outputs: Vec<StoreOutput>,
 }
 
-enum Edit {
+pub(super) enum Edit {
     PutDb(DBInfo),
     DropDb(i64),
     PutTable(i64, Box<TableInfo>),
@@ -250,26 +278,26 @@ enum Edit {
     },
 }
 
-struct Plan {
+pub(super) struct Plan {
     action: u8,
     schema_id: i64,
     schema_name: String,
     table_id: i64,
     table_name: String,
     old_schema_id: i64,
-    edits: Vec<Edit>,
+    pub(super) edits: Vec<Edit>,
     db_info: Option<DBInfo>,
-    table_info: Option<TableInfo>,
+    pub(super) table_info: Option<TableInfo>,
     /// The tables of a batch create.
     multiple_table_infos: Vec<TableInfo>,
-    raw_args: serde_json::Value,
+    pub(super) raw_args: serde_json::Value,
     reorg: bool,
     /// Index entries of existing rows for ADD INDEX.
     backfill: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Plan {
-    fn new(action: u8, schema_id: i64, schema_name: &str) -> Self {
+    pub(super) fn new(action: u8, schema_id: i64, schema_name: &str) -> Self {
         Plan {
             action,
             schema_id,
@@ -286,14 +314,19 @@ impl Plan {
             backfill: Vec::new(),
         }
     }
-    fn table(mut self, t: &TableInfo) -> Self {
+    pub(super) fn table(mut self, t: &TableInfo) -> Self {
         self.table_id = t.id;
         self.table_name = t.name.o.clone();
         self
     }
 }
 
-fn obj_err(what: &'static str, name: &str, table: &str, problem: &'static str) -> TidbError {
+pub(super) fn obj_err(
+    what: &'static str,
+    name: &str,
+    table: &str,
+    problem: &'static str,
+) -> TidbError {
     TidbError::Object {
         what,
         name: name.to_owned(),
@@ -436,13 +469,13 @@ pub fn exchange_compatible(
 }
 
 impl Tidb {
-    fn db_entry(&self, name: &str) -> Result<&DbEntry> {
+    pub(super) fn db_entry(&self, name: &str) -> Result<&DbEntry> {
         self.catalog.db_or_err(name)
     }
 
     fn ids_needed(&self, ddl: &Ddl) -> Result<usize> {
         Ok(match ddl {
-            Ddl::CreateDatabase { .. } => 1,
+            Ddl::CreateDatabase { .. } | Ddl::CreateView { .. } => 1,
             Ddl::CreateTable { table, .. } => 1 + table.partition_count(),
             Ddl::CreateTables { tables, .. } => {
                 tables.iter().map(|t| 1 + t.partition_count()).sum()
@@ -499,7 +532,7 @@ impl Tidb {
                         problem: "exists",
                     });
                 }
-                let info = table.build(ids[0], &ids[1..], 0)?;
+                let info = table.build(db, ids[0], &ids[1..], 0)?;
                 let mut p = Plan::new(action::CREATE_TABLE, d.info.id, db).table(&info);
                 p.raw_args = json!({ "table_id": info.id, "fk_check": false });
                 p.edits
@@ -523,7 +556,7 @@ impl Tidb {
                         });
                     }
                     let n = 1 + table.partition_count();
-                    let info = table.build(ids[0], &ids[1..n], 0)?;
+                    let info = table.build(db, ids[0], &ids[1..n], 0)?;
                     ids = &ids[n..];
                     p.edits
                         .push(Edit::PutTable(d.info.id, Box::new(info.clone())));
@@ -532,6 +565,7 @@ impl Tidb {
                 p.raw_args = json!({ "fk_check": false });
                 p
             }
+            Ddl::CreateView { .. } | Ddl::DropView { .. } => self.plan_view(ddl, ids)?,
             Ddl::DropTable { db, table } => {
                 let t = table_of(db, table)?;
                 let mut info = t.info.clone();

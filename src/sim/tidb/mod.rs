@@ -57,6 +57,7 @@ pub mod error;
 pub mod kv;
 pub mod truth;
 pub mod types;
+mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -71,7 +72,7 @@ pub use dml::Txn;
 pub use error::{Result, TidbError};
 pub use kv::{CommitMode, Committed};
 pub use truth::{RowOp, TruthCollector, TruthLog, TruthRow, TruthSink, TruthTxn};
-pub use types::{ColumnDef, IndexDef, PartitionDef, TableDef};
+pub use types::{CheckDef, ColumnDef, ForeignKeyDef, IndexDef, PartitionDef, TableDef};
 
 use catalog::DbEntry;
 use kv::KvTxn;
@@ -129,6 +130,8 @@ fn system_table(name: &str, cols: Vec<ColumnDef>) -> TableDef {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 
@@ -182,8 +185,8 @@ impl Tidb {
         let mut txn = KvTxn::new(core.ts());
         let mysql_id = 1;
         let ts = txn.start_ts().0;
-        let job = job_table_def().build(DDL_JOB_TABLE_ID, &[], ts)?;
-        let hist = history_table_def().build(DDL_HISTORY_TABLE_ID, &[], ts)?;
+        let job = job_table_def().build(MYSQL_DB, DDL_JOB_TABLE_ID, &[], ts)?;
+        let hist = history_table_def().build(MYSQL_DB, DDL_HISTORY_TABLE_ID, &[], ts)?;
         let db = db_info(mysql_id, MYSQL_DB);
         catalog::put_string(&mut txn, "NextGlobalID", mysql_id.to_string().into_bytes());
         catalog::put_db(&mut txn, &db);

@@ -226,8 +226,14 @@ mod tests {
             clustered: true,
             indexes: Vec::new(),
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         };
-        let meta = Arc::new(TableMeta::new(2, "d", def.build(5, &[], 0).expect("build")));
+        let meta = Arc::new(TableMeta::new(
+            2,
+            "d",
+            def.build("d", 5, &[], 0).expect("build"),
+        ));
         let txn = TruthTxn {
             start_ts: Ts(10),
             commit_ts: Ts(11),

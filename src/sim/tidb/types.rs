@@ -9,8 +9,8 @@
 use tibinlog_protocol::value::Value;
 
 use crate::tidb::schema::{
-    mysql, schema_state, CIStr, ColumnInfo, FieldType, IndexColumn, IndexInfo, PartitionDefinition,
-    PartitionInfo, TableInfo,
+    mysql, schema_state, CIStr, ColumnInfo, ConstraintInfo, FieldType, FkInfo, IndexColumn,
+    IndexInfo, PartitionDefinition, PartitionInfo, TableInfo,
 };
 use crate::tidb::text;
 
@@ -404,6 +404,47 @@ pub enum PartitionDef {
     Hash { column: String, count: u32 },
 }
 
+/// A `FOREIGN KEY` clause (TiDB stores it; the simulator does not enforce it, as TiDB with
+/// `foreign_key_checks` off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKeyDef {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+    /// `ReferOptionType` codes (0 none given, 1 RESTRICT, 2 CASCADE, 3 SET NULL, 4 NO ACTION).
+    pub on_delete: i64,
+    pub on_update: i64,
+}
+
+impl ForeignKeyDef {
+    fn sql(&self) -> String {
+        let list = |cols: &[String]| cols.iter().map(|c| quote(c)).collect::<Vec<_>>().join(",");
+        let mut s = format!(
+            "CONSTRAINT {} FOREIGN KEY ({}) REFERENCES {} ({})",
+            quote(&self.name),
+            list(&self.columns),
+            quote(&self.ref_table),
+            list(&self.ref_columns)
+        );
+        for (words, code) in [("ON DELETE", self.on_delete), ("ON UPDATE", self.on_update)] {
+            if let Some(o) = crate::tidb::schema::FkInfo::refer_option(code) {
+                s.push_str(&format!(" {words} {o}"));
+            }
+        }
+        s
+    }
+}
+
+/// A `CHECK` constraint: `expr` as TiDB restores it (e.g. `` `a`>0 ``).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckDef {
+    pub name: String,
+    pub expr: String,
+    pub columns: Vec<String>,
+    pub enforced: bool,
+}
+
 /// A `CREATE TABLE` statement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableDef {
@@ -416,6 +457,8 @@ pub struct TableDef {
     pub clustered: bool,
     pub indexes: Vec<IndexDef>,
     pub partition: Option<PartitionDef>,
+    pub foreign_keys: Vec<ForeignKeyDef>,
+    pub checks: Vec<CheckDef>,
 }
 
 impl TableDef {
@@ -431,6 +474,15 @@ impl TableDef {
             ));
         }
         parts.extend(self.indexes.iter().map(IndexDef::sql));
+        parts.extend(self.foreign_keys.iter().map(ForeignKeyDef::sql));
+        parts.extend(self.checks.iter().map(|c| {
+            format!(
+                "CONSTRAINT {} CHECK ({}){}",
+                quote(&c.name),
+                c.expr,
+                if c.enforced { "" } else { " NOT ENFORCED" }
+            )
+        }));
         let mut s = format!(
             "CREATE TABLE {}.{} ({})",
             quote(db),
@@ -472,7 +524,7 @@ impl TableDef {
     }
 
     /// Builds the TableInfo with table id `id` and partition ids `part_ids`.
-    pub fn build(&self, id: i64, part_ids: &[i64], update_ts: u64) -> Result<TableInfo> {
+    pub fn build(&self, db: &str, id: i64, part_ids: &[i64], update_ts: u64) -> Result<TableInfo> {
         let obj = |what, name: &str, problem| TidbError::Object {
             what,
             name: name.to_owned(),
@@ -560,13 +612,108 @@ impl TableDef {
                 id, &def.name, &self.name, &cols, def.unique, false,
             ));
         }
+        // A foreign key needs an index that starts with its columns; TiDB (as MySQL) adds one
+        // named after the key where the table has none.
+        for f in &self.foreign_keys {
+            let covered = indices.iter().any(|i| {
+                i.idx_cols.len() >= f.columns.len()
+                    && i.idx_cols
+                        .iter()
+                        .zip(&f.columns)
+                        .all(|(a, b)| a.name.l == b.to_lowercase())
+            }) || (t.pk_is_handle
+                && f.columns.len() == 1
+                && f.columns[0].eq_ignore_ascii_case(&self.primary_key[0]));
+            if !covered {
+                let mut offs = Vec::new();
+                for c in &f.columns {
+                    offs.push(offset_of(&columns, c)?);
+                }
+                let first = &mut columns[offs[0]].field_type.flag;
+                if *first & (mysql::PRI_KEY_FLAG | mysql::UNIQUE_KEY_FLAG) == 0 {
+                    *first |= mysql::MULTIPLE_KEY_FLAG;
+                }
+                let cols = offs.iter().map(|&o| &columns[o]).collect::<Vec<_>>();
+                let id = indices.len() as i64 + 1;
+                indices.push(index_info(id, &f.name, &self.name, &cols, false, false));
+            }
+        }
         t.max_idx_id = indices.len() as i64;
+        t.foreign_keys = self.foreign_key_infos(db)?;
+        t.constraints = self.check_infos(&columns)?;
         t.columns = columns;
         t.indices = indices;
         if let Some(p) = &self.partition {
             t.partition = Some(partition_info(p, part_ids, &t)?);
         }
         Ok(t)
+    }
+}
+
+impl TableDef {
+    fn obj(&self, what: &'static str, name: &str, problem: &'static str) -> TidbError {
+        TidbError::Object {
+            what,
+            name: name.to_owned(),
+            table: self.name.clone(),
+            problem,
+        }
+    }
+
+    /// The foreign keys as TiDB stores them (`FKVersion1`, referenced database `db`).
+    fn foreign_key_infos(&self, db: &str) -> Result<Vec<FkInfo>> {
+        let ci = |v: &[String]| v.iter().map(|c| CIStr::new(c)).collect::<Vec<_>>();
+        let mut out: Vec<FkInfo> = Vec::new();
+        for (i, f) in self.foreign_keys.iter().enumerate() {
+            if f.columns.is_empty() || f.columns.len() != f.ref_columns.len() {
+                return Err(self.obj("foreign key", &f.name, "column counts differ"));
+            }
+            if out.iter().any(|o| o.fk_name.l == f.name.to_lowercase()) {
+                return Err(self.obj("foreign key", &f.name, "duplicate"));
+            }
+            out.push(FkInfo {
+                id: i as i64 + 1,
+                fk_name: CIStr::new(&f.name),
+                ref_schema: CIStr::new(db),
+                ref_table: CIStr::new(&f.ref_table),
+                ref_cols: ci(&f.ref_columns),
+                cols: ci(&f.columns),
+                on_delete: f.on_delete,
+                on_update: f.on_update,
+                state: schema_state::PUBLIC,
+                version: 1,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The CHECK constraints as TiDB stores them; each names columns of the table.
+    fn check_infos(&self, columns: &[ColumnInfo]) -> Result<Vec<ConstraintInfo>> {
+        let mut out: Vec<ConstraintInfo> = Vec::new();
+        for (i, c) in self.checks.iter().enumerate() {
+            for col in &c.columns {
+                if !columns.iter().any(|x| x.name.l == col.to_lowercase()) {
+                    return Err(self.obj("check constraint", &c.name, "names an unknown column"));
+                }
+            }
+            if out
+                .iter()
+                .any(|o| o.constraint_name.l == c.name.to_lowercase())
+            {
+                return Err(self.obj("check constraint", &c.name, "duplicate"));
+            }
+            out.push(ConstraintInfo {
+                id: i as i64 + 1,
+                constraint_name: CIStr::new(&c.name),
+                tbl_name: CIStr::new(&self.name),
+                constraint_cols: c.columns.iter().map(|x| CIStr::new(x)).collect(),
+                enforced: c.enforced,
+                in_column: false,
+                expr_string: c.expr.clone(),
+                state: schema_state::PUBLIC,
+            });
+        }
+        Ok(out)
     }
 }
 

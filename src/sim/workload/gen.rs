@@ -244,6 +244,8 @@ pub fn initial_tables() -> Vec<TableDef> {
                 IndexDef::new("i_vc_date", &["c_varchar", "c_date"], false),
             ],
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
         TableDef {
             name: "t_common".into(),
@@ -255,6 +257,8 @@ pub fn initial_tables() -> Vec<TableDef> {
             clustered: true,
             indexes: vec![IndexDef::new("i_v", &["v_int"], false)],
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
         TableDef {
             name: "t_rowid".into(),
@@ -263,6 +267,8 @@ pub fn initial_tables() -> Vec<TableDef> {
             clustered: false,
             indexes: vec![IndexDef::new("i_str", &["v_str"], false)],
             partition: None,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
         TableDef {
             name: "t_range".into(),
@@ -274,6 +280,8 @@ pub fn initial_tables() -> Vec<TableDef> {
                 column: "id".into(),
                 bounds: vec![Some(200), Some(1000), None],
             }),
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
         TableDef {
             name: "t_hash".into(),
@@ -285,6 +293,8 @@ pub fn initial_tables() -> Vec<TableDef> {
                 column: "id".into(),
                 count: 4,
             }),
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         },
     ]
 }
@@ -302,6 +312,8 @@ pub fn extra_table(name: &str) -> TableDef {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

@@ -98,6 +98,8 @@ pub fn ddls() -> Vec<Ddl> {
                 clustered: true,
                 indexes: Vec::new(),
                 partition: None,
+                foreign_keys: Vec::new(),
+                checks: Vec::new(),
             },
         },
     ]

@@ -13,6 +13,7 @@
 pub mod gen;
 pub mod huge;
 pub mod scale;
+pub mod schema_gen;
 
 use std::time::{Duration, Instant};
 

@@ -29,6 +29,8 @@ fn table(i: usize) -> TableDef {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 
