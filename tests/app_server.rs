@@ -1866,13 +1866,13 @@ async fn both_listeners_share_one_process_list_kill_and_max_connections() {
     let mysql_id: u64 = mysql
         .query_first("SELECT CONNECTION_ID()")
         .await
-        .unwrap()
-        .unwrap();
+        .expect("CONNECTION_ID()")
+        .expect("one row");
     let maria_id: u64 = maria
         .query_first("SELECT CONNECTION_ID()")
         .await
-        .unwrap()
-        .unwrap();
+        .expect("CONNECTION_ID()")
+        .expect("one row");
     assert_ne!(mysql_id, maria_id, "one connection-id space");
     let ids: Vec<u64> = mysql
         .query("SELECT ID FROM information_schema.PROCESSLIST ORDER BY ID")

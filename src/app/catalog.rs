@@ -447,5 +447,5 @@ fn checks(info: &TableInfo) -> Vec<CheckMeta> {
 /// `CREATE_TIME` in Unix seconds: TiDB shows a table's last schema change (`update_timestamp`,
 /// a TSO whose physical part is milliseconds) there; `None` when it has none.
 fn create_time(info: &TableInfo) -> Option<u64> {
-    (info.update_timestamp > 0).then(|| (info.update_timestamp >> 18) / 1000)
+    (info.update_timestamp > 0).then_some((info.update_timestamp >> 18) / 1000)
 }

@@ -324,7 +324,7 @@ mod tests {
             "SELECT CAST(1 AS SIGNED) AS `a`, 'xy' AS `b`, 1.50 AS `c`",
             &["a".into(), "bee".into()],
         )
-        .unwrap();
+        .expect("the SELECT is typed");
         let got: Vec<(&str, &str)> = cols
             .iter()
             .map(|c| (c.name.as_str(), c.data_type.as_str()))

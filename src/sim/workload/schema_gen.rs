@@ -102,9 +102,8 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         }
         let col = pick(rng, &keyable).clone();
         let unique = rng.chance(0.3);
-        let cols: Vec<&str> = if unique && partitioned {
-            vec![col.as_str(), "id"]
-        } else if rng.chance(0.3) {
+        // A unique key of a partitioned table must include the partitioning column.
+        let cols: Vec<&str> = if (unique && partitioned) || rng.chance(0.3) {
             vec![col.as_str(), "id"]
         } else {
             vec![col.as_str()]
