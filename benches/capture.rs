@@ -86,6 +86,8 @@ fn table(shape: Shape) -> TableDef {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 

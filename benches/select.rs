@@ -60,6 +60,8 @@ fn narrow_table() -> TableDef {
         clustered: true,
         indexes: Vec::new(),
         partition: None,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     }
 }
 
@@ -468,6 +470,8 @@ async fn catalog() {
                 clustered: true,
                 indexes: Vec::new(),
                 partition: None,
+                foreign_keys: Vec::new(),
+                checks: Vec::new(),
             },
         );
     }
