@@ -1113,3 +1113,69 @@ async fn thirty_thousand_regions_initialize_once_without_a_stream_failure() {
     })
     .await;
 }
+
+/// Async-commit transactions abandoned by their clients are decided by their secondaries, not
+/// by their primary's TTL: every key prewritten means committed (at the largest min commit ts),
+/// a key never prewritten means rolled back (and can no longer be).
+#[tokio::test]
+async fn async_commit_locks_are_decided_by_their_secondaries() {
+    let seed = 48;
+    timed(seed, async {
+        let c = cluster(1, seed).await;
+        let mut t = c.begin().await.expect("begin");
+        for h in 0..6 {
+            t.put(key(T1, h), format!("a{h}").into_bytes());
+        }
+        ts(t.commit().await.expect("commit"));
+        let cancel = CancellationToken::new();
+        let pd = PdClient::connect(PdConfig::new(vec![c.pd_url()]), cancel.clone())
+            .await
+            .expect("pd");
+        let reader = SnapshotReader::new(pd, SnapshotConfig::default());
+        let ttl = Duration::from_millis(1);
+
+        // Every key prewritten, then the client died: committed, whatever the primary's TTL.
+        let mut t = c.begin().await.expect("begin");
+        for h in 0..3 {
+            t.put(key(T1, h), format!("b{h}").into_bytes());
+        }
+        let commit = ts(t.abandon_async(ttl, true).await.expect("prewrite"));
+        let read_ts = ts(c.tso());
+        assert!(read_ts >= commit);
+        let got = reader
+            .scan(&key(T1, 0), &key(T1, 3), read_ts)
+            .await
+            .expect("scan over the async-commit locks");
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (0..3)
+            .map(|h| (key(T1, h), format!("b{h}").into_bytes()))
+            .collect();
+        assert_eq!(
+            got, want,
+            "an async-commit transaction with every key prewritten"
+        );
+        assert_eq!(
+            reader.get(&key(T1, 2), commit).await.expect("get"),
+            Some(b"b2".to_vec()),
+            "committed at the commit ts its prewrite computed"
+        );
+
+        // The last key never prewritten: rolled back, the old values stay.
+        let mut t = c.begin().await.expect("begin");
+        for h in 3..6 {
+            t.put(key(T1, h), format!("c{h}").into_bytes());
+        }
+        t.abandon_async(ttl, false).await.expect("prewrite");
+        let read_ts = ts(c.tso());
+        let got = reader
+            .scan(&key(T1, 3), &key(T1, 6), read_ts)
+            .await
+            .expect("scan over the half-prewritten transaction");
+        let want: Vec<(Vec<u8>, Vec<u8>)> = (3..6)
+            .map(|h| (key(T1, h), format!("a{h}").into_bytes()))
+            .collect();
+        assert_eq!(got, want, "an async-commit transaction missing a prewrite");
+        cancel.cancel();
+        c.shutdown().await;
+    })
+    .await;
+}

@@ -24,6 +24,7 @@
 //!
 //! [`RawRow`]: crate::model::RawRow
 
+mod async_commit;
 pub mod error;
 pub mod frontier;
 pub mod gc_keeper;

@@ -14,11 +14,13 @@
 //!   rolled-back or expired one (TiKV rolls back a lock whose TTL passed) has it rolled back;
 //!   either way the read goes on at once. A live transaction gets its min commit ts pushed
 //!   above our read ts, so it will commit after it: the read then skips that lock
-//!   (`Context.resolved_locks`) and sees the value before it. Only a lock that cannot be pushed
-//!   (async commit) is waited for, with exponential backoff, at most
-//!   [`SnapshotConfig::lock_wait_max`] ([`SnapshotError::LockTimeout`]). A secondary lock whose
-//!   primary has no lock and no record is only rolled back once its own TTL has passed (its
-//!   primary may still be prewriting).
+//!   (`Context.resolved_locks`) and sees the value before it. An async-commit transaction is
+//!   decided by its secondaries (`KvCheckSecondaryLocks`, see `async_commit.rs`): committed,
+//!   rolled back, or committed at the largest min commit ts of its locks once every key is
+//!   prewritten. A lock whose fate is still open is waited for, with exponential backoff, at
+//!   most [`SnapshotConfig::lock_wait_max`] ([`SnapshotError::LockTimeout`]). A secondary lock
+//!   whose primary has no lock and no record is only rolled back once its own TTL has passed
+//!   (its primary may still be prewriting).
 //! * Other key errors are returned as they are.
 //!
 //! # Blocking use
@@ -116,7 +118,7 @@ pub struct SnapshotReader {
 }
 
 /// What one attempt of a read ended with, besides data.
-enum Again {
+pub(super) enum Again {
     /// Retry after locating the region again.
     Region(String),
     /// A lock stands in the way: resolve it, or wait for it.
@@ -130,7 +132,7 @@ enum Again {
 /// Where a read goes: the region holding a key, or the one holding the keys just below it
 /// (a reverse scan's exclusive upper bound).
 #[derive(Debug, Clone, Copy)]
-enum At<'a> {
+pub(super) enum At<'a> {
     Key(&'a [u8]),
     Before(&'a [u8]),
 }
@@ -143,7 +145,7 @@ impl At<'_> {
     }
 }
 
-fn context(r: &RegionInfo, bypass: &[u64]) -> Option<kvrpcpb::Context> {
+pub(super) fn context(r: &RegionInfo, bypass: &[u64]) -> Option<kvrpcpb::Context> {
     Some(kvrpcpb::Context {
         region_id: r.id.0,
         region_epoch: Some(r.epoch),
@@ -169,7 +171,7 @@ fn key_error(key: &[u8], e: kvrpcpb::KeyError) -> std::result::Result<Again, Sna
 }
 
 /// What the primary says about a lock's transaction.
-enum LockFate {
+pub(super) enum LockFate {
     /// Committed (`Some(commit_ts)`) or rolled back (`None`): resolve the lock accordingly.
     Resolve(Option<Ts>),
     /// Alive, and will commit after the read ts: skip the lock.
@@ -265,7 +267,11 @@ impl SnapshotReader {
         Ok(c)
     }
 
-    fn on_region_error(&self, r: &RegionInfo, e: &tibinlog_proto::errorpb::Error) -> String {
+    pub(super) fn on_region_error(
+        &self,
+        r: &RegionInfo,
+        e: &tibinlog_proto::errorpb::Error,
+    ) -> String {
         let hint = e
             .not_leader
             .as_ref()
@@ -282,7 +288,7 @@ impl SnapshotReader {
         format!("{e:?}")
     }
 
-    fn on_transport_error(&self, r: &RegionInfo, s: Status) -> Again {
+    pub(super) fn on_transport_error(&self, r: &RegionInfo, s: Status) -> Again {
         if let Some(store) = r.leader_store() {
             self.clients
                 .lock()
@@ -298,7 +304,7 @@ impl SnapshotReader {
     }
 
     /// Runs `attempt` (a read at `ts`) until it yields data, handling region retries and locks.
-    async fn retrying<T, F, Fut>(&self, at: At<'_>, ts: Ts, mut attempt: F) -> Result<T>
+    pub(super) async fn retrying<T, F, Fut>(&self, at: At<'_>, ts: Ts, mut attempt: F) -> Result<T>
     where
         F: FnMut(RegionInfo, TikvClient<Channel>, Vec<u64>) -> Fut,
         Fut: Future<Output = Result<std::result::Result<T, Again>>>,
@@ -384,10 +390,6 @@ impl SnapshotReader {
     /// What to do about `lock`, met by a read at `read_ts`: asks its primary
     /// (`KvCheckTxnStatus`, which pushes a live transaction's min commit ts above `read_ts`).
     async fn lock_fate(&self, lock: &kvrpcpb::LockInfo, read_ts: Ts) -> Result<LockFate> {
-        if lock.use_async_commit {
-            // Its commit ts is decided by its secondaries (CheckSecondaryLocks): wait.
-            return Ok(LockFate::Wait);
-        }
         let lock_ts = Ts(lock.lock_version);
         // Only an expired lock may be rolled back when its primary has neither a lock nor a
         // record: a live transaction may not have written its primary yet.
@@ -427,6 +429,11 @@ impl SnapshotReader {
                 key: lock.primary_lock.clone(),
                 message: format!("{e:?}"),
             });
+        }
+        if let Some(primary) = resp.lock_info.as_ref().filter(|l| l.use_async_commit) {
+            if resp.commit_version == 0 {
+                return self.async_commit_fate(primary, lock_ts).await;
+            }
         }
         Ok(if resp.commit_version != 0 {
             LockFate::Resolve(Some(Ts(resp.commit_version)))

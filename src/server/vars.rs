@@ -86,6 +86,9 @@ const STATIC_VARS: &[(&str, VarType, &str)] = &[
     ("lower_case_table_names", UInt, "0"),
     ("max_allowed_packet", UInt, "67108864"),
     ("max_execution_time", UInt, "0"),
+    // MariaDB's statement timeout (seconds): mariadb-dump sets it on a server that greets as
+    // MariaDB (`SET @@MAX_STATEMENT_TIME=0.000000`).
+    ("max_statement_time", Text, "0.000000"),
     ("names", Text, "utf8mb4"),
     ("net_buffer_length", UInt, "16384"),
     ("net_read_timeout", UInt, "30"),

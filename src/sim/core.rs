@@ -226,6 +226,16 @@ impl SimCore {
         Ok((s, self.observe(&b)))
     }
 
+    /// `KvCheckSecondaryLocks`.
+    pub fn check_secondary_locks(
+        &mut self,
+        keys: &[Vec<u8>],
+        start_ts: Ts,
+    ) -> Result<(crate::sim::mvcc::SecondaryLocks, Vec<StoreOutput>)> {
+        let (s, b) = self.mvcc.check_secondary_locks(keys, start_ts)?;
+        Ok((s, self.observe(&b)))
+    }
+
     /// `KvResolveLock`.
     pub fn resolve_lock(
         &mut self,

@@ -4,10 +4,11 @@
 //! MySQL 8.0 prints integer types without display widths, columns in ordinal order, then the
 //! primary key, unique and other keys, then foreign keys and CHECK constraints (each group by
 //! name), then the table options and the partitioning ([`partition_clause`]). Index options
-//! MySQL 8.0 has its own syntax for come as version comments a MariaDB or MySQL 5.7 reader
-//! skips (`/*!80000 INVISIBLE */`, `/*!80016 NOT ENFORCED */`); what only TiDB has (clustered
-//! keys, AUTO_RANDOM) comes as TiDB's own `/*T![feature] … */` comments, which MySQL and
-//! MariaDB read as plain comments.
+//! MySQL 8.0 has its own syntax for come as its version comments (`/*!80000 INVISIBLE */`,
+//! `/*!80016 NOT ENFORCED */`). What only TiDB has (clustered keys, AUTO_RANDOM, placement,
+//! TTL, shard bits) is left out, even as TiDB's `/*T![…] */` comments: the consumers that parse
+//! this text (Debezium's and Maxwell's grammars, Canal's parser) must meet MySQL only, as in
+//! the binlog's DDL (`mounter/ddl_sql.rs`).
 
 use std::fmt::Write as _;
 
@@ -177,16 +178,8 @@ pub fn create_table(schema: &str, info: &TableInfo) -> String {
         .into_iter()
         .map(|c| column_line(info, c))
         .collect();
-    let clustered = if info.pk_is_handle || info.is_common_handle {
-        " /*T![clustered_index] CLUSTERED */"
-    } else {
-        " /*T![clustered_index] NONCLUSTERED */"
-    };
     if let Some(pk) = info.pk_handle_column() {
-        lines.push(format!(
-            "  PRIMARY KEY ({}){clustered}",
-            quote_ident(&pk.name.o)
-        ));
+        lines.push(format!("  PRIMARY KEY ({})", quote_ident(&pk.name.o)));
     }
     let mut indexes: Vec<_> = info
         .indices
@@ -202,7 +195,7 @@ pub fn create_table(schema: &str, info: &TableInfo) -> String {
             .collect::<Vec<_>>()
             .join(",");
         let mut l = if idx.is_primary {
-            format!("  PRIMARY KEY ({parts}){clustered}")
+            format!("  PRIMARY KEY ({parts})")
         } else if idx.is_unique {
             format!("  UNIQUE KEY {} ({parts})", quote_ident(&idx.idx_name.o))
         } else {
@@ -334,14 +327,7 @@ fn column_line(info: &TableInfo, c: &TidbColumn) -> String {
         if not_null {
             l.push_str(" NOT NULL");
         }
-        let auto_random = info.auto_random_bits > 0 && has(ft, mysql::PRI_KEY_FLAG);
-        if auto_random {
-            let _ = write!(l, " /*T![auto_rand] AUTO_RANDOM({}", info.auto_random_bits);
-            if info.auto_random_range_bits > 0 && info.auto_random_range_bits != 64 {
-                let _ = write!(l, ", {}", info.auto_random_range_bits);
-            }
-            l.push_str(") */");
-        } else if has(ft, mysql::AUTO_INCREMENT_FLAG) {
+        if has(ft, mysql::AUTO_INCREMENT_FLAG) {
             l.push_str(" AUTO_INCREMENT");
         } else if let Some(d) = default_text(c) {
             if c.default.is_number() {
@@ -433,8 +419,9 @@ mod tests {
         assert_eq!(column_type(&e), "enum('a','it''s')");
     }
 
-    /// A TableInfo in TiDB's JSON: an AUTO_RANDOM key, an invisible index, an expression index
-    /// on a hidden column, a foreign key to another database and a NOT ENFORCED check.
+    /// A TableInfo in TiDB's JSON: an AUTO_RANDOM key (TiDB-only: not printed), an invisible
+    /// index, an expression index on a hidden column, a foreign key to another database and a
+    /// NOT ENFORCED check.
     const CHILD: &str = r#"{"id":90,"name":{"O":"child","L":"child"},"charset":"utf8mb4",
       "collate":"utf8mb4_bin","pk_is_handle":true,"auto_random_bits":5,
       "cols":[
@@ -459,14 +446,14 @@ mod tests {
       "view":null,"partition":null}"#;
 
     #[test]
-    fn create_table_prints_keys_constraints_and_tidb_options_as_mysql_8() {
+    fn create_table_prints_keys_and_constraints_as_mysql_8() {
         let info = TableInfo::from_json(CHILD.as_bytes()).expect("table info");
         assert_eq!(
             create_table("test", &info),
             "CREATE TABLE `child` (\n  \
-             `id` bigint NOT NULL /*T![auto_rand] AUTO_RANDOM(5) */,\n  \
+             `id` bigint NOT NULL,\n  \
              `p` int DEFAULT NULL,\n  \
-             PRIMARY KEY (`id`) /*T![clustered_index] CLUSTERED */,\n  \
+             PRIMARY KEY (`id`),\n  \
              KEY `k_p` (`p`) /*!80000 INVISIBLE */,\n  \
              KEY `e` (((`p` + 1))),\n  \
              CONSTRAINT `fk_p` FOREIGN KEY (`p`) REFERENCES `other`.`parent` (`id`) ON DELETE CASCADE,\n  \

@@ -22,7 +22,7 @@ use tibinlog_proto::kvrpcpb;
 use super::ts::Ts;
 
 pub use read::{KvPair, ReadResult};
-pub use txn::{Mutation, PrewriteRequest, PrewriteResult, TxnStatus};
+pub use txn::{Mutation, PrewriteRequest, PrewriteResult, SecondaryLocks, TxnStatus};
 
 /// Values up to this many bytes live inline in the lock and write records (TiKV's limit).
 pub const SHORT_VALUE_MAX_LEN: usize = 255;

@@ -93,7 +93,56 @@ pub enum TxnStatus {
     LockNotExistRollback,
 }
 
+/// What `KvCheckSecondaryLocks` finds on an async-commit transaction's secondaries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecondaryLocks {
+    /// Every key holds its prewrite lock (in the order asked).
+    Locked(Vec<(Vec<u8>, Lock)>),
+    /// A key is committed, at this ts.
+    Committed(Ts),
+    /// A key was rolled back, or had no lock and no record (rolled back now, so that the
+    /// transaction can no longer commit), or held only a pessimistic lock (never prewritten).
+    RolledBack,
+}
+
 impl MvccStore {
+    /// `KvCheckSecondaryLocks` of the transaction `start_ts` on `keys`: stops at the first key
+    /// that decides the transaction (committed or rolled back).
+    pub fn check_secondary_locks(
+        &mut self,
+        keys: &[Vec<u8>],
+        start_ts: Ts,
+    ) -> Result<(SecondaryLocks, WriteBatch)> {
+        let mut batch = WriteBatch::default();
+        let mut locked = Vec::new();
+        for key in keys {
+            let entry = self.entry(key);
+            let lock = entry
+                .and_then(|e| e.lock())
+                .filter(|l| l.start_ts == start_ts);
+            match lock {
+                Some(l) if l.lock_type != LockType::Pessimistic => {
+                    locked.push((key.clone(), l.clone()));
+                    continue;
+                }
+                Some(_) => {}
+                None => match entry.and_then(|e| find_txn_record(e, start_ts)) {
+                    Some((_, w)) if w.write_type == WriteType::Rollback => {
+                        return Ok((SecondaryLocks::RolledBack, batch));
+                    }
+                    Some((commit_ts, _)) => {
+                        return Ok((SecondaryLocks::Committed(commit_ts), batch))
+                    }
+                    None => {}
+                },
+            }
+            self.rollback_key(key, start_ts, &mut batch)?;
+            self.apply(&batch);
+            return Ok((SecondaryLocks::RolledBack, batch));
+        }
+        Ok((SecondaryLocks::Locked(locked), batch))
+    }
+
     /// Prewrite (2PC first phase, async commit, or 1PC). All-or-nothing; the first failing key's
     /// error is returned.
     pub fn prewrite(&mut self, req: &PrewriteRequest) -> Result<PrewriteResult> {
@@ -434,6 +483,17 @@ impl MvccStore {
             .and_then(|e| e.lock())
             .filter(|l| l.start_ts == lock_ts)
         {
+            // An async-commit transaction is decided by its secondaries (CheckSecondaryLocks),
+            // never by its primary's TTL, and its min commit ts is not pushed: TiKV returns
+            // its lock as it is.
+            if lock.use_async_commit {
+                let status = TxnStatus::Locked {
+                    ttl_ms: lock.ttl_ms,
+                    min_commit_ts: lock.min_commit_ts,
+                    lock: Box::new(lock.clone()),
+                };
+                return Ok((status, batch));
+            }
             let expired =
                 lock.start_ts.physical_ms().saturating_add(lock.ttl_ms) < current_ts.physical_ms();
             if expired {

@@ -469,6 +469,17 @@ fn fill_resolve(mut r: kvrpcpb::ResolveLockResponse, e: ReadError) -> kvrpcpb::R
     r
 }
 
+fn fill_secondary(
+    mut r: kvrpcpb::CheckSecondaryLocksResponse,
+    e: ReadError,
+) -> kvrpcpb::CheckSecondaryLocksResponse {
+    match e {
+        ReadError::Region(x) => r.region_error = Some(*x),
+        ReadError::Key(x) => r.error = Some(*x),
+    }
+    r
+}
+
 fn fill_batch(mut r: kvrpcpb::BatchGetResponse, e: ReadError) -> kvrpcpb::BatchGetResponse {
     match e {
         ReadError::Region(x) => r.region_error = Some(*x),
@@ -527,6 +538,37 @@ impl KvService {
         Ok(resp)
     }
 
+    /// `KvCheckSecondaryLocks` on keys of this request's region: every lock (all prewritten),
+    /// the commit ts (one is committed), or neither (rolled back).
+    fn check_secondary_locks(
+        &self,
+        req: &kvrpcpb::CheckSecondaryLocksRequest,
+    ) -> Result<kvrpcpb::CheckSecondaryLocksResponse, Status> {
+        use crate::sim::mvcc::SecondaryLocks;
+        let mut resp = kvrpcpb::CheckSecondaryLocksResponse::default();
+        let region = match check_context(&self.shared, self.store_id, req.context.as_ref())? {
+            Ok(r) => r,
+            Err(e) => return Ok(fill_secondary(resp, e)),
+        };
+        for k in &req.keys {
+            if let Err(e) = check_key(&region, k) {
+                return Ok(fill_secondary(resp, e));
+            }
+        }
+        let r = self
+            .shared
+            .apply(|core| core.check_secondary_locks(&req.keys, Ts(req.start_version)));
+        match r {
+            Ok(SecondaryLocks::Locked(locks)) => {
+                resp.locks = locks.iter().map(|(k, l)| l.to_lock_info(k)).collect();
+            }
+            Ok(SecondaryLocks::Committed(ts)) => resp.commit_ts = ts.0,
+            Ok(SecondaryLocks::RolledBack) => {}
+            Err(e) => return Ok(fill_secondary(resp, ReadError::from_sim(e)?)),
+        }
+        Ok(resp)
+    }
+
     /// `KvResolveLock`: commits (`commit_version` non-zero) or rolls back the locks of
     /// `start_version` on `keys`, or on every key of this request's region when `keys` is empty.
     fn resolve_lock(
@@ -576,6 +618,14 @@ impl Tikv for KvService {
         request: Request<kvrpcpb::CheckTxnStatusRequest>,
     ) -> Result<Response<kvrpcpb::CheckTxnStatusResponse>, Status> {
         self.check_txn_status(request.get_ref()).map(Response::new)
+    }
+
+    async fn kv_check_secondary_locks(
+        &self,
+        request: Request<kvrpcpb::CheckSecondaryLocksRequest>,
+    ) -> Result<Response<kvrpcpb::CheckSecondaryLocksResponse>, Status> {
+        self.check_secondary_locks(request.get_ref())
+            .map(Response::new)
     }
 
     async fn kv_resolve_lock(

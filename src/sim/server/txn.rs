@@ -141,6 +141,21 @@ impl SimTxn {
         Ok(())
     }
 
+    /// Async commit abandoned by its client: prewrites with a lock TTL of `ttl` every key, or
+    /// every key but the last when `all` is false (a client that died mid-prewrite), and never
+    /// commits. The primary lists every other key as its secondaries. Returns the commit ts
+    /// the prewrite computed (the transaction's, once every key is prewritten).
+    pub async fn abandon_async(self, ttl: Duration, all: bool) -> Result<Ts> {
+        let (keys, mut req) = self.request()?;
+        req.use_async_commit = true;
+        req.secondaries = keys.iter().skip(1).cloned().collect();
+        req.lock_ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        if !all && req.mutations.len() > 1 {
+            req.mutations.pop();
+        }
+        Ok(self.cluster.prewrite(&req)?.min_commit_ts)
+    }
+
     /// Prewrites now and commits after `hold` (the lock stays visible to readers and holds
     /// back resolved ts meanwhile). Commit failures are reported through the handle.
     pub async fn commit_after(self, hold: Duration) -> Result<HeldLock> {
