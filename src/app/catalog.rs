@@ -18,7 +18,8 @@ use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FkInfo,
 use crate::tidb::show_create::create_view;
 use mysql_common::constants::ColumnFlags;
 
-use super::schema::{column_key, column_type, create_table_sql, default_text, is_string_type};
+use super::schema::create_table_sql;
+use crate::tidb::show_create::{column_key, column_type, default_text, is_string_type};
 
 /// The catalog snapshot of `catalog`: its base tables, then its views, each typed against the
 /// tables and the views created before it (a view reads only objects older than itself).
@@ -275,7 +276,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
     } else {
         info.collate.clone()
     };
-    let columns: Vec<ColumnMeta> = visible
+    let mut columns: Vec<ColumnMeta> = visible
         .iter()
         .zip(&t.def.columns)
         .map(|(c, def)| column_meta(c, SqlType::from_column(def), &collate))
@@ -371,6 +372,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         }
         _ => Vec::new(),
     };
+    implicit_primary_key(&mut columns, &indexes);
     let charset_name = if info.charset.is_empty() {
         "utf8mb4".to_owned()
     } else {
@@ -399,6 +401,36 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         auto_increment: None,
         create_sql: create_table_sql(t),
         rows: Some(Arc::new(super::reader::MountedRows(t.clone()))),
+    }
+}
+
+/// A table without a primary key whose first UNIQUE key has only NOT NULL whole columns: MySQL
+/// takes that key as the primary key and shows its columns as `PRI` (`COLUMN_KEY`).
+fn implicit_primary_key(columns: &mut [ColumnMeta], indexes: &[IndexMeta]) {
+    if indexes.iter().any(|i| i.primary) {
+        return;
+    }
+    let not_null = |name: &str| {
+        columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name) && !c.ty.nullable)
+    };
+    let Some(key) = indexes.iter().find(|i| {
+        i.unique
+            && i.columns
+                .iter()
+                .all(|(c, prefix)| prefix.is_none() && not_null(c))
+    }) else {
+        return;
+    };
+    for c in columns.iter_mut() {
+        if key
+            .columns
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(&c.name))
+        {
+            c.key = "PRI".into();
+        }
     }
 }
 

@@ -6,17 +6,14 @@
 //! they never show a table change whose event a client cannot read yet. Statements are rendered
 //! from TiDB's `TableInfo` in MySQL 8.0's style (no integer display widths).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, TxnOrder};
-use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
-use crate::server::{BinlogPosition, ColumnInfo, SchemaProvider};
+use crate::server::{BinlogPosition, SchemaProvider};
 use crate::sql::catalog::CatalogSnapshot;
-use crate::tidb::schema::{mysql, ColumnInfo as TidbColumn};
-pub use crate::tidb::show_create::{column_key, column_type, default_text, is_string_type};
-use crate::tidb::show_create::{create_table, has};
+use crate::tidb::show_create::create_table;
 
 /// One catalog version: valid from binlog position `from` on.
 #[derive(Debug, Clone)]
@@ -118,10 +115,6 @@ impl SchemaView {
         }
     }
 
-    fn fixed(&self) -> FixedCatalog {
-        FixedCatalog::new(self.history.at(self.files.end_pos()))
-    }
-
     fn snapshot_of(&self, catalog: Catalog) -> Arc<CatalogSnapshot> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((c, snap)) = cache.as_ref() {
@@ -151,18 +144,6 @@ impl SchemaProvider for SchemaView {
     fn catalog(&self) -> Arc<CatalogSnapshot> {
         self.snapshot_of(self.history.at(self.files.end_pos()))
     }
-    fn databases(&self) -> Vec<String> {
-        self.fixed().databases()
-    }
-    fn tables(&self, db: &str) -> Option<Vec<String>> {
-        self.fixed().tables(db)
-    }
-    fn create_table(&self, db: &str, table: &str) -> Option<String> {
-        self.fixed().create_table(db, table)
-    }
-    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>> {
-        self.fixed().columns(db, table)
-    }
 }
 
 /// [`SchemaProvider`] over one catalog version.
@@ -179,13 +160,6 @@ impl FixedCatalog {
             snapshot: Arc::default(),
         }
     }
-
-    fn table(&self, db: &str, table: &str) -> Option<Arc<MountedTable>> {
-        self.catalog
-            .iter()
-            .find(|t| t.schema().eq_ignore_ascii_case(db) && t.name().eq_ignore_ascii_case(table))
-            .cloned()
-    }
 }
 
 impl SchemaProvider for FixedCatalog {
@@ -198,70 +172,11 @@ impl SchemaProvider for FixedCatalog {
             .get_or_init(|| Arc::new(super::catalog::snapshot(&self.catalog)))
             .clone()
     }
-
-    fn databases(&self) -> Vec<String> {
-        let set: BTreeSet<String> = self.catalog.iter().map(|t| t.schema().to_owned()).collect();
-        set.into_iter().collect()
-    }
-
-    fn tables(&self, db: &str) -> Option<Vec<String>> {
-        let mut names: Vec<String> = self
-            .catalog
-            .iter()
-            .filter(|t| t.schema().eq_ignore_ascii_case(db))
-            .map(|t| t.name().to_owned())
-            .collect();
-        if names.is_empty() {
-            return None;
-        }
-        names.sort();
-        Some(names)
-    }
-
-    fn create_table(&self, db: &str, table: &str) -> Option<String> {
-        self.table(db, table).map(|t| create_table_sql(&t))
-    }
-
-    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>> {
-        let t = self.table(db, table)?;
-        Some(
-            visible_columns(&t.info)
-                .into_iter()
-                .map(|c| column_info(c, &t.info.collate))
-                .collect(),
-        )
-    }
 }
 
 /// `SHOW CREATE TABLE` text for a table version.
 pub fn create_table_sql(t: &MountedTable) -> String {
     create_table(t.schema(), &t.info)
-}
-
-fn column_info(c: &TidbColumn, table_collate: &str) -> ColumnInfo {
-    let ft = &c.field_type;
-    let key = column_key(ft);
-    let collation = is_string_type(ft).then(|| {
-        if ft.collate.is_empty() {
-            table_collate.to_owned()
-        } else {
-            ft.collate.clone()
-        }
-    });
-    ColumnInfo {
-        field: c.name.o.clone(),
-        column_type: column_type(ft),
-        collation,
-        nullable: !has(ft, mysql::NOT_NULL_FLAG),
-        key: key.to_owned(),
-        default: default_text(c),
-        extra: if has(ft, mysql::AUTO_INCREMENT_FLAG) {
-            "auto_increment".to_owned()
-        } else {
-            String::new()
-        },
-        comment: c.comment.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 pub use source::{
-    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, ColumnInfo, EmptySchema, EventBatch,
+    BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EmptySchema, EventBatch,
     SchemaProvider, SnapshotPoint, SourceError,
 };
 

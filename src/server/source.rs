@@ -261,31 +261,8 @@ pub trait SchemaProvider: Send + Sync + 'static {
     /// The catalog as it is at binlog end `end` (every DDL before `end` applied, none after),
     /// fixed: later DDLs do not change its answers. A session holding a read lock answers from it.
     fn at(&self, end: &BinlogPosition) -> std::sync::Arc<dyn SchemaProvider>;
-    /// Databases covered by the binlog.
-    fn databases(&self) -> Vec<String>;
-    /// Tables of `db`, or `None` if the database is unknown.
-    fn tables(&self, db: &str) -> Option<Vec<String>>;
-    /// `SHOW CREATE TABLE` text (MySQL dialect), or `None` if the table is unknown.
-    fn create_table(&self, db: &str, table: &str) -> Option<String>;
-    /// Columns for `SHOW [FULL] COLUMNS`, or `None` if the table is unknown.
-    fn columns(&self, db: &str, table: &str) -> Option<Vec<ColumnInfo>>;
     /// The whole catalog in MySQL's terms (information_schema, SHOW, snapshot reads).
     fn catalog(&self) -> std::sync::Arc<crate::sql::catalog::CatalogSnapshot>;
-}
-
-/// One row of `SHOW FULL COLUMNS`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ColumnInfo {
-    pub field: String,
-    /// Column type as MySQL prints it, e.g. `bigint unsigned`, `varchar(64)`.
-    pub column_type: String,
-    pub collation: Option<String>,
-    pub nullable: bool,
-    /// `PRI`, `UNI`, `MUL` or empty.
-    pub key: String,
-    pub default: Option<String>,
-    pub extra: String,
-    pub comment: String,
 }
 
 /// A schema provider that knows nothing: every table is unknown.
@@ -295,18 +272,6 @@ pub struct EmptySchema;
 impl SchemaProvider for EmptySchema {
     fn at(&self, _end: &BinlogPosition) -> std::sync::Arc<dyn SchemaProvider> {
         std::sync::Arc::new(EmptySchema)
-    }
-    fn databases(&self) -> Vec<String> {
-        Vec::new()
-    }
-    fn tables(&self, _db: &str) -> Option<Vec<String>> {
-        None
-    }
-    fn create_table(&self, _db: &str, _table: &str) -> Option<String> {
-        None
-    }
-    fn columns(&self, _db: &str, _table: &str) -> Option<Vec<ColumnInfo>> {
-        None
     }
     fn catalog(&self) -> std::sync::Arc<crate::sql::catalog::CatalogSnapshot> {
         std::sync::Arc::default()

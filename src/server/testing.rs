@@ -519,23 +519,6 @@ impl super::SchemaProvider for MemTables {
     fn at(&self, _end: &BinlogPosition) -> Arc<dyn super::SchemaProvider> {
         Arc::new(self.clone())
     }
-    fn databases(&self) -> Vec<String> {
-        self.catalog
-            .databases
-            .iter()
-            .map(|d| d.name.clone())
-            .collect()
-    }
-    fn tables(&self, db: &str) -> Option<Vec<String>> {
-        let names: Vec<String> = self.catalog.tables_of(db).map(|t| t.name.clone()).collect();
-        (!names.is_empty()).then_some(names)
-    }
-    fn create_table(&self, db: &str, table: &str) -> Option<String> {
-        self.catalog.table(db, table).map(|t| t.create_sql.clone())
-    }
-    fn columns(&self, _db: &str, _table: &str) -> Option<Vec<super::ColumnInfo>> {
-        None
-    }
     fn catalog(&self) -> Arc<CatalogSnapshot> {
         self.catalog.clone()
     }

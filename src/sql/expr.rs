@@ -160,6 +160,26 @@ pub trait Env {
     fn context_function(&self, name: &str, args: &[Value]) -> Option<Result<(Value, SqlType)>>;
 }
 
+/// The environment of an expression that must not depend on a session (a generated column,
+/// a view's types): no variable can be read and no session function called; the text names
+/// where the expression is ("a generated column").
+pub struct NoSession(pub &'static str);
+
+impl Env for NoSession {
+    fn system_variable(&self, _scope: Option<&str>, name: &str) -> Result<(Value, SqlType)> {
+        Err(SqlError::unsupported(format!(
+            "the variable @@{name} in {}",
+            self.0
+        )))
+    }
+    fn user_variable(&self, _name: &str) -> (Value, SqlType) {
+        (Value::Null, SqlType::null())
+    }
+    fn context_function(&self, _name: &str, _args: &[Value]) -> Option<Result<(Value, SqlType)>> {
+        None
+    }
+}
+
 fn expr(kind: ExprKind, ty: SqlType) -> Expr {
     Expr { kind, ty }
 }

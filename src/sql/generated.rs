@@ -16,7 +16,7 @@ use sqlparser::parser::Parser;
 use tibinlog_protocol::value::Value;
 
 use super::error::{Result, SqlError};
-use super::expr::{convert_to, Compiler, Env, Expr, Scope};
+use super::expr::{convert_to, Compiler, Expr, NoSession, Scope};
 use super::types::{SqlType, TypeKind};
 
 /// One virtual column of a table version.
@@ -69,23 +69,6 @@ impl Scope for RowScope<'_> {
             .iter()
             .position(|n| n.eq_ignore_ascii_case(name))
             .map(|i| (i, self.types[i].clone())))
-    }
-}
-
-/// Generated columns are deterministic: no variables, no session functions.
-struct NoSession;
-
-impl Env for NoSession {
-    fn system_variable(&self, _scope: Option<&str>, name: &str) -> Result<(Value, SqlType)> {
-        Err(SqlError::unsupported(format!(
-            "the variable @@{name} in a generated column"
-        )))
-    }
-    fn user_variable(&self, _name: &str) -> (Value, SqlType) {
-        (Value::Null, SqlType::null())
-    }
-    fn context_function(&self, _name: &str, _args: &[Value]) -> Option<Result<(Value, SqlType)>> {
-        None
     }
 }
 
@@ -167,7 +150,7 @@ impl VirtualColumns {
                 types,
                 table,
             };
-            match Compiler::new(&scope, &NoSession).compile(&ast) {
+            match Compiler::new(&scope, &NoSession("a generated column")).compile(&ast) {
                 Ok(expr) => cols.push(Column {
                     index,
                     name: name.clone(),

@@ -941,30 +941,36 @@ fn relation(
                         "Every derived table must have its own alias",
                     )
                 })?;
-            let planned = plan_query(ctx, subquery)?;
-            let cols = planned
-                .columns
-                .iter()
-                .map(|c| ScopeCol {
-                    table: Some(alias.clone()),
-                    db: None,
-                    name: c.name.clone(),
-                    ty: c.ty.clone(),
-                    origin: None,
-                    label: None,
-                })
-                .collect();
-            Ok((
-                planned.op,
-                RowScope {
-                    cols,
-                    clause: "field list",
-                },
-                None,
-            ))
+            Ok(derived(plan_query(ctx, subquery)?, alias, None))
         }
         other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
     }
+}
+
+/// A FROM item whose rows a query of its own produces (a derived table, a view), addressed as
+/// `table` (of database `db`, for a view).
+fn derived(
+    planned: Planned,
+    table: String,
+    db: Option<String>,
+) -> (Box<dyn Operator>, RowScope, Option<String>) {
+    let cols = planned
+        .columns
+        .iter()
+        .map(|c| ScopeCol {
+            table: Some(table.clone()),
+            db: db.clone(),
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            origin: None,
+            label: None,
+        })
+        .collect();
+    let scope = RowScope {
+        cols,
+        clause: "field list",
+    };
+    (planned.op, scope, None)
 }
 
 fn info_table(
@@ -1092,23 +1098,7 @@ fn tidb_table(
     let tname = alias.unwrap_or_else(|| meta.name.clone());
     if meta.is_view() {
         let planned = super::views::expand(ctx, &meta)?;
-        let cols = planned
-            .columns
-            .iter()
-            .map(|c| ScopeCol {
-                table: Some(tname.clone()),
-                db: Some(meta.db.clone()),
-                name: c.name.clone(),
-                ty: c.ty.clone(),
-                origin: None,
-                label: None,
-            })
-            .collect();
-        let scope = RowScope {
-            cols,
-            clause: "field list",
-        };
-        return Ok((planned.op, scope, None));
+        return Ok(derived(planned, tname, Some(meta.db.clone())));
     }
     let cols: Vec<ScopeCol> = meta
         .columns

@@ -13,7 +13,7 @@ use super::catalog::{CatalogSnapshot, ColumnMeta, TableKind, TableMeta};
 use super::charset;
 use super::error::{Result, SqlError};
 use super::exec::RowStream;
-use super::expr::Env;
+use super::expr::NoSession;
 use super::infoschema::ServerFacts;
 use super::parse::parse;
 use super::plan::{plan_query, Planned, QueryCtx, SnapshotSource};
@@ -78,7 +78,7 @@ pub fn view_columns(
     let facts = ServerFacts::default();
     let ctx = QueryCtx {
         catalog,
-        env: &NoSession,
+        env: &NoSession("a view"),
         database: Some(db),
         snapshot: Some(&Unread),
         read_ts: Some(0),
@@ -248,23 +248,6 @@ fn members_text(members: &[Vec<u8>]) -> String {
         .map(|m| format!("'{}'", String::from_utf8_lossy(m).replace('\'', "''")))
         .collect();
     format!("({})", quoted.join(","))
-}
-
-/// Typing a view reads no variable and no session state.
-struct NoSession;
-
-impl Env for NoSession {
-    fn system_variable(&self, _scope: Option<&str>, name: &str) -> Result<(Value, SqlType)> {
-        Err(SqlError::unsupported(format!(
-            "the variable @@{name} in a view"
-        )))
-    }
-    fn user_variable(&self, _name: &str) -> (Value, SqlType) {
-        (Value::Null, SqlType::null())
-    }
-    fn context_function(&self, _name: &str, _args: &[Value]) -> Option<Result<(Value, SqlType)>> {
-        None
-    }
 }
 
 /// A table source that is planned against but never read.
