@@ -32,12 +32,11 @@ pub fn snapshot(catalog: &Catalog) -> CatalogSnapshot {
         .collect();
     let mut known = CatalogSnapshot::from_tables(tables, Vec::new());
     for v in views {
+        // Lookups find tables by name; the order is restored once, at the end.
         let meta = Arc::new(view_meta(&known, v));
-        let mut all = std::mem::take(&mut known.tables);
-        all.push(meta);
-        known = CatalogSnapshot::from_tables(all, Vec::new());
+        known.tables.push(meta);
     }
-    known
+    CatalogSnapshot::from_tables(known.tables, known.databases)
 }
 
 /// The SQL view of a TiDB view. Its columns are typed by planning its SELECT against `known`
