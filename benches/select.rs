@@ -22,25 +22,21 @@
 //! `cargo bench --bench select` (each figure is one run over a large volume).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mysql_async::prelude::*;
-use tibinlog::app::{App, AppConfig};
-use tibinlog::model::Ts;
-use tibinlog::sim::cli::{SimArgs, SimBuilder, SimHandle, WorkloadKind};
-use tibinlog::sim::server::SimCluster;
 use tibinlog::sim::tidb::types as ty;
 use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
 use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
 use tibinlog_protocol::value::Value;
-use tokio_util::sync::CancellationToken;
 
 #[path = "../tests/common/mariadb.rs"]
 mod mariadb;
+#[path = "common/reads.rs"]
+mod reads;
 #[path = "common/util.rs"]
 mod util;
+use reads::{create, ddl, median, read_all, rss, start_app, start_sim, RssPeak};
 use util::{env_num, free_port, mb};
 
 /// VARCHAR(32) value of every row.
@@ -63,73 +59,6 @@ fn narrow_table() -> TableDef {
         foreign_keys: Vec::new(),
         checks: Vec::new(),
     }
-}
-
-async fn start_sim() -> SimHandle {
-    SimBuilder::new(SimArgs {
-        stores: 3,
-        workload: WorkloadKind::None,
-        seed: Some(1),
-        progress_interval: Duration::from_secs(3600),
-        ..SimArgs::default()
-    })
-    .start(CancellationToken::new())
-    .await
-    .expect("sim")
-}
-
-fn ddl(sim: &SimHandle, ddl: Ddl) {
-    let tidb = sim.tidb();
-    sim.cluster()
-        .apply(|core| {
-            let mut t = tidb.lock().expect("tidb");
-            let out = t.execute_ddl(core, &ddl).expect("ddl");
-            Ok(((), out.outputs))
-        })
-        .expect("ddl");
-}
-
-fn create(sim: &SimHandle, db: &str, table: TableDef) {
-    ddl(
-        sim,
-        Ddl::CreateTable {
-            db: db.into(),
-            table,
-        },
-    );
-}
-
-/// The app on `sim`, started after everything there is (its catalog holds every table), with
-/// a snapshot point to read at.
-async fn start_app(cluster: &SimCluster, dir: &std::path::Path) -> App {
-    let mut cfg = AppConfig::new(
-        vec![cluster.pd_url()],
-        "127.0.0.1:0".parse().expect("addr"),
-        dir,
-    );
-    let start = Ts(cluster.tso().0);
-    cfg.start_ts = Some(start);
-    cfg.progress_interval = Duration::from_secs(3600);
-    let app = App::start(cfg, CancellationToken::new())
-        .await
-        .expect("app start");
-    let mut cp = app.checkpoint();
-    tokio::time::timeout(Duration::from_secs(120), cp.wait_for(|c| c.0 > start.0))
-        .await
-        .expect("a checkpoint after the start")
-        .expect("app running");
-    app
-}
-
-/// Resident set of this process, bytes.
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// CPU seconds (user + system, every thread) process `pid` has used ("self" for this one),
@@ -186,78 +115,6 @@ fn cpu_by_part() -> (f64, f64, f64) {
         }
     }
     (sim, client, total - sim - client)
-}
-
-/// Samples the resident set every 5 ms until stopped; the peak.
-struct RssPeak {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl RssPeak {
-    fn start() -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(rss()));
-        let thread = {
-            let (stop, peak) = (stop.clone(), peak.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss(), Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            })
-        };
-        RssPeak {
-            stop,
-            peak,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.peak.load(Ordering::Relaxed)
-    }
-}
-
-/// One streaming read of `sql`: (rows, value bytes, seconds).
-async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
-    let mut conn = mysql_async::Conn::new(util::mysql_opts(port, user))
-        .await
-        .expect("connect");
-    let began = Instant::now();
-    let mut result = conn.query_iter(sql).await.expect("query");
-    let mut rows = 0u64;
-    let mut bytes = 0u64;
-    let mut stream = result
-        .stream::<mysql_async::Row>()
-        .await
-        .expect("stream")
-        .expect("a result set");
-    use futures_util::StreamExt;
-    while let Some(row) = stream.next().await {
-        let row = row.expect("row");
-        rows += 1;
-        for i in 0..row.len() {
-            if let Some(mysql_async::Value::Bytes(b)) = row.as_ref(i) {
-                bytes += b.len() as u64;
-            }
-        }
-    }
-    drop(stream);
-    let secs = began.elapsed().as_secs_f64();
-    drop(result);
-    conn.disconnect().await.expect("disconnect");
-    (rows, bytes, secs)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// A MariaDB with `rows` rows of the same table (InnoDB), and its port.

@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "app_server/ordered.rs"]
+mod ordered;
 #[path = "app_server/reads.rs"]
 mod reads;
 

@@ -9,7 +9,7 @@ use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::sql::catalog::{
     CatalogSnapshot, CheckMeta, ColumnMeta, ForeignKeyMeta, HandleKind, IndexMeta, PartitionMeta,
-    TableKind, TableMeta,
+    StoredIndex, TableKind, TableMeta,
 };
 use crate::sql::charset;
 use crate::sql::types::SqlType;
@@ -285,6 +285,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         Some(pk) => {
             indexes.push(IndexMeta {
                 name: "PRIMARY".into(),
+                stored: None,
                 primary: true,
                 unique: true,
                 columns: vec![(pk.name.o.clone(), None)],
@@ -314,6 +315,10 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
             } else {
                 ix.idx_name.o.clone()
             },
+            stored: (!ix.mv_index).then_some(StoredIndex {
+                id: ix.id,
+                global: ix.is_global,
+            }),
             primary: ix.is_primary,
             unique: ix.is_unique || ix.is_primary,
             columns: ix

@@ -2,16 +2,20 @@
 //! table (each partition's) scanned at the statement's timestamp through the capture's TiKV
 //! reader, page by page, decoded with the table version of the catalog the statement reads.
 //!
-//! Integer handles bound the scanned key ranges. Keys order handles as signed 64-bit numbers,
-//! so an `UNSIGNED` key's values from 2^63 up sort first: ranges over them are split, and
-//! ascending order is served by scanning `[0, 2^63)` before `[2^63, 2^64)`.
+//! The clustered key's ranges (`sql/keyrange.rs`) bound the scanned key ranges; an index read
+//! scans the index's entries and fetches the rows they point at page by page
+//! (`index_lookup.rs`); partitions read in order are merged (`scan_merge.rs`). Keys order integer handles as signed 64-bit
+//! numbers, so an `UNSIGNED` key's values from 2^63 up sort first: ranges over them are split,
+//! and ascending order is served by scanning `[0, 2^63)` before `[2^63, 2^64)`.
 
 use std::sync::Arc;
 
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR;
 
+use super::index_lookup;
 use super::scan_holds::{ScanHold, ScanHolds};
+use super::scan_merge::{Merge, Pair, Pop, INDEX_PREFIX_LEN, RECORD_PREFIX_LEN};
 use crate::capture::pd::PdClient;
 use crate::capture::snapshot::BlockingSnapshotReader;
 use crate::model::Ts;
@@ -19,8 +23,11 @@ use crate::mounter::MountedTable;
 use crate::sql::catalog::{RowDecoder, TableMeta};
 use crate::sql::error::{Result, SqlError};
 use crate::sql::exec::RowStream;
+use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder};
 use crate::sql::plan::SnapshotSource;
-use crate::tidb::key::{decode_record_key, encode_record_key, record_span, Handle};
+use crate::tidb::key::{
+    decode_record_key, encode_record_key, index_prefix, record_prefix, record_span, Handle,
+};
 
 /// Rows of the first TiKV page of a snapshot scan; the pages that follow double up to
 /// [`SCAN_PAGE_MAX`] while they stay under [`SCAN_PAGE_BYTES`] (a `LIMIT 1` reads little, a
@@ -121,9 +128,28 @@ fn record_key(table_id: i64, handle: i64) -> Vec<u8> {
     k
 }
 
+/// Raw key ranges `[start, end)` of one physical table for `ranges`, in ascending key order.
+fn key_ranges(table_id: i64, ranges: &KeyRanges, unsigned: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    match ranges {
+        KeyRanges::All => int_key_ranges(table_id, &None, unsigned),
+        KeyRanges::Int(r) => int_key_ranges(table_id, &Some(r.clone()), unsigned),
+        KeyRanges::Common(spans) => {
+            let prefix = record_prefix(table_id);
+            let with = |b: &[u8]| [prefix.as_slice(), b].concat();
+            spans
+                .iter()
+                .map(|(s, e)| {
+                    let end = e.as_deref().map_or_else(|| record_span(table_id).1, with);
+                    (with(s), end)
+                })
+                .collect()
+        }
+    }
+}
+
 /// Raw key ranges `[start, end)` of one physical table for inclusive handle `ranges` in the
 /// order the rows must come (`None`: the whole table).
-fn key_ranges(
+fn int_key_ranges(
     table_id: i64,
     ranges: &Option<Vec<(i128, i128)>>,
     unsigned: bool,
@@ -170,13 +196,33 @@ fn key_ranges(
     out
 }
 
+/// Raw key ranges `[start, end)` of index `index` of one physical table for spans of its
+/// entries' datums (`None`: the whole index), ascending.
+fn index_key_ranges(
+    table_id: i64,
+    index: i64,
+    spans: &Option<Vec<KeySpan>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let prefix = index_prefix(table_id, index);
+    let with = |b: &[u8]| [prefix.as_slice(), b].concat();
+    // Every datum starts with a flag below 0xFF.
+    let end = with(&[0xFF]);
+    match spans {
+        None => vec![(prefix.clone(), end)],
+        Some(spans) => spans
+            .iter()
+            .map(|(s, e)| (with(s), e.as_deref().map_or_else(|| end.clone(), with)))
+            .collect(),
+    }
+}
+
 impl SnapshotSource for TableReader {
     fn scan(
         &self,
         table: &TableMeta,
         ts: u64,
-        ranges: Option<Vec<(i128, i128)>>,
-        desc: bool,
+        access: Access,
+        order: ScanOrder,
     ) -> Result<Box<dyn RowStream>> {
         // Held first, then checked: from here on GC keeps the history at `ts` until the scan
         // ends; a `ts` GC already passed fails before anything is read.
@@ -192,57 +238,208 @@ impl SnapshotSource for TableReader {
             table.handle,
             crate::sql::catalog::HandleKind::IntPk { unsigned: true, .. }
         );
-        let mut pending = Vec::new();
-        for id in decoder.physical_ids() {
-            pending.extend(key_ranges(id, &ranges, unsigned));
-        }
-        // The next range is the last: the lowest first upwards, the highest first downwards.
-        if !desc {
-            pending.reverse();
-        }
+        // Each input's key ranges: a physical table's records, or its index entries (a
+        // global index's under the logical table).
+        let (inputs, prefix, lookup): (Vec<_>, _, _) = match &access {
+            Access::Table(r) => (
+                decoder
+                    .physical_ids()
+                    .into_iter()
+                    .map(|id| key_ranges(id, r, unsigned))
+                    .collect(),
+                RECORD_PREFIX_LEN,
+                None,
+            ),
+            Access::Index {
+                index,
+                columns,
+                ranges,
+            } => {
+                let ids = if index.global {
+                    vec![table.id]
+                } else {
+                    decoder.physical_ids()
+                };
+                let inputs = ids
+                    .into_iter()
+                    .map(|id| index_key_ranges(id, index.id, ranges))
+                    .collect();
+                (inputs, INDEX_PREFIX_LEN, Some(*columns))
+            }
+        };
+        let desc = order == ScanOrder::Descending;
+        // Partitions read in order are merged: each is a cursor of its own, with a share of
+        // the page budget (every one holds a page while the merge runs).
+        let (cursors, merge) = if order != ScanOrder::Unordered && inputs.len() > 1 {
+            let n = inputs.len();
+            let max = (SCAN_PAGE_MAX / n as u32).max(SCAN_PAGE_MIN_MERGED);
+            let cursors = inputs
+                .into_iter()
+                .map(|r| Cursor::new(r, desc, max))
+                .collect();
+            let unsigned = unsigned && lookup.is_none();
+            (cursors, Some(Merge::new(n, desc, unsigned, prefix)))
+        } else {
+            let all = inputs.into_iter().flatten().collect();
+            (vec![Cursor::new(all, desc, SCAN_PAGE_MAX)], None)
+        };
         Ok(Box::new(TableScan {
-            desc,
             reader: self.reader.clone(),
             decoder,
             ts: Ts(ts),
-            pending,
-            ahead: None,
-            limit: SCAN_PAGE,
+            cursors,
+            merge,
+            lookup,
             table: format!("{}.{}", table.db, table.name),
             _hold: hold,
         }))
     }
 }
 
-/// The pages of one table scan. The next page of the current range is read on the runtime
-/// while the rows of the one before are decoded and sent.
-struct TableScan {
+/// Most rows of one page of a partition's cursor in a merge, however many partitions.
+const SCAN_PAGE_MIN_MERGED: u32 = 64;
+
+/// Key ranges of one scan, read page by page; the next page is read on the runtime while the
+/// rows of the one before are decoded and sent.
+struct Cursor {
     /// Rows in descending key order (each range read downwards from its end).
     desc: bool,
-    reader: BlockingSnapshotReader,
-    decoder: Arc<dyn RowDecoder>,
-    ts: Ts,
     /// Key ranges still to read, the next one last.
     pending: Vec<(Vec<u8>, Vec<u8>)>,
     /// The read of the page that starts `pending`'s last range, if started.
     ahead: Option<crate::capture::snapshot::PageRead>,
     /// Rows to ask for in the next page.
     limit: u32,
+    /// Most rows of a page.
+    max: u32,
+}
+
+impl Cursor {
+    /// A cursor over `ranges` (ascending key order).
+    fn new(mut ranges: Vec<(Vec<u8>, Vec<u8>)>, desc: bool, max: u32) -> Self {
+        // The next range is the last: the lowest first upwards, the highest first downwards.
+        if !desc {
+            ranges.reverse();
+        }
+        Cursor {
+            desc,
+            pending: ranges,
+            ahead: None,
+            limit: SCAN_PAGE.min(max),
+            max,
+        }
+    }
+
+    fn start_next(&mut self, reader: &BlockingSnapshotReader, ts: Ts) {
+        if let Some((start, end)) = self.pending.last() {
+            let (start, end) = (start.clone(), end.clone());
+            self.ahead = Some(if self.desc {
+                reader.start_page_rev(start, end, ts, self.limit)
+            } else {
+                reader.start_page(start, end, ts, self.limit)
+            });
+        }
+    }
+
+    /// The next page (possibly empty), or `None` when every range is read.
+    fn next_page(
+        &mut self,
+        reader: &BlockingSnapshotReader,
+        ts: Ts,
+        table: &str,
+    ) -> Result<Option<Vec<Pair>>> {
+        if self.ahead.is_none() {
+            self.start_next(reader, ts);
+        }
+        let Some(page) = self.ahead.take() else {
+            return Ok(None);
+        };
+        let (start, end) = self.pending.pop().expect("a page read has its range");
+        let (pairs, next) = reader.wait_page(page).map_err(|e| {
+            SqlError::new(
+                ER_UNKNOWN_ERROR,
+                format!("reading {table} at ts {}: {e}", ts.0),
+            )
+        })?;
+        let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
+        self.limit = if bytes > SCAN_PAGE_BYTES {
+            (self.limit / 2).max(1)
+        } else {
+            (self.limit * 2).min(self.max)
+        };
+        // What is left of the range: above the page going up, below it going down.
+        if let Some(n) = next {
+            self.pending
+                .push(if self.desc { (start, n) } else { (n, end) });
+        }
+        // The next page is read while this one is decoded.
+        self.start_next(reader, ts);
+        Ok(Some(pairs))
+    }
+}
+
+/// The pages of one table scan: one cursor, or one per partition merged in key order; for an
+/// index, each page of entries followed by one batch read of their rows.
+struct TableScan {
+    reader: BlockingSnapshotReader,
+    decoder: Arc<dyn RowDecoder>,
+    ts: Ts,
+    cursors: Vec<Cursor>,
+    merge: Option<Merge>,
+    /// Columns of the index read, when the cursors read index entries.
+    lookup: Option<usize>,
     table: String,
     /// The scan's GC hold, released with it.
     _hold: ScanHold,
 }
 
 impl TableScan {
-    fn start_next(&mut self) {
-        if let Some((start, end)) = self.pending.last() {
-            let (start, end) = (start.clone(), end.clone());
-            self.ahead = Some(if self.desc {
-                self.reader.start_page_rev(start, end, self.ts, self.limit)
-            } else {
-                self.reader.start_page(start, end, self.ts, self.limit)
-            });
+    fn error(&self, what: &str, e: impl std::fmt::Display) -> SqlError {
+        SqlError::new(
+            ER_UNKNOWN_ERROR,
+            format!("{what} {} at ts {}: {e}", self.table, self.ts.0),
+        )
+    }
+
+    /// The next pairs in order (possibly none), or `None` at the end.
+    fn next_pairs(&mut self) -> Result<Option<Vec<Pair>>> {
+        let Some(merge) = self.merge.as_mut() else {
+            return self.cursors[0].next_page(&self.reader, self.ts, &self.table);
+        };
+        let mut out = Vec::new();
+        loop {
+            match merge.pop() {
+                Pop::Pair(p) => {
+                    out.push(p);
+                    if out.len() >= SCAN_PAGE_MAX as usize {
+                        return Ok(Some(out));
+                    }
+                }
+                Pop::Need(i) => {
+                    match self.cursors[i].next_page(&self.reader, self.ts, &self.table)? {
+                        Some(p) => merge.push_page(i, p),
+                        None => merge.finish(i),
+                    }
+                }
+                Pop::Done => return Ok((!out.is_empty()).then_some(out)),
+            }
         }
+    }
+
+    /// The rows index `entries` point at, in the entries' order.
+    fn look_up(&self, entries: &[Pair], columns: usize) -> Result<Vec<Pair>> {
+        let keys = index_lookup::record_keys(entries, columns)
+            .map_err(|e| self.error("reading an index entry of", e))?;
+        let fetched = self
+            .reader
+            .batch_get(&index_lookup::sorted_unique(&keys), self.ts)
+            .map_err(|e| self.error("reading the rows of", e))?;
+        index_lookup::in_order(keys, &fetched).map_err(|k| {
+            self.error(
+                "an index entry points at no row (the index and the table disagree) in",
+                format!("{k:?}"),
+            )
+        })
     }
 }
 
@@ -253,45 +450,22 @@ impl RowStream for TableScan {
         spare: &mut Vec<Vec<Value>>,
     ) -> Result<bool> {
         loop {
-            if self.ahead.is_none() {
-                self.start_next();
-            }
-            let Some(page) = self.ahead.take() else {
+            let Some(mut pairs) = self.next_pairs()? else {
                 return Ok(false);
             };
-            let (start, end) = self.pending.pop().expect("a page read has its range");
-            let (pairs, next) = self.reader.wait_page(page).map_err(|e| {
-                SqlError::new(
-                    ER_UNKNOWN_ERROR,
-                    format!("reading {} at ts {}: {e}", self.table, self.ts.0),
-                )
-            })?;
-            let bytes: usize = pairs.iter().map(|(k, v)| k.len() + v.len()).sum();
-            self.limit = if bytes > SCAN_PAGE_BYTES {
-                (self.limit / 2).max(1)
-            } else {
-                (self.limit * 2).min(SCAN_PAGE_MAX)
-            };
-            // What is left of the range: above the page going up, below it going down.
-            if let Some(n) = next {
-                self.pending
-                    .push(if self.desc { (start, n) } else { (n, end) });
-            }
-            // The next page is read while this one is decoded.
-            self.start_next();
             if pairs.is_empty() {
                 continue;
+            }
+            if let Some(columns) = self.lookup {
+                pairs = self.look_up(&pairs, columns)?;
             }
             out.reserve(pairs.len());
             for (k, v) in &pairs {
                 // Every cell is overwritten by the decoder.
                 let mut row = spare.pop().unwrap_or_default();
-                self.decoder.decode(k, v, &mut row).map_err(|e| {
-                    SqlError::new(
-                        ER_UNKNOWN_ERROR,
-                        format!("decoding a row of {} at ts {}: {e}", self.table, self.ts.0),
-                    )
-                })?;
+                self.decoder
+                    .decode(k, v, &mut row)
+                    .map_err(|e| self.error("decoding a row of", e))?;
                 out.push(row);
             }
             return Ok(true);
@@ -362,15 +536,15 @@ mod tests {
         let id = 7;
         let k = |h: i64| record_key(id, h);
         assert_eq!(
-            key_ranges(id, &Some(vec![(5, 9)]), false),
+            key_ranges(id, &KeyRanges::Int(vec![(5, 9)]), false),
             vec![(k(5), k(10))]
         );
         let top = u64::MAX as i128;
-        let r = key_ranges(id, &Some(vec![(10, top)]), true);
+        let r = key_ranges(id, &KeyRanges::Int(vec![(10, top)]), true);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0], (k(10), record_span(id).1));
         assert_eq!(r[1], (k(i64::MIN), k(0)));
-        let whole = key_ranges(id, &None, true);
+        let whole = key_ranges(id, &KeyRanges::All, true);
         assert_eq!(whole[0].0, k(0));
         assert_eq!(whole[1].1, k(0));
     }

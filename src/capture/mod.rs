@@ -25,6 +25,7 @@
 //! [`RawRow`]: crate::model::RawRow
 
 mod async_commit;
+mod batch_get;
 pub mod error;
 pub mod frontier;
 pub mod gc_keeper;

@@ -155,7 +155,10 @@ pub(super) fn context(r: &RegionInfo, bypass: &[u64]) -> Option<kvrpcpb::Context
     })
 }
 
-fn key_error(key: &[u8], e: kvrpcpb::KeyError) -> std::result::Result<Again, SnapshotError> {
+pub(super) fn key_error(
+    key: &[u8],
+    e: kvrpcpb::KeyError,
+) -> std::result::Result<Again, SnapshotError> {
     match e.locked {
         Some(mut l) => {
             if l.key.is_empty() {
@@ -181,7 +184,7 @@ pub(super) enum LockFate {
 }
 
 /// The raw key an encoded region start corresponds to (empty = −∞ / +∞).
-fn raw_of(encoded: &[u8]) -> Result<Vec<u8>> {
+pub(super) fn raw_of(encoded: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     if encoded.is_empty() {
         return Ok(out);
@@ -692,6 +695,11 @@ impl BlockingSnapshotReader {
     /// [`SnapshotReader::scan_page`], blocking.
     pub fn scan_page(&self, start: &[u8], end: &[u8], ts: Ts, limit: u32) -> Result<ScanPage> {
         self.block(self.reader.scan_page(start, end, ts, limit))
+    }
+
+    /// [`SnapshotReader::batch_get`], blocking.
+    pub fn batch_get(&self, keys: &[Vec<u8>], ts: Ts) -> Result<Vec<(Bytes, Bytes)>> {
+        self.block(self.reader.batch_get(keys, ts))
     }
 
     /// [`SnapshotReader::scan_page`] started on the runtime now (the caller works on the page

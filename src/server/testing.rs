@@ -21,6 +21,7 @@ use crate::sql::catalog::{
 };
 use crate::sql::error::Result as SqlResult;
 use crate::sql::exec::RowStream;
+use crate::sql::keyrange::{Access, KeyRanges, ScanOrder};
 use crate::sql::plan::SnapshotSource;
 use crate::sql::types::SqlType;
 
@@ -478,6 +479,7 @@ impl MemTables {
             let indexes =
                 t.pk.map(|pk| IndexMeta {
                     name: "PRIMARY".into(),
+                    stored: None,
                     primary: true,
                     unique: true,
                     columns: vec![(columns[pk].name.clone(), None)],
@@ -529,16 +531,16 @@ impl SnapshotSource for MemTables {
         &self,
         table: &TableMeta,
         _ts: u64,
-        ranges: Option<Vec<(i128, i128)>>,
-        desc: bool,
+        access: Access,
+        order: ScanOrder,
     ) -> SqlResult<Box<dyn RowStream>> {
         let all = self
             .rows
             .get(&(table.db.clone(), table.name.clone()))
             .cloned()
             .unwrap_or_default();
-        let rows = match (ranges, table.handle) {
-            (Some(ranges), HandleKind::IntPk { column, .. }) => all
+        let rows = match (access, table.handle) {
+            (Access::Table(KeyRanges::Int(ranges)), HandleKind::IntPk { column, .. }) => all
                 .into_iter()
                 .filter(|r| {
                     let h = match r.get(column) {
@@ -560,7 +562,7 @@ impl SnapshotSource for MemTables {
                 _ => i128::MIN,
             };
             rows.sort_by_key(handle);
-            if desc {
+            if order == ScanOrder::Descending {
                 rows.reverse();
             }
         }

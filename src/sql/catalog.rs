@@ -152,6 +152,25 @@ impl TableMeta {
         self.indexes.iter().find(|i| i.primary)
     }
 
+    /// Positions of the primary key's columns in key order (`None`: no primary key, or one
+    /// with a prefix part, whose keys do not order the whole column).
+    pub fn primary_key_columns(&self) -> Option<Vec<usize>> {
+        self.index_columns(self.primary_key()?)
+    }
+
+    /// Positions of `index`'s columns in key order (`None`: a prefix part, whose keys do not
+    /// order the whole column, or an expression's hidden column).
+    pub fn index_columns(&self, index: &IndexMeta) -> Option<Vec<usize>> {
+        index
+            .columns
+            .iter()
+            .map(|(name, prefix)| match prefix {
+                None => self.column(name).map(|(i, _)| i),
+                Some(_) => None,
+            })
+            .collect()
+    }
+
     pub fn is_view(&self) -> bool {
         matches!(self.kind, TableKind::View { .. })
     }
@@ -194,12 +213,25 @@ pub struct ColumnMeta {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexMeta {
     pub name: String,
+    /// The index's entries in TiKV (`None`: none of their own, as a primary key that is the
+    /// row handle, or none this server reads, as a multi-valued index).
+    pub stored: Option<StoredIndex>,
     pub primary: bool,
     pub unique: bool,
     /// Column names in key order, with a prefix length where one is set.
     pub columns: Vec<(String, Option<u64>)>,
     pub comment: String,
     pub visible: bool,
+}
+
+/// Where an index's entries are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredIndex {
+    /// TiDB's index id.
+    pub id: i64,
+    /// One index over every partition (its entries under the logical table id), not one per
+    /// partition.
+    pub global: bool,
 }
 
 /// One foreign key.

@@ -1,14 +1,15 @@
 //! The executor: pull-based operators over rows of [`Value`]s. Each operator fills a caller's
 //! row buffer (no allocation per row where the input can be moved), so results stream to the
 //! client as the scan produces them; only sorting, grouping, DISTINCT and the inner side of a
-//! join hold rows, within [`MEMORY_LIMIT`] bytes each.
+//! join hold rows, within [`MEMORY_LIMIT`] bytes each (a sort then goes on on disk).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::{
-    ER_OUT_OF_SORTMEMORY, ER_QUERY_INTERRUPTED, ER_UNKNOWN_ERROR,
+    ER_ERROR_ON_READ, ER_ERROR_ON_WRITE, ER_OUT_OF_SORTMEMORY, ER_QUERY_INTERRUPTED,
+    ER_UNKNOWN_ERROR,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +17,7 @@ use super::agg::{AggCall, AggState};
 use super::charset;
 use super::error::{Result, SqlError};
 use super::expr::{compare_values, Expr, ExprKind};
+use super::spill;
 use super::types::SqlType;
 use super::value::{self as v, CmpMode};
 
@@ -280,12 +282,30 @@ pub struct SortKey {
 
 /// Sorts its input (stable, NULLs first ascending as MySQL). With a `top` (an ORDER BY …
 /// LIMIT), only the first `top` rows are kept: the buffer is cut back to them whenever it
-/// doubles, so memory follows the LIMIT, not the input.
+/// doubles, so memory follows the LIMIT, not the input. Past its memory budget the rows held
+/// are sorted and written to disk as a run, and the runs are merged at the end (`spill.rs`).
 pub struct Sort {
     pub input: Option<Box<dyn Operator>>,
     pub keys: Vec<SortKey>,
     top: Option<usize>,
-    sorted: std::vec::IntoIter<(Vec<Value>, Vec<Value>)>,
+    budget: usize,
+    sorted: Sorted,
+}
+
+/// A sort's output.
+enum Sorted {
+    Memory(std::vec::IntoIter<spill::Keyed>),
+    /// Runs on disk merged, and how many rows are still wanted.
+    Disk(spill::Merged, usize),
+}
+
+fn spill_error(what: &str, e: std::io::Error) -> SqlError {
+    let code = if what == "writing" {
+        ER_ERROR_ON_WRITE
+    } else {
+        ER_ERROR_ON_READ
+    };
+    SqlError::new(code, format!("{what} a sort's temporary file: {e}"))
 }
 
 impl Sort {
@@ -294,7 +314,8 @@ impl Sort {
             input: Some(input),
             keys,
             top: None,
-            sorted: Vec::new().into_iter(),
+            budget: MEMORY_LIMIT,
+            sorted: Sorted::Memory(Vec::new().into_iter()),
         }
     }
 
@@ -304,12 +325,20 @@ impl Sort {
         self
     }
 
+    /// Bytes of rows held in memory before they go to disk.
+    pub fn budget(mut self, bytes: usize) -> Self {
+        self.budget = bytes;
+        self
+    }
+
     fn fill(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
-        let mut rows: Vec<(Vec<Value>, Vec<Value>)> = Vec::new();
+        let mut rows: Vec<spill::Keyed> = Vec::new();
+        let mut runs = Vec::new();
         let mut bytes = 0;
         let mut row = Vec::new();
         let keys = &self.keys;
         let cut_at = self.top.map(|n| n.max(64).saturating_mul(2));
+        let order = |a: &spill::Keyed, b: &spill::Keyed| compare_keys(keys, &a.0, &b.0);
         while input.next(&mut row)? {
             let key: Vec<Value> = keys
                 .iter()
@@ -320,20 +349,29 @@ impl Sort {
             if let (Some(top), Some(cut)) = (self.top, cut_at) {
                 if rows.len() >= cut {
                     // Stable: among equal keys the rows seen first stay first.
-                    rows.sort_by(|a, b| compare_keys(keys, &a.0, &b.0));
+                    rows.sort_by(order);
                     rows.truncate(top);
                     bytes = rows.iter().map(|(k, r)| row_bytes(r) + row_bytes(k)).sum();
                 }
             }
-            if bytes > MEMORY_LIMIT {
-                return Err(over_memory());
+            if bytes > self.budget {
+                rows.sort_by(order);
+                let run = spill::write_run(std::mem::take(&mut rows));
+                runs.push(run.map_err(|e| spill_error("writing", e))?);
+                bytes = 0;
             }
         }
-        rows.sort_by(|a, b| compare_keys(keys, &a.0, &b.0));
-        if let Some(top) = self.top {
-            rows.truncate(top);
+        rows.sort_by(order);
+        let wanted = self.top.unwrap_or(usize::MAX);
+        if runs.is_empty() {
+            rows.truncate(wanted);
+            self.sorted = Sorted::Memory(rows.into_iter());
+            return Ok(());
         }
-        self.sorted = rows.into_iter();
+        // The rows still held are the last run: runs are merged in the order they were cut.
+        runs.push(spill::write_run(rows).map_err(|e| spill_error("writing", e))?);
+        let merged = spill::Merged::new(runs).map_err(|e| spill_error("reading", e))?;
+        self.sorted = Sorted::Disk(merged, wanted);
         Ok(())
     }
 }
@@ -362,8 +400,19 @@ impl Operator for Sort {
         if let Some(input) = self.input.take() {
             self.fill(input)?;
         }
-        match self.sorted.next() {
-            Some((_, row)) => {
+        let next = match &mut self.sorted {
+            Sorted::Memory(rows) => rows.next().map(|(_, row)| row),
+            Sorted::Disk(_, 0) => None,
+            Sorted::Disk(merged, wanted) => {
+                *wanted -= 1;
+                let keys = &self.keys;
+                merged
+                    .next(|a, b| compare_keys(keys, a, b))
+                    .map_err(|e| spill_error("reading", e))?
+            }
+        };
+        match next {
+            Some(row) => {
                 *out = row;
                 Ok(true)
             }
@@ -644,6 +693,31 @@ mod tests {
 
     fn col(i: usize) -> Expr {
         Expr::column(i, SqlType::bigint())
+    }
+
+    #[test]
+    fn a_sort_past_its_budget_goes_to_disk_and_gives_the_same_rows() {
+        // Keys with many repeats (stability shows), the second column the input position.
+        let rows: Vec<Vec<Value>> = (0..5_000i64)
+            .map(|i| vec![Value::Int((i * 7_919) % 97), Value::Int(i)])
+            .collect();
+        let key = || {
+            vec![SortKey {
+                expr: col(0),
+                desc: true,
+            }]
+        };
+        let sort = |budget: usize, top: Option<usize>| {
+            let s = Sort::new(Box::new(Values::new(rows.clone())), key()).budget(budget);
+            drain(Box::new(match top {
+                Some(n) => s.top(n),
+                None => s,
+            }))
+        };
+        let in_memory = sort(MEMORY_LIMIT, None);
+        assert_eq!(in_memory.len(), rows.len());
+        assert_eq!(sort(4 << 10, None), in_memory);
+        assert_eq!(sort(4 << 10, Some(1_234)), in_memory[..1_234]);
     }
 
     #[test]

@@ -1098,6 +1098,7 @@ mod tests {
         };
         t.indexes.push(super::super::catalog::IndexMeta {
             name: "PRIMARY".into(),
+            stored: None,
             primary: true,
             unique: true,
             columns: vec![("id".into(), None)],

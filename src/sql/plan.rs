@@ -3,9 +3,9 @@
 //! aggregates → HAVING → projection → DISTINCT → ORDER BY → LIMIT.
 //!
 //! Push-down: equality on `TABLE_SCHEMA`/`TABLE_NAME` (and the other name columns) narrows what
-//! an information_schema view generates; comparisons of an integer primary key with constants
-//! narrow a TiDB table's scan to handle ranges, and an `ORDER BY` on that key is served by the
-//! scan's order instead of a sort. The full WHERE is evaluated on every row either way, so
+//! an information_schema view generates; comparisons of the clustered key's first column with
+//! constants narrow a TiDB table's scan to key ranges, and an `ORDER BY` a prefix of that key
+//! is served by the scan's order (partitions merged) instead of a sort (`keyrange.rs`). The full WHERE is evaluated on every row either way, so
 //! push-down only ever saves work.
 
 use std::cell::RefCell;
@@ -21,27 +21,27 @@ use tibinlog_protocol::wire::errors::{ER_NO_DB_ERROR, ER_NO_TABLES_USED, ER_UNKN
 use tokio_util::sync::CancellationToken;
 
 use super::agg::AggCall;
-use super::catalog::{CatalogSnapshot, HandleKind, TableMeta};
+use super::catalog::{CatalogSnapshot, TableMeta};
 use super::error::{Result, SqlError};
 use super::exec::{
     Aggregate, Chain, Distinct, Filter, Join, Limit, Operator, Project, Scan, Sort, SortKey, Values,
 };
-use super::expr::{is_aggregate, CmpOp, Compiler, Env, Expr, ExprKind, Scope};
+use super::expr::{is_aggregate, Compiler, Env, Expr, ExprKind, Scope};
 use super::infoschema::{self, Pushdown};
+use super::keyrange::{self, Access, ScanOrder};
 use super::types::SqlType;
-use super::value as v;
 
 /// Reads a TiDB table at a timestamp.
 pub trait SnapshotSource: Send + Sync + std::fmt::Debug {
-    /// Rows of `table` (cells in `table.columns` order) whose integer handle is in `ranges`
-    /// (inclusive bounds; `None` = every row), in handle order (descending when `desc`), as of
-    /// `ts`.
+    /// Rows of `table` (cells in `table.columns` order) as of `ts`, reached by `access` (a
+    /// superset of the rows the statement wants), in the `order` of the clustered key or of
+    /// the index read (every partition's rows merged).
     fn scan(
         &self,
         table: &TableMeta,
         ts: u64,
-        ranges: Option<Vec<(i128, i128)>>,
-        desc: bool,
+        access: Access,
+        order: ScanOrder,
     ) -> Result<Box<dyn super::exec::RowStream>>;
 }
 
@@ -283,9 +283,9 @@ fn filtered_from(
 }
 
 /// `SELECT MIN(k), MAX(k) … FROM t [WHERE …]` without GROUP BY, every aggregate a MIN or MAX
-/// of one column `k` whose order a scan of `t` delivers (its integer key): the first matching
-/// row read upwards and the first read downwards are all the aggregates need, so the table is
-/// read at its two ends instead of whole (what chunk splitters ask before they split).
+/// of one column `k` whose order a scan of `t` delivers (its clustered key or an index): the
+/// first non-NULL matching row read upwards and the first read downwards are all the
+/// aggregates need, so the table (or index) is read at its two ends instead of whole (what chunk splitters ask before they split).
 fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Option<Source>> {
     let no_group =
         matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty());
@@ -328,6 +328,12 @@ fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Optio
             // The scan cannot deliver the column's order: read the table whole.
             return Ok(None);
         }
+        // MIN and MAX skip NULLs, which an index holds at its low end.
+        let not_null = ast::Expr::IsNotNull(Box::new((*first).clone()));
+        let op = Box::new(Filter {
+            input: op,
+            predicate: Compiler::new(&scope, ctx.env).compile(&not_null)?,
+        });
         ends.push(Box::new(Limit {
             input: op,
             offset: 0,
@@ -1124,28 +1130,14 @@ fn tidb_table(
     let source = ctx.snapshot.ok_or_else(|| {
         SqlError::unsupported("reading tables on this server (no TiKV snapshot reader)")
     })?;
-    // Handle ranges and the order the scan can deliver.
-    let (ranges, scan_order, desc) = match meta.handle {
-        HandleKind::IntPk { column, unsigned } => {
-            let ranges = selection.and_then(|w| handle_ranges(ctx, &scope, column, unsigned, w));
-            // One physical table scanned upwards delivers the key's ascending order, scanned
-            // downwards its descending order.
-            let key = meta.columns[column].name.to_ascii_lowercase();
-            let wanted = order_signature(order);
-            let single = meta.partitions.len() <= 1;
-            let desc = single && wanted == format!("{key} desc");
-            let ord = (single && (wanted == key || desc)).then_some(wanted);
-            (ranges, ord, desc)
-        }
-        _ => (None, None, false),
-    };
+    let (access, scan_order, order_wanted) = scan_plan(ctx, &meta, &scope, selection, order)?;
     let ts = ctx.read_ts.ok_or_else(|| {
         SqlError::new(
             tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR,
             "no snapshot point yet: the binlog has no checkpoint to read tables at",
         )
     })?;
-    let stream = source.scan(&meta, ts, ranges, desc)?;
+    let stream = source.scan(&meta, ts, access, order_wanted)?;
     Ok((
         Box::new(Scan::new(stream, ctx.cancel.clone())),
         scope,
@@ -1153,159 +1145,32 @@ fn tidb_table(
     ))
 }
 
-/// Inclusive handle ranges implied by the WHERE's conjuncts on the integer key column
-/// (`None`: no restriction found). Always a superset of the matching rows.
-fn handle_ranges(
+/// How a scan of `meta` reaches the rows `selection` can match, the ORDER BY it delivers (its
+/// signature, to skip the sort) and the order to ask the scan for (`keyrange::access_path`).
+fn scan_plan(
     ctx: &QueryCtx<'_>,
+    meta: &TableMeta,
     scope: &RowScope,
-    key: usize,
-    unsigned: bool,
-    w: &ast::Expr,
-) -> Option<Vec<(i128, i128)>> {
-    let (min, max) = if unsigned {
-        (0i128, i128::from(u64::MAX))
-    } else {
-        (i128::from(i64::MIN), i128::from(i64::MAX))
-    };
-    let mut ranges: Option<Vec<(i128, i128)>> = None;
-    let c = Compiler::new(scope, ctx.env);
-    for part in conjuncts(w) {
-        let Ok(e) = c.compile(part) else { continue };
-        let Some(r) = expr_ranges(&e, key, min, max) else {
-            continue;
-        };
-        ranges = Some(match ranges {
-            None => r,
-            Some(cur) => intersect(&cur, &r),
-        });
+    selection: Option<&ast::Expr>,
+    order: &[OrderKey<'_>],
+) -> Result<(Access, Option<String>, ScanOrder)> {
+    let mut compiled = Vec::new();
+    if let Some(w) = selection {
+        let c = Compiler::new(scope, ctx.env);
+        // A conjunct that does not compile here fails the WHERE's own compilation later.
+        compiled.extend(conjuncts(w).into_iter().filter_map(|p| c.compile(p).ok()));
     }
-    ranges
-}
-
-fn const_f64(e: &Expr) -> Option<f64> {
-    match &e.kind {
-        ExprKind::Const(Value::Null) => None,
-        ExprKind::Const(c) => {
-            if let Value::Bytes(b) = c {
-                std::str::from_utf8(b).ok()?.trim().parse::<f64>().ok()
-            } else {
-                Some(v::to_f64(c, &e.ty))
-            }
-        }
-        _ => None,
-    }
-}
-
-fn const_int(e: &Expr) -> Option<i128> {
-    match &e.kind {
-        ExprKind::Const(Value::Int(i)) => Some(i128::from(*i)),
-        ExprKind::Const(Value::UInt(u)) => Some(i128::from(*u)),
-        _ => None,
-    }
-}
-
-/// Ranges of one compiled conjunct on column `key`.
-fn expr_ranges(e: &Expr, key: usize, min: i128, max: i128) -> Option<Vec<(i128, i128)>> {
-    let is_key = |x: &Expr| matches!(x.kind, ExprKind::Column(k) if k == key);
-    match &e.kind {
-        ExprKind::Cmp {
-            op, left, right, ..
-        } => {
-            let (op, c) = if is_key(left) {
-                (*op, right.as_ref())
-            } else if is_key(right) {
-                (flip(*op)?, left.as_ref())
-            } else {
-                return None;
-            };
-            let (lo, hi) = match const_int(c) {
-                Some(i) => (i, i),
-                None => {
-                    let f = const_f64(c)?;
-                    if !f.is_finite() {
-                        return None;
-                    }
-                    (f.ceil() as i128, f.floor() as i128)
-                }
-            };
-            let exact = lo == hi;
-            let r = match op {
-                CmpOp::Eq | CmpOp::NullSafeEq => {
-                    if exact {
-                        (lo, lo)
-                    } else {
-                        return Some(Vec::new());
-                    }
-                }
-                CmpOp::Lt => (min, if exact { lo - 1 } else { hi }),
-                CmpOp::LtEq => (min, hi),
-                CmpOp::Gt => (if exact { lo + 1 } else { lo }, max),
-                CmpOp::GtEq => (lo, max),
-                CmpOp::NotEq => return None,
-            };
-            Some(clamp(vec![r], min, max))
-        }
-        ExprKind::In {
-            expr,
-            list,
-            negated: false,
-            ..
-        } if is_key(expr) => {
-            let mut r = Vec::with_capacity(list.len());
-            for item in list {
-                let i = const_int(item)?;
-                r.push((i, i));
-            }
-            r.sort_unstable();
-            r.dedup();
-            Some(clamp(r, min, max))
-        }
-        ExprKind::And(parts) => {
-            let mut acc: Option<Vec<(i128, i128)>> = None;
-            for p in parts {
-                if let Some(r) = expr_ranges(p, key, min, max) {
-                    acc = Some(match acc {
-                        None => r,
-                        Some(cur) => intersect(&cur, &r),
-                    });
-                }
-            }
-            acc
-        }
-        _ => None,
-    }
-}
-
-fn flip(op: CmpOp) -> Option<CmpOp> {
-    Some(match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::LtEq => CmpOp::GtEq,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::GtEq => CmpOp::LtEq,
-        other => other,
-    })
-}
-
-fn clamp(r: Vec<(i128, i128)>, min: i128, max: i128) -> Vec<(i128, i128)> {
-    r.into_iter()
-        .map(|(a, b)| (a.max(min), b.min(max)))
-        .filter(|(a, b)| a <= b)
-        .collect()
-}
-
-/// Intersection of two sorted lists of disjoint inclusive ranges.
-fn intersect(a: &[(i128, i128)], b: &[(i128, i128)]) -> Vec<(i128, i128)> {
-    let mut out = Vec::new();
-    for &(a0, a1) in a {
-        for &(b0, b1) in b {
-            let (lo, hi) = (a0.max(b0), a1.min(b1));
-            if lo <= hi {
-                out.push((lo, hi));
-            }
-        }
-    }
-    out.sort_unstable();
-    out
+    let wanted: Option<Vec<(String, bool)>> = order
+        .iter()
+        .map(|k| match k.expr {
+            ast::Expr::Identifier(i) => Some((i.value.clone(), k.desc)),
+            ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| (i.value.clone(), k.desc)),
+            _ => None,
+        })
+        .collect();
+    let (access, scan_order) = keyrange::access_path(meta, &compiled, wanted.as_deref());
+    let signature = (scan_order != ScanOrder::Unordered).then(|| order_signature(order));
+    Ok((access, signature, scan_order))
 }
 
 fn cross(

@@ -259,8 +259,8 @@ impl SnapshotSource for Unread {
         &self,
         _table: &TableMeta,
         _ts: u64,
-        _ranges: Option<Vec<(i128, i128)>>,
-        _desc: bool,
+        _access: super::keyrange::Access,
+        _order: super::keyrange::ScanOrder,
     ) -> Result<Box<dyn RowStream>> {
         Ok(Box::new(NoRows))
     }

@@ -24,6 +24,7 @@ pub mod codec;
 pub mod decimal;
 pub mod error;
 pub mod gcvt;
+pub mod index_value;
 pub mod json;
 pub mod key;
 pub mod partition_sql;

@@ -33,6 +33,10 @@ macro_rules! error_codes {
 }
 
 error_codes! {
+    /// Error reading file (a temporary file of a statement).
+    ER_ERROR_ON_READ = 1024, b"HY000";
+    /// Error writing file (a temporary file of a statement).
+    ER_ERROR_ON_WRITE = 1026, b"HY000";
     /// Out of sort memory.
     ER_OUT_OF_SORTMEMORY = 1038, b"HY001";
     /// Too many connections.

@@ -349,6 +349,22 @@ impl MvccStore {
             .map(|(k, e)| (k.as_slice(), e))
     }
 
+    /// Keys below `end` (exclusive; empty: no bound) in descending raw order.
+    pub fn entries_below<'a>(
+        &'a self,
+        end: &[u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a KeyEntry)> + 'a {
+        let upper = if end.is_empty() {
+            std::ops::Bound::Unbounded
+        } else {
+            std::ops::Bound::Excluded(end)
+        };
+        self.keys
+            .range::<[u8], _>((std::ops::Bound::Unbounded, upper))
+            .rev()
+            .map(|(k, e)| (k.as_slice(), e))
+    }
+
     /// Every lock in the store (key order).
     pub fn locks(&self) -> impl Iterator<Item = (&[u8], &Lock)> {
         self.keys

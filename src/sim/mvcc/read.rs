@@ -144,6 +144,43 @@ impl MvccStore {
         }
         Ok(out)
     }
+
+    /// [`Self::scan`] downwards: keys in `[start, end)` from the highest, at most `limit` of
+    /// them (0: no limit), as TiKV's reverse scan seeks to the end and steps back.
+    pub fn scan_rev(
+        &mut self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        ts: Ts,
+        key_only: bool,
+        bypass_locks: &[Ts],
+    ) -> Result<Vec<KvPair>> {
+        self.check_read_ts(ts)?;
+        let mut out = Vec::new();
+        for (key, e) in self.entries_below(end) {
+            if key < start || (limit != 0 && out.len() >= limit) {
+                break;
+            }
+            match read_entry(key, e, ts, bypass_locks) {
+                Ok(Some(mut r)) => {
+                    if key_only {
+                        r.value.clear();
+                    }
+                    out.push(KvPair {
+                        key: key.to_vec(),
+                        result: Ok(r),
+                    })
+                }
+                Ok(None) => {}
+                Err(err) => out.push(KvPair {
+                    key: key.to_vec(),
+                    result: Err(err),
+                }),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// The error a read at `ts` meets on `key`: its Put/Delete lock, unless resolved or newer.

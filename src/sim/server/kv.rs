@@ -289,10 +289,19 @@ impl KvService {
         if !req.reverse {
             return self.scan_forward(req, &region, resp, &lower, &upper);
         }
-        let r = self.shared.lock().core.mvcc.scan(
+        // Downwards from the upper bound (the region's end when the request has none): the
+        // in-region keys come first, the first key below the region's start ends the page.
+        let end = &region.region.end_key;
+        let (upper, store_limit) = match (upper.is_empty(), raw_bound(end)) {
+            (true, Some(raw)) => (raw, limit),
+            // An end that is no complete encoding: keys above it are skipped below.
+            (true, None) => (upper, 0),
+            (false, _) => (upper, limit),
+        };
+        let r = self.shared.lock().core.mvcc.scan_rev(
             &lower,
             &upper,
-            0,
+            store_limit,
             Ts(req.version),
             req.key_only,
             &resolved_locks(ctx),
@@ -301,12 +310,12 @@ impl KvService {
             Ok(p) => p,
             Err(e) => return Ok(fill_scan(resp, ReadError::from_sim(e)?)),
         };
-        let mut picked: Vec<_> = pairs
+        let above = |k: &[u8]| !end.is_empty() && encode_key(k) >= *end;
+        let picked = pairs
             .into_iter()
-            .filter(|p| region.contains_encoded(&encode_key(&p.key)))
-            .collect();
-        picked.reverse();
-        picked.truncate(if limit == 0 { usize::MAX } else { limit });
+            .skip_while(|p| above(&p.key))
+            .take_while(|p| region.contains_encoded(&encode_key(&p.key)))
+            .take(if limit == 0 { usize::MAX } else { limit });
         for p in picked {
             resp.pairs.push(pair(p, true)?);
         }
@@ -646,7 +655,10 @@ impl Tikv for KvService {
         &self,
         request: Request<kvrpcpb::ScanRequest>,
     ) -> Result<Response<kvrpcpb::ScanResponse>, Status> {
-        self.scan(request.get_ref()).map(Response::new)
+        let resp = self.scan(request.get_ref())?;
+        let n = resp.pairs.len() as u64;
+        (self.shared.scanned_pairs).fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        Ok(Response::new(resp))
     }
 
     async fn kv_batch_get(

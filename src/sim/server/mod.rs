@@ -387,6 +387,14 @@ impl SimCluster {
             .collect()
     }
 
+    /// Pairs every store's `KvScan` has returned since start.
+    pub fn scanned_pairs(&self) -> u64 {
+        self.inner
+            .shared
+            .scanned_pairs
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The PD leader's member id (0 when no member is up).
     pub fn pd_leader(&self) -> u64 {
         self.inner.shared.pd.leader()

@@ -49,6 +49,9 @@ pub struct Shared {
     pub stream_delay_us: HashMap<u64, Arc<AtomicU64>>,
     /// PD's members and which one leads.
     pub pd: PdMembers,
+    /// Pairs returned by `KvScan` since start (TiKV counts them in its scan details): how
+    /// much of a table a read went through.
+    pub scanned_pairs: AtomicU64,
 }
 
 /// One PD member as `GetMembers` lists it.
@@ -213,6 +216,7 @@ impl Shared {
                 .map(|&s| (s, Arc::new(AtomicU64::new(0))))
                 .collect(),
             pd: PdMembers::default(),
+            scanned_pairs: AtomicU64::new(0),
         }
     }
 
