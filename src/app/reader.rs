@@ -415,6 +415,8 @@ impl TableScan {
                         return Ok(Some(out));
                     }
                 }
+                // What is merged so far goes first: a LIMIT may need no more.
+                Pop::Need(_) if !out.is_empty() => return Ok(Some(out)),
                 Pop::Need(i) => {
                     match self.cursors[i].next_page(&self.reader, self.ts, &self.table)? {
                         Some(p) => merge.push_page(i, p),

@@ -360,6 +360,12 @@ impl<'a> Compiler<'a> {
                 target: InTarget::List(list),
                 negated,
                 ..
+            } if matches!(e.as_ref(), ast::Expr::Tuple(_)) => self.row_in(e, list, *negated),
+            ast::Expr::In {
+                expr: e,
+                target: InTarget::List(list),
+                negated,
+                ..
             } => {
                 let e = self.compile(e)?;
                 let list = list
@@ -627,7 +633,15 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn comparison(&self, left: &ast::Expr, op: CmpOp, right: &ast::Expr) -> Result<Expr> {
+    pub(super) fn comparison(
+        &self,
+        left: &ast::Expr,
+        op: CmpOp,
+        right: &ast::Expr,
+    ) -> Result<Expr> {
+        if let Some(rows) = super::expr_row::row_operands(left, right)? {
+            return self.row_comparison(rows, op);
+        }
         let (l, r) = (self.compile(left)?, self.compile(right)?);
         let mode = CmpMode::for_types(&l.ty, &r.ty);
         let mut ty = bool_type();

@@ -17,6 +17,7 @@ pub mod charset;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod expr_row;
 pub mod func;
 pub mod generated;
 pub mod infoschema;

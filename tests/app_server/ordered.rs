@@ -289,6 +289,23 @@ async fn composite_key(conn: &mut Conn, sim: &Sim, d: &Data, rng: &mut Rng) {
         "a keyset chunk from the middle read {read} of {} rows",
         d.ck.len()
     );
+    // The same chunk as a row-value comparison, downwards.
+    let before = sim.scanned_pairs();
+    let got: Vec<(String, i32)> = conn
+        .query(format!(
+            "SELECT name, n FROM test.ck WHERE (name, n) < ('{b_name}', {b_n}) \
+             ORDER BY name DESC, n DESC LIMIT 10"
+        ))
+        .await
+        .expect("ck row chunk");
+    let read = sim.scanned_pairs() - before;
+    let want: Vec<(String, i32)> = d.ck[at - 10..at].iter().rev().cloned().collect();
+    assert_eq!(got, want);
+    assert!(
+        (read as usize) < d.ck.len() / 2,
+        "a row-value chunk from the middle read {read} of {} rows",
+        d.ck.len()
+    );
 }
 
 /// A VARCHAR key: Flink's chunk bound, chunk read and next-chunk start.

@@ -50,6 +50,12 @@ const COLUMNS: &[(&str, &str, &str)] = &[
     ("g_hex", "VARCHAR(200)", "hex(s)"),
     ("g_conv", "VARCHAR(40)", "lower(conv(crc32(s), 10, 16))"),
     ("g_arith", "BIGINT", "n * 3 + id"),
+    // Row values, as keyset pagination compares them.
+    ("g_row_gt", "INT", "(s, n) > ('bob', 0)"),
+    ("g_row_le", "INT", "(n > 0, s, id) <= (1, 'annann', 50)"),
+    ("g_row_eq", "INT", "(s, n % 3) = ('x yx y', 1)"),
+    ("g_row_ne", "INT", "(s, n % 2) <> ('ann', 0)"),
+    ("g_row_in", "INT", "(n % 3, s) in ((0, 'annBob'), (1, s), (2, NULL))"),
 ];
 
 const WORDS: &[&str] = &[

@@ -101,6 +101,8 @@ error_codes! {
     ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236, b"HY000";
     /// Variable is a SESSION / GLOBAL variable and can't be used with the other scope.
     ER_INCORRECT_GLOBAL_LOCAL_VAR = 1238, b"HY000";
+    /// A row value where one column is wanted, or rows of different widths compared.
+    ER_OPERAND_COLUMNS = 1241, b"21000";
     /// Unknown prepared statement handler.
     ER_UNKNOWN_STMT_HANDLER = 1243, b"HY000";
     /// Client does not support the authentication protocol requested by the server.
