@@ -23,7 +23,7 @@ use crate::mounter::MountedTable;
 use crate::sql::catalog::{RowDecoder, TableMeta};
 use crate::sql::error::{Result, SqlError};
 use crate::sql::exec::RowStream;
-use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder};
+use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder, ScanRequest};
 use crate::sql::plan::SnapshotSource;
 use crate::tidb::key::{
     decode_record_key, encode_record_key, index_prefix, record_prefix, record_span, Handle,
@@ -217,13 +217,12 @@ fn index_key_ranges(
 }
 
 impl SnapshotSource for TableReader {
-    fn scan(
-        &self,
-        table: &TableMeta,
-        ts: u64,
-        access: Access,
-        order: ScanOrder,
-    ) -> Result<Box<dyn RowStream>> {
+    fn scan(&self, table: &TableMeta, ts: u64, request: ScanRequest) -> Result<Box<dyn RowStream>> {
+        let ScanRequest {
+            access,
+            order,
+            rows,
+        } = request;
         // Held first, then checked: from here on GC keeps the history at `ts` until the scan
         // ends; a `ts` GC already passed fails before anything is read.
         let hold = self.holds.hold(ts);
@@ -275,13 +274,13 @@ impl SnapshotSource for TableReader {
             let max = (SCAN_PAGE_MAX / n as u32).max(SCAN_PAGE_MIN_MERGED);
             let cursors = inputs
                 .into_iter()
-                .map(|r| Cursor::new(r, desc, max))
+                .map(|r| Cursor::new(r, desc, max, rows))
                 .collect();
             let unsigned = unsigned && lookup.is_none();
             (cursors, Some(Merge::new(n, desc, unsigned, prefix)))
         } else {
             let all = inputs.into_iter().flatten().collect();
-            (vec![Cursor::new(all, desc, SCAN_PAGE_MAX)], None)
+            (vec![Cursor::new(all, desc, SCAN_PAGE_MAX, rows)], None)
         };
         Ok(Box::new(TableScan {
             reader: self.reader.clone(),
@@ -312,31 +311,44 @@ struct Cursor {
     limit: u32,
     /// Most rows of a page.
     max: u32,
+    /// Rows the statement still takes at most (its LIMIT), while it says: nothing is read
+    /// ahead past them.
+    left: Option<u64>,
 }
 
 impl Cursor {
-    /// A cursor over `ranges` (ascending key order).
-    fn new(mut ranges: Vec<(Vec<u8>, Vec<u8>)>, desc: bool, max: u32) -> Self {
+    /// A cursor over `ranges` (ascending key order) for a statement that takes at most
+    /// `wanted` rows.
+    fn new(mut ranges: Vec<(Vec<u8>, Vec<u8>)>, desc: bool, max: u32, wanted: Option<u64>) -> Self {
         // The next range is the last: the lowest first upwards, the highest first downwards.
         if !desc {
             ranges.reverse();
         }
+        let limit = match wanted {
+            Some(w) => w.clamp(1, u64::from(max)) as u32,
+            None => SCAN_PAGE.min(max),
+        };
         Cursor {
             desc,
             pending: ranges,
             ahead: None,
-            limit: SCAN_PAGE.min(max),
+            limit,
             max,
+            left: wanted,
         }
     }
 
     fn start_next(&mut self, reader: &BlockingSnapshotReader, ts: Ts) {
         if let Some((start, end)) = self.pending.last() {
             let (start, end) = (start.clone(), end.clone());
+            let limit = match self.left {
+                Some(left) if left > 0 => self.limit.min(left.min(u64::from(u32::MAX)) as u32),
+                _ => self.limit,
+            };
             self.ahead = Some(if self.desc {
-                reader.start_page_rev(start, end, ts, self.limit)
+                reader.start_page_rev(start, end, ts, limit)
             } else {
-                reader.start_page(start, end, ts, self.limit)
+                reader.start_page(start, end, ts, limit)
             });
         }
     }
@@ -349,6 +361,10 @@ impl Cursor {
         table: &str,
     ) -> Result<Option<Vec<Pair>>> {
         if self.ahead.is_none() {
+            // Asked past the LIMIT (the WHERE dropped rows): read on as without one.
+            if self.left == Some(0) {
+                self.left = None;
+            }
             self.start_next(reader, ts);
         }
         let Some(page) = self.ahead.take() else {
@@ -372,8 +388,11 @@ impl Cursor {
             self.pending
                 .push(if self.desc { (start, n) } else { (n, end) });
         }
-        // The next page is read while this one is decoded.
-        self.start_next(reader, ts);
+        // The next page is read while this one is decoded, unless the LIMIT is reached.
+        self.left = self.left.map(|l| l.saturating_sub(pairs.len() as u64));
+        if self.left != Some(0) {
+            self.start_next(reader, ts);
+        }
         Ok(Some(pairs))
     }
 }

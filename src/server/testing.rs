@@ -21,7 +21,7 @@ use crate::sql::catalog::{
 };
 use crate::sql::error::Result as SqlResult;
 use crate::sql::exec::RowStream;
-use crate::sql::keyrange::{Access, KeyRanges, ScanOrder};
+use crate::sql::keyrange::{Access, KeyRanges, ScanOrder, ScanRequest};
 use crate::sql::plan::SnapshotSource;
 use crate::sql::types::SqlType;
 
@@ -531,15 +531,14 @@ impl SnapshotSource for MemTables {
         &self,
         table: &TableMeta,
         _ts: u64,
-        access: Access,
-        order: ScanOrder,
+        request: ScanRequest,
     ) -> SqlResult<Box<dyn RowStream>> {
         let all = self
             .rows
             .get(&(table.db.clone(), table.name.clone()))
             .cloned()
             .unwrap_or_default();
-        let rows = match (access, table.handle) {
+        let rows = match (request.access, table.handle) {
             (Access::Table(KeyRanges::Int(ranges)), HandleKind::IntPk { column, .. }) => all
                 .into_iter()
                 .filter(|r| {
@@ -562,7 +561,7 @@ impl SnapshotSource for MemTables {
                 _ => i128::MIN,
             };
             rows.sort_by_key(handle);
-            if order == ScanOrder::Descending {
+            if request.order == ScanOrder::Descending {
                 rows.reverse();
             }
         }

@@ -48,6 +48,17 @@ pub enum Access {
     },
 }
 
+/// What a statement asks of a table scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRequest {
+    pub access: Access,
+    pub order: ScanOrder,
+    /// How many rows the statement takes at most, if it says (its LIMIT over rows in this
+    /// order): pages are sized to it and nothing is read ahead past it. The WHERE may still
+    /// drop rows, so the scan goes on if asked.
+    pub rows: Option<u64>,
+}
+
 /// The order a scan must deliver its rows in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanOrder {
@@ -84,6 +95,9 @@ pub fn access_path(
     conjuncts: &[Expr],
     wanted: Option<&[(String, bool)]>,
 ) -> (Access, ScanOrder) {
+    let key_cols = |cols: &[usize]| -> Vec<(usize, &SqlType)> {
+        cols.iter().map(|&i| (i, &meta.columns[i].ty)).collect()
+    };
     let key: Vec<usize> = match meta.handle {
         HandleKind::IntPk { column, .. } => vec![column],
         HandleKind::Common => meta.primary_key_columns().unwrap_or_default(),
@@ -93,9 +107,7 @@ pub fn access_path(
         (HandleKind::IntPk { column, unsigned }, _) => {
             int_ranges(conjuncts, column, unsigned).map(KeyRanges::Int)
         }
-        (_, Some(&first)) => {
-            common_ranges(conjuncts, first, &meta.columns[first].ty).map(KeyRanges::Common)
-        }
+        (_, Some(_)) => common_ranges(conjuncts, &key_cols(&key)).map(KeyRanges::Common),
         _ => None,
     };
     let order_of = |cols: &[usize]| {
@@ -119,10 +131,7 @@ pub fn access_path(
         .filter_map(|ix| Some((ix.stored?, meta.index_columns(ix)?)))
         .filter(|(_, cols)| !cols.is_empty())
         .collect();
-    let index_ranges = |cols: &[usize]| {
-        let first = cols[0];
-        common_ranges(conjuncts, first, &meta.columns[first].ty)
-    };
+    let index_ranges = |cols: &[usize]| common_ranges(conjuncts, &key_cols(cols));
     let lookup = |index: StoredIndex, cols: &[usize]| Access::Index {
         index,
         columns: cols.len(),
@@ -166,19 +175,15 @@ pub fn int_ranges(conjuncts: &[Expr], key: usize, unsigned: bool) -> Option<Vec<
 }
 
 /// Ranges of key-form bytes (a common handle, an index entry after its prefix) implied by the
-/// WHERE's compiled conjuncts on the key's first column `key` of type `ty` (`None`: no
-/// restriction found, or a type whose key form is not known here: integers, binary strings and
-/// `_bin` collations are).
-pub fn common_ranges(conjuncts: &[Expr], key: usize, ty: &SqlType) -> Option<Vec<KeySpan>> {
-    let mut ranges: Option<Vec<KeySpan>> = None;
-    for e in conjuncts {
-        let Some(r) = spans(e, key, ty) else { continue };
-        ranges = Some(match ranges {
-            None => r,
-            Some(cur) => intersect_spans(&cur, &r),
-        });
+/// WHERE's compiled conjuncts on the key's columns `cols` (`None`: no restriction found, or a
+/// type whose key form is not known here: integers, binary strings and `_bin` collations are).
+/// The first column bounds them, and each next one under an equality on those before it.
+pub fn common_ranges(conjuncts: &[Expr], cols: &[KeyCol<'_>]) -> Option<Vec<KeySpan>> {
+    if cols.is_empty() {
+        return None;
     }
-    ranges
+    let parts: Vec<&Expr> = conjuncts.iter().collect();
+    and_spans(&parts, cols)
 }
 
 /// A constant compared with an integer column, as the comparison sees it: a number (a
@@ -397,23 +402,109 @@ fn after(mut k: Vec<u8>) -> Vec<u8> {
     k
 }
 
-/// Spans of one compiled conjunct on the first key column `key` of type `ty`.
-fn spans(e: &Expr, key: usize, ty: &SqlType) -> Option<Vec<KeySpan>> {
+/// A key column: its position in the row and its type.
+pub type KeyCol<'a> = (usize, &'a SqlType);
+
+/// Spans of one compiled conjunct on the key columns `cols`.
+fn spans(e: &Expr, cols: &[KeyCol<'_>]) -> Option<Vec<KeySpan>> {
+    match &e.kind {
+        ExprKind::And(_) => {
+            let mut parts = Vec::new();
+            flatten_and(e, &mut parts);
+            and_spans(&parts, cols)
+        }
+        // Every branch must restrict the key, or the OR restricts nothing.
+        ExprKind::Or(parts) => {
+            let mut all = Vec::new();
+            for p in parts {
+                all.extend(spans(p, cols)?);
+            }
+            Some(union_spans(all))
+        }
+        _ => leaf_spans(e, cols[0]),
+    }
+}
+
+fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::And(parts) => parts.iter().for_each(|p| flatten_and(p, out)),
+        _ => out.push(e),
+    }
+}
+
+/// Spans of a conjunction on the key columns `cols`: an equality on the first column puts
+/// what the other parts say about the next column under it (`a = 1 AND b > 2` is the span of
+/// keys from `(1, 2)` exclusive to the end of `a = 1`), else the parts' spans on the first
+/// column intersect.
+fn and_spans(parts: &[&Expr], cols: &[KeyCol<'_>]) -> Option<Vec<KeySpan>> {
+    if cols.len() > 1 {
+        let eq = parts
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| eq_key(p, cols[0]).map(|k| (i, k)));
+        if let Some((i, k)) = eq {
+            let rest: Vec<&Expr> = parts
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, p)| *p)
+                .collect();
+            if let Some(sub) = and_spans(&rest, &cols[1..]) {
+                let under = |b: &[u8]| [k.as_slice(), b].concat();
+                return Some(
+                    sub.into_iter()
+                        .map(|(s, e)| {
+                            let end = e.map_or_else(|| after(k.clone()), |e| under(&e));
+                            (under(&s), Some(end))
+                        })
+                        .collect(),
+                );
+            }
+        }
+    }
+    let mut acc: Option<Vec<KeySpan>> = None;
+    for p in parts {
+        if let Some(r) = spans(p, cols) {
+            acc = Some(match acc {
+                None => r,
+                Some(cur) => intersect_spans(&cur, &r),
+            });
+        }
+    }
+    acc
+}
+
+/// The key form of `c` when `e` is `column = c` on key column `col`.
+fn eq_key(e: &Expr, (key, ty): KeyCol<'_>) -> Option<Vec<u8>> {
+    let (op, c, mode) = comparison(e, key)?;
+    if !matches!(op, CmpOp::Eq | CmpOp::NullSafeEq) {
+        return None;
+    }
     if let TypeKind::Int { .. } = ty.kind {
-        let (min, max) = if ty.unsigned {
-            (0i128, i128::from(u64::MAX))
-        } else {
-            (i128::from(i64::MIN), i128::from(i64::MAX))
-        };
+        let (min, max) = int_bounds(ty.unsigned);
+        let i = const_int(c).filter(|i| (min..=max).contains(i))?;
+        return Some(int_key(i, ty.unsigned));
+    }
+    key_datum(c, ty, mode)
+}
+
+fn int_bounds(unsigned: bool) -> (i128, i128) {
+    if unsigned {
+        (0, i128::from(u64::MAX))
+    } else {
+        (i128::from(i64::MIN), i128::from(i64::MAX))
+    }
+}
+
+/// Spans of a comparison or IN on one key column.
+fn leaf_spans(e: &Expr, (key, ty): KeyCol<'_>) -> Option<Vec<KeySpan>> {
+    if let TypeKind::Int { .. } = ty.kind {
+        let (min, max) = int_bounds(ty.unsigned);
         let r = expr_ranges(e, key, min, max)?;
+        let k = |i| int_key(i, ty.unsigned);
         return Some(
             r.into_iter()
-                .map(|(lo, hi)| {
-                    (
-                        int_key(lo, ty.unsigned),
-                        Some(after(int_key(hi, ty.unsigned))),
-                    )
-                })
+                .map(|(lo, hi)| (k(lo), Some(after(k(hi)))))
                 .collect(),
         );
     }
@@ -440,25 +531,6 @@ fn spans(e: &Expr, key: usize, ty: &SqlType) -> Option<Vec<KeySpan>> {
             for (item, mode) in list.iter().zip(modes) {
                 let k = key_datum(item, ty, *mode)?;
                 all.push((k.clone(), Some(after(k))));
-            }
-            Some(union_spans(all))
-        }
-        ExprKind::And(parts) => {
-            let mut acc: Option<Vec<KeySpan>> = None;
-            for p in parts {
-                if let Some(r) = spans(p, key, ty) {
-                    acc = Some(match acc {
-                        None => r,
-                        Some(cur) => intersect_spans(&cur, &r),
-                    });
-                }
-            }
-            acc
-        }
-        ExprKind::Or(parts) => {
-            let mut all = Vec::new();
-            for p in parts {
-                all.extend(spans(p, key, ty)?);
             }
             Some(union_spans(all))
         }
@@ -509,167 +581,4 @@ fn union_spans(mut r: Vec<KeySpan>) -> Vec<KeySpan> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn col(i: usize, ty: SqlType) -> Expr {
-        Expr {
-            kind: ExprKind::Column(i),
-            ty,
-        }
-    }
-
-    fn text(s: &str, collation: u16) -> Expr {
-        Expr {
-            kind: ExprKind::Const(Value::Bytes(s.as_bytes().to_vec())),
-            ty: SqlType::varchar(10, collation),
-        }
-    }
-
-    fn int(i: i64) -> Expr {
-        Expr {
-            kind: ExprKind::Const(Value::Int(i)),
-            ty: SqlType::bigint(),
-        }
-    }
-
-    fn cmp(op: CmpOp, l: Expr, r: Expr, mode: CmpMode) -> Expr {
-        Expr {
-            kind: ExprKind::Cmp {
-                op,
-                left: Box::new(l),
-                right: Box::new(r),
-                mode,
-            },
-            ty: SqlType::bigint(),
-        }
-    }
-
-    fn key(s: &[u8]) -> Vec<u8> {
-        let mut k = vec![flag::BYTES];
-        encode_bytes(&mut k, s);
-        k
-    }
-
-    #[test]
-    fn or_of_key_comparisons_is_the_union_and_an_unrestricted_branch_drops_it() {
-        let k = col(0, SqlType::bigint());
-        let m = CmpMode::Int;
-        let or = |parts| Expr {
-            kind: ExprKind::Or(parts),
-            ty: SqlType::bigint(),
-        };
-        // (k < 5) OR (k = 7) OR (k >= 6 AND k < 9): [min, 4] ∪ [6, 8].
-        let e = or(vec![
-            cmp(CmpOp::Lt, k.clone(), int(5), m),
-            cmp(CmpOp::Eq, k.clone(), int(7), m),
-            Expr {
-                kind: ExprKind::And(vec![
-                    cmp(CmpOp::GtEq, k.clone(), int(6), m),
-                    cmp(CmpOp::Lt, k.clone(), int(9), m),
-                ]),
-                ty: SqlType::bigint(),
-            },
-        ]);
-        let min = i128::from(i64::MIN);
-        assert_eq!(
-            int_ranges(std::slice::from_ref(&e), 0, false),
-            Some(vec![(min, 4), (6, 8)])
-        );
-        let other = cmp(CmpOp::Eq, col(1, SqlType::bigint()), int(1), m);
-        let e = or(vec![cmp(CmpOp::Lt, k, int(5), m), other]);
-        assert_eq!(int_ranges(&[e], 0, false), None);
-    }
-
-    #[test]
-    fn string_key_ranges_use_the_collations_key_form() {
-        let bin = charset::collation_by_name("utf8mb4_bin").expect("bin").id;
-        let ci = charset::collation_by_name("utf8mb4_general_ci")
-            .expect("ci")
-            .id;
-        let ty = SqlType::varchar(20, bin);
-        let mode = CmpMode::String { collation: bin };
-        // PAD SPACE: the trailing spaces of the constant are not part of the key.
-        let e = cmp(CmpOp::GtEq, col(0, ty.clone()), text("ab  ", bin), mode);
-        let f = cmp(CmpOp::Lt, text("b", bin), col(0, ty.clone()), mode);
-        let f = Expr {
-            kind: ExprKind::Not(Box::new(f)),
-            ty: SqlType::bigint(),
-        };
-        let g = cmp(CmpOp::LtEq, col(0, ty.clone()), text("b", bin), mode);
-        assert_eq!(
-            common_ranges(&[e, f, g], 0, &ty),
-            Some(vec![(key(b"ab"), Some(after(key(b"b"))))])
-        );
-        // A case-insensitive collation's sort key is not the bytes: no range.
-        let ci_ty = SqlType::varchar(20, ci);
-        let h = cmp(
-            CmpOp::Eq,
-            col(0, ci_ty.clone()),
-            text("x", ci),
-            CmpMode::String { collation: ci },
-        );
-        assert_eq!(common_ranges(&[h], 0, &ci_ty), None);
-        // A number compared with a string column compares as numbers: no range.
-        let n = cmp(CmpOp::Gt, col(0, ty.clone()), int(5), CmpMode::Double);
-        assert_eq!(common_ranges(&[n], 0, &ty), None);
-    }
-
-    #[test]
-    fn spans_intersect_and_join() {
-        let s = |a: &[u8], b: Option<&[u8]>| (a.to_vec(), b.map(<[u8]>::to_vec));
-        let a = vec![s(b"a", Some(b"c")), s(b"e", None)];
-        let b = vec![s(b"b", Some(b"f"))];
-        assert_eq!(
-            intersect_spans(&a, &b),
-            vec![s(b"b", Some(b"c")), s(b"e", Some(b"f"))]
-        );
-        assert_eq!(
-            union_spans(vec![
-                s(b"e", None),
-                s(b"a", Some(b"c")),
-                s(b"c", Some(b"d"))
-            ]),
-            vec![s(b"a", Some(b"d")), s(b"e", None)]
-        );
-        assert_eq!(
-            intersect_spans(&[s(b"a", Some(b"b"))], &[s(b"b", None)]),
-            vec![]
-        );
-    }
-
-    #[test]
-    fn integer_key_columns_of_a_common_handle_are_ranged_by_their_key_form() {
-        let ty = SqlType::int();
-        let e = cmp(CmpOp::Gt, col(0, ty.clone()), int(-3), CmpMode::Int);
-        assert_eq!(
-            common_ranges(&[e], 0, &ty),
-            Some(vec![(
-                int_key(-2, false),
-                Some(after(int_key(i64::MAX.into(), false)))
-            )])
-        );
-        assert!(int_key(-2, false) < int_key(5, false));
-        assert!(int_key(5, true) < int_key(1 << 63, true));
-    }
-
-    #[test]
-    fn a_scan_serves_a_prefix_of_its_key_in_one_direction() {
-        let key = ["a".to_owned(), "b".to_owned()];
-        let w = |v: &[(&str, bool)]| -> Vec<(String, bool)> {
-            v.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect()
-        };
-        assert_eq!(scan_direction(&key, &w(&[("A", false)])), Some(false));
-        assert_eq!(
-            scan_direction(&key, &w(&[("a", true), ("b", true)])),
-            Some(true)
-        );
-        assert_eq!(scan_direction(&key, &w(&[("a", false), ("b", true)])), None);
-        assert_eq!(scan_direction(&key, &w(&[("b", false)])), None);
-        assert_eq!(scan_direction(&key, &w(&[])), None);
-        assert_eq!(
-            scan_direction(&key, &w(&[("a", false), ("b", false), ("c", false)])),
-            None
-        );
-    }
-}
+mod tests;

@@ -28,20 +28,19 @@ use super::exec::{
 };
 use super::expr::{is_aggregate, Compiler, Env, Expr, ExprKind, Scope};
 use super::infoschema::{self, Pushdown};
-use super::keyrange::{self, Access, ScanOrder};
+use super::keyrange::{self, Access, ScanOrder, ScanRequest};
 use super::types::SqlType;
 
 /// Reads a TiDB table at a timestamp.
 pub trait SnapshotSource: Send + Sync + std::fmt::Debug {
-    /// Rows of `table` (cells in `table.columns` order) as of `ts`, reached by `access` (a
-    /// superset of the rows the statement wants), in the `order` of the clustered key or of
-    /// the index read (every partition's rows merged).
+    /// Rows of `table` (cells in `table.columns` order) as of `ts`, reached by the request's
+    /// access path (a superset of the rows the statement wants), in the order it asks (of the
+    /// clustered key or of the index read, every partition's rows merged).
     fn scan(
         &self,
         table: &TableMeta,
         ts: u64,
-        access: Access,
-        order: ScanOrder,
+        request: ScanRequest,
     ) -> Result<Box<dyn super::exec::RowStream>>;
 }
 
@@ -218,9 +217,13 @@ fn plan_select(
     // FROM, with the WHERE available for push-down into a single source.
     let single = sel.from.len() == 1 && sel.from[0].joins.is_empty();
     let order_keys = order_by_exprs(order_by)?;
+    let wanted = Wanted {
+        order: &order_keys,
+        rows: rows_wanted(ctx, sel, limit)?,
+    };
     let (op, scope, scan_order) = match key_ends(ctx, sel, single)? {
         Some(ends) => ends,
-        None => filtered_from(ctx, sel, single, &order_keys)?,
+        None => filtered_from(ctx, sel, single, wanted)?,
     };
     finish_select(ctx, sel, order_keys, limit, op, scope, scan_order)
 }
@@ -228,12 +231,45 @@ fn plan_select(
 /// Rows of FROM/WHERE, their scope, and the order a scan delivers them in (if any).
 type Source = (Box<dyn Operator>, RowScope, Option<String>);
 
+/// What a statement wants from its single source: its ORDER BY, and how many rows in that
+/// order at most when nothing between the scan and the LIMIT groups or removes rows (a hint
+/// that sizes the scan's pages: the WHERE still filters what it reads).
+#[derive(Clone, Copy, Default)]
+struct Wanted<'a> {
+    order: &'a [OrderKey<'a>],
+    rows: Option<u64>,
+}
+
+/// LIMIT + OFFSET of a plain `SELECT … [ORDER BY …] LIMIT n` (no grouping, aggregates or
+/// DISTINCT).
+fn rows_wanted(
+    ctx: &QueryCtx<'_>,
+    sel: &ast::Select,
+    limit: Option<&LimitClause>,
+) -> Result<Option<u64>> {
+    let Some(limit) = limit else { return Ok(None) };
+    let grouped = !matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty())
+        || sel.having.is_some()
+        || sel.distinct.is_some();
+    let mut aggregates = Vec::new();
+    for item in &sel.projection {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            collect_aggregates(e, &mut aggregates);
+        }
+    }
+    if grouped || !aggregates.is_empty() {
+        return Ok(None);
+    }
+    let (offset, count) = limit_values(ctx, limit)?;
+    Ok(count.map(|c| c.saturating_add(offset)))
+}
+
 /// The rows of FROM, filtered by WHERE (pushed into a single source's scan where it can be).
 fn filtered_from(
     ctx: &QueryCtx<'_>,
     sel: &ast::Select,
     single: bool,
-    order_keys: &[OrderKey<'_>],
+    wanted: Wanted<'_>,
 ) -> Result<Source> {
     let (mut op, scope, scan_order) = match sel.from.as_slice() {
         [] => (
@@ -252,7 +288,7 @@ fn filtered_from(
                     ctx,
                     &twj.relation,
                     if single { sel.selection.as_ref() } else { None },
-                    if single { order_keys } else { &[] },
+                    if single { wanted } else { Wanted::default() },
                 )?;
                 order = ord;
                 let (mut o, mut s) = match acc.take() {
@@ -260,7 +296,7 @@ fn filtered_from(
                     Some((lo, ls)) => cross(lo, ls, o, s),
                 };
                 for j in &twj.joins {
-                    let (ro, rs, _) = relation(ctx, &j.relation, None, &[])?;
+                    let (ro, rs, _) = relation(ctx, &j.relation, None, Wanted::default())?;
                     (o, s) = join(ctx, o, s, ro, rs, &j.join_operator)?;
                 }
                 acc = Some((o, s));
@@ -323,7 +359,11 @@ fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Optio
     let mut scope_out = None;
     for desc in [false, true] {
         let keys = [OrderKey { expr: first, desc }];
-        let (op, scope, order) = filtered_from(ctx, sel, true, &keys)?;
+        let wanted = Wanted {
+            order: &keys,
+            rows: Some(1),
+        };
+        let (op, scope, order) = filtered_from(ctx, sel, true, wanted)?;
         if order.is_none() {
             // The scan cannot deliver the column's order: read the table whole.
             return Ok(None);
@@ -879,7 +919,7 @@ fn relation(
     ctx: &QueryCtx<'_>,
     r: &TableFactor,
     selection: Option<&ast::Expr>,
-    order: &[OrderKey<'_>],
+    wanted: Wanted<'_>,
 ) -> Result<(Box<dyn Operator>, RowScope, Option<String>)> {
     match r {
         TableFactor::Table {
@@ -930,7 +970,7 @@ fn relation(
                     }
                 })?
                 .clone();
-            tidb_table(ctx, meta, alias, selection, order)
+            tidb_table(ctx, meta, alias, selection, wanted)
         }
         TableFactor::Derived {
             lateral: false,
@@ -1099,7 +1139,7 @@ fn tidb_table(
     meta: Arc<TableMeta>,
     alias: Option<String>,
     selection: Option<&ast::Expr>,
-    order: &[OrderKey<'_>],
+    wanted: Wanted<'_>,
 ) -> Result<(Box<dyn Operator>, RowScope, Option<String>)> {
     let tname = alias.unwrap_or_else(|| meta.name.clone());
     if meta.is_view() {
@@ -1130,14 +1170,23 @@ fn tidb_table(
     let source = ctx.snapshot.ok_or_else(|| {
         SqlError::unsupported("reading tables on this server (no TiKV snapshot reader)")
     })?;
-    let (access, scan_order, order_wanted) = scan_plan(ctx, &meta, &scope, selection, order)?;
+    let (access, scan_order, order) = scan_plan(ctx, &meta, &scope, selection, wanted.order)?;
+    // The LIMIT bounds the rows read only when they come in the ORDER BY's order.
+    let rows = (wanted.order.is_empty() || scan_order.is_some())
+        .then_some(wanted.rows)
+        .flatten();
     let ts = ctx.read_ts.ok_or_else(|| {
         SqlError::new(
             tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR,
             "no snapshot point yet: the binlog has no checkpoint to read tables at",
         )
     })?;
-    let stream = source.scan(&meta, ts, access, order_wanted)?;
+    let request = ScanRequest {
+        access,
+        order,
+        rows,
+    };
+    let stream = source.scan(&meta, ts, request)?;
     Ok((
         Box::new(Scan::new(stream, ctx.cancel.clone())),
         scope,

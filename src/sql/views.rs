@@ -259,8 +259,7 @@ impl SnapshotSource for Unread {
         &self,
         _table: &TableMeta,
         _ts: u64,
-        _access: super::keyrange::Access,
-        _order: super::keyrange::ScanOrder,
+        _request: super::keyrange::ScanRequest,
     ) -> Result<Box<dyn RowStream>> {
         Ok(Box::new(NoRows))
     }
