@@ -4,9 +4,12 @@
 //!
 //! The clustered key's ranges (`sql/keyrange.rs`) bound the scanned key ranges; an index read
 //! scans the index's entries and fetches the rows they point at page by page
-//! (`index_lookup.rs`); partitions read in order are merged (`scan_merge.rs`). Keys order integer handles as signed 64-bit
-//! numbers, so an `UNSIGNED` key's values from 2^63 up sort first: ranges over them are split,
-//! and ascending order is served by scanning `[0, 2^63)` before `[2^63, 2^64)`.
+//! (`index_lookup.rs`); partitions read in order are merged (`scan_merge.rs`). A statement's
+//! LIMIT sizes the pages, and nothing is read ahead past it.
+//!
+//! Keys order integer handles as signed 64-bit numbers, so an `UNSIGNED` key's values from
+//! 2^63 up sort first: ranges over them are split, and ascending order is served by scanning
+//! `[0, 2^63)` before `[2^63, 2^64)`.
 
 use std::sync::Arc;
 

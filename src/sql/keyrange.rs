@@ -1,13 +1,14 @@
-//! Which stored rows a WHERE can match, as ranges of a table's clustered key, and which ORDER
-//! BY a scan of that key delivers.
+//! Which stored rows a WHERE can match, as ranges of a table's clustered key or of an index,
+//! and which ORDER BY a scan of them delivers.
 //!
 //! TiDB keeps a table's rows under record keys ordered by the clustered key: an integer
 //! primary key is the integer handle itself; any other clustered primary key (TiDB's common
 //! handle) is the memcomparable encoding of its columns (strings as their collation's sort
-//! key), so a scan delivers rows in primary-key order and a range of the first key column is
-//! a range of keys. An index's entries are ordered the same way by the index's columns, and
-//! point at their rows (an index lookup). Ranges found here are always a superset of the matching rows: the full
-//! WHERE is evaluated on every row read, so a conjunct that gives no range only costs reads.
+//! key), so a scan delivers rows in primary-key order and a range of the key's columns is a
+//! range of keys. An index's entries are ordered the same way by the index's columns, and
+//! point at their rows (an index lookup). Ranges found here are always a superset of the
+//! matching rows: the full WHERE is evaluated on every row read, so a conjunct that gives no
+//! range only costs reads.
 
 use tibinlog_protocol::value::Value;
 

@@ -3,9 +3,10 @@
 //! aggregates → HAVING → projection → DISTINCT → ORDER BY → LIMIT.
 //!
 //! Push-down: equality on `TABLE_SCHEMA`/`TABLE_NAME` (and the other name columns) narrows what
-//! an information_schema view generates; comparisons of the clustered key's first column with
-//! constants narrow a TiDB table's scan to key ranges, and an `ORDER BY` a prefix of that key
-//! is served by the scan's order (partitions merged) instead of a sort (`keyrange.rs`). The full WHERE is evaluated on every row either way, so
+//! an information_schema view generates; comparisons of a key's columns with constants narrow
+//! a TiDB table's scan to key ranges, an `ORDER BY` a prefix of the clustered key or of an
+//! index is served by the scan's order (partitions merged) instead of a sort (`keyrange.rs`),
+//! and a LIMIT sizes the scan's pages. The full WHERE is evaluated on every row either way, so
 //! push-down only ever saves work.
 
 use std::cell::RefCell;
@@ -248,9 +249,9 @@ fn rows_wanted(
     limit: Option<&LimitClause>,
 ) -> Result<Option<u64>> {
     let Some(limit) = limit else { return Ok(None) };
-    let grouped = !matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty())
-        || sel.having.is_some()
-        || sel.distinct.is_some();
+    let no_group =
+        matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty());
+    let grouped = !no_group || sel.having.is_some() || sel.distinct.is_some();
     let mut aggregates = Vec::new();
     for item in &sel.projection {
         if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
@@ -321,7 +322,8 @@ fn filtered_from(
 /// `SELECT MIN(k), MAX(k) … FROM t [WHERE …]` without GROUP BY, every aggregate a MIN or MAX
 /// of one column `k` whose order a scan of `t` delivers (its clustered key or an index): the
 /// first non-NULL matching row read upwards and the first read downwards are all the
-/// aggregates need, so the table (or index) is read at its two ends instead of whole (what chunk splitters ask before they split).
+/// aggregates need, so the table (or index) is read at its two ends instead of whole (what
+/// chunk splitters ask before they split).
 fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Option<Source>> {
     let no_group =
         matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty());
