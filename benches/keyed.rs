@@ -114,12 +114,13 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
             .await
             .expect("chunk end");
         let end = end.expect("a chunk end");
-        let next: Option<String> = conn
+        let next: Option<Option<String>> = conn
             .query_first(format!(
                 "SELECT MIN(`code`) FROM `test`.`{t}` WHERE `code` > '{end}'"
             ))
             .await
             .expect("next start");
+        let next = next.flatten();
         let sql = match &next {
             Some(_) => format!(
                 "SELECT * FROM `test`.`{t}` WHERE `code` >= '{start}' AND NOT (`code` = \
