@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+use futures_util::StreamExt;
 use mysql_async::prelude::*;
 use tibinlog::sim::tidb::types as ty;
 use tibinlog::sim::tidb::{ColumnDef, TableDef};
@@ -96,8 +97,18 @@ async fn latency(conn: &mut mysql_async::Conn, sql: &str) -> f64 {
     median(times)
 }
 
-/// Reads `t` in Flink's chunks, splitting as it goes: (rows, seconds).
-async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
+/// Seconds spent in each of a chunk's three queries.
+#[derive(Default)]
+struct Split {
+    end: f64,
+    next: f64,
+    read: f64,
+    chunks: u64,
+}
+
+/// Reads `t` in Flink's chunks, splitting as it goes: (rows, seconds, where they went).
+async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64, Split) {
+    let mut split = Split::default();
     let began = Instant::now();
     let first: Option<String> = conn
         .query_first(format!("SELECT MIN(`code`) FROM `test`.`{t}`"))
@@ -106,6 +117,8 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
     let mut start = first.expect("a first key");
     let mut rows = 0u64;
     loop {
+        split.chunks += 1;
+        let at = Instant::now();
         let end: Option<String> = conn
             .query_first(format!(
                 "SELECT MAX(`code`) FROM (SELECT `code` FROM `test`.`{t}` WHERE `code` >= \
@@ -114,6 +127,8 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
             .await
             .expect("chunk end");
         let end = end.expect("a chunk end");
+        split.end += at.elapsed().as_secs_f64();
+        let at = Instant::now();
         let next: Option<Option<String>> = conn
             .query_first(format!(
                 "SELECT MIN(`code`) FROM `test`.`{t}` WHERE `code` > '{end}'"
@@ -121,6 +136,8 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
             .await
             .expect("next start");
         let next = next.flatten();
+        split.next += at.elapsed().as_secs_f64();
+        let at = Instant::now();
         let sql = match &next {
             Some(_) => format!(
                 "SELECT * FROM `test`.`{t}` WHERE `code` >= '{start}' AND NOT (`code` = \
@@ -128,15 +145,27 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64) {
             ),
             None => format!("SELECT * FROM `test`.`{t}` WHERE `code` >= '{start}'"),
         };
-        let got: Vec<mysql_async::Row> = conn.query(sql).await.expect("chunk");
-        rows += got.len() as u64;
+        // Streamed and counted, as the full scan is read.
+        let mut result = conn.query_iter(sql).await.expect("chunk");
+        let mut stream = result
+            .stream::<mysql_async::Row>()
+            .await
+            .expect("stream")
+            .expect("a result set");
+        while let Some(row) = stream.next().await {
+            row.expect("row");
+            rows += 1;
+        }
+        drop(stream);
+        drop(result);
+        split.read += at.elapsed().as_secs_f64();
         match next {
             // The chunk end is the next chunk's first row.
             Some(_) => start = end,
             None => break,
         }
     }
-    (rows, began.elapsed().as_secs_f64())
+    (rows, began.elapsed().as_secs_f64(), split)
 }
 
 async fn measure(port: u16, t: &str, rows: u64) {
@@ -159,7 +188,7 @@ async fn measure(port: u16, t: &str, rows: u64) {
     assert_eq!(n, rows, "the full scan reads every row");
     let base = rss();
     let peak = RssPeak::start();
-    let (n, split) = chunked(&mut conn, t).await;
+    let (n, split, parts) = chunked(&mut conn, t).await;
     let chunk_growth = peak.finish().saturating_sub(base);
     assert_eq!(n, rows, "the chunks cover every row once");
     println!(
@@ -168,6 +197,14 @@ async fn measure(port: u16, t: &str, rows: u64) {
         mb(full_growth),
         mb(chunk_growth),
         split / full
+    );
+    let per = |s: f64| s * 1e3 / parts.chunks as f64;
+    println!(
+        "    per chunk ({} chunks): chunk end {:.1} ms, next start {:.1} ms, chunk read {:.1} ms",
+        parts.chunks,
+        per(parts.end),
+        per(parts.next),
+        per(parts.read)
     );
     conn.disconnect().await.expect("disconnect");
 }
