@@ -12,6 +12,13 @@
 //! process (simulator, server and client) during each.
 //!
 //! `cargo bench --bench keyed`.
+//!
+//! Measured (2 cores; simulator, server and client in one process), 10,000,000 rows:
+//! - clustered: `DESC LIMIT 1` 0.6 ms; full scan 7.1 s (RSS +7.8 MB); Flink's chunks 25.9 s,
+//!   3.64× the full scan (RSS +2.6 MB; per chunk: bound 8.9 ms, next start 1.2 ms, read
+//!   10.9 ms);
+//! - non-clustered (index lookups): `DESC LIMIT 1` 0.8 ms; full scan 6.1 s; chunks 126.9 s,
+//!   20.8× (per chunk: bound 47.7 ms, read 53.0 ms: a batch read of 8,096 rows per chunk).
 
 use std::time::Instant;
 
