@@ -125,22 +125,7 @@ impl MvccStore {
             if limit != 0 && out.len() >= limit {
                 break;
             }
-            match read_entry(key, e, ts, bypass_locks) {
-                Ok(Some(mut r)) => {
-                    if key_only {
-                        r.value.clear();
-                    }
-                    out.push(KvPair {
-                        key: key.to_vec(),
-                        result: Ok(r),
-                    })
-                }
-                Ok(None) => {}
-                Err(err) => out.push(KvPair {
-                    key: key.to_vec(),
-                    result: Err(err),
-                }),
-            }
+            push_read(&mut out, key, e, ts, key_only, bypass_locks);
         }
         Ok(out)
     }
@@ -162,24 +147,37 @@ impl MvccStore {
             if key < start || (limit != 0 && out.len() >= limit) {
                 break;
             }
-            match read_entry(key, e, ts, bypass_locks) {
-                Ok(Some(mut r)) => {
-                    if key_only {
-                        r.value.clear();
-                    }
-                    out.push(KvPair {
-                        key: key.to_vec(),
-                        result: Ok(r),
-                    })
-                }
-                Ok(None) => {}
-                Err(err) => out.push(KvPair {
-                    key: key.to_vec(),
-                    result: Err(err),
-                }),
-            }
+            push_read(&mut out, key, e, ts, key_only, bypass_locks);
         }
         Ok(out)
+    }
+}
+
+/// Appends what a read of `key` at `ts` finds: its value (emptied when `key_only`), nothing
+/// for a key without a visible version, or the lock it meets.
+fn push_read(
+    out: &mut Vec<KvPair>,
+    key: &[u8],
+    e: &KeyEntry,
+    ts: Ts,
+    key_only: bool,
+    bypass_locks: &[Ts],
+) {
+    match read_entry(key, e, ts, bypass_locks) {
+        Ok(Some(mut r)) => {
+            if key_only {
+                r.value.clear();
+            }
+            out.push(KvPair {
+                key: key.to_vec(),
+                result: Ok(r),
+            })
+        }
+        Ok(None) => {}
+        Err(err) => out.push(KvPair {
+            key: key.to_vec(),
+            result: Err(err),
+        }),
     }
 }
 
