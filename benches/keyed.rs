@@ -22,7 +22,6 @@
 
 use std::time::Instant;
 
-use futures_util::StreamExt;
 use mysql_async::prelude::*;
 use tibinlog::sim::tidb::types as ty;
 use tibinlog::sim::tidb::{ColumnDef, TableDef};
@@ -67,29 +66,13 @@ fn code(i: u64) -> String {
 }
 
 fn load(sim: &tibinlog::sim::cli::SimHandle, name: &str, rows: u64) {
-    let cluster = sim.cluster().clone();
-    let tidb = sim.tidb();
-    let mut i = 0u64;
-    while i < rows {
-        let n = LOAD_TXN_ROWS.min(rows - i);
-        cluster
-            .apply(|core| {
-                let mut t = tidb.lock().expect("tidb");
-                let mut txn = t.begin(core);
-                for _ in 0..n {
-                    i += 1;
-                    let row = [
-                        Value::Bytes(code(i).into_bytes()),
-                        Value::Int(i as i64),
-                        Value::Bytes(b"some narrow name".to_vec()),
-                    ];
-                    txn.insert("test", name, &row).expect("insert");
-                }
-                let c = txn.commit().expect("commit");
-                Ok(((), c.outputs))
-            })
-            .expect("load");
-    }
+    reads::load(sim, "test", name, rows, LOAD_TXN_ROWS, |i| {
+        vec![
+            Value::Bytes(code(i).into_bytes()),
+            Value::Int(i as i64),
+            Value::Bytes(b"some narrow name".to_vec()),
+        ]
+    });
 }
 
 /// Median latency of `sql` (one row expected), seconds.
@@ -153,18 +136,7 @@ async fn chunked(conn: &mut mysql_async::Conn, t: &str) -> (u64, f64, Split) {
             None => format!("SELECT * FROM `test`.`{t}` WHERE `code` >= '{start}'"),
         };
         // Streamed and counted, as the full scan is read.
-        let mut result = conn.query_iter(sql).await.expect("chunk");
-        let mut stream = result
-            .stream::<mysql_async::Row>()
-            .await
-            .expect("stream")
-            .expect("a result set");
-        while let Some(row) = stream.next().await {
-            row.expect("row");
-            rows += 1;
-        }
-        drop(stream);
-        drop(result);
+        rows += reads::stream_rows(conn, &sql).await.0;
         split.read += at.elapsed().as_secs_f64();
         match next {
             // The chunk end is the next chunk's first row.

@@ -42,7 +42,7 @@ use util::{env_num, free_port, mb};
 /// VARCHAR(32) value of every row.
 const NAME: &str = "some narrow name";
 /// Rows per simulated transaction while loading.
-const LOAD_TXN_ROWS: i64 = 10_000;
+const LOAD_TXN_ROWS: u64 = 10_000;
 
 fn narrow_table() -> TableDef {
     TableDef {
@@ -178,29 +178,14 @@ async fn scan(rts: &Runtimes) {
         .expect("simulator start task");
     create(&sim, "test", narrow_table());
     let began = Instant::now();
-    let cluster = sim.cluster().clone();
-    let tidb = sim.tidb();
-    let mut id = 0i64;
-    while id < rows {
-        let n = LOAD_TXN_ROWS.min(rows - id);
-        cluster
-            .apply(|core| {
-                let mut t = tidb.lock().expect("tidb");
-                let mut txn = t.begin(core);
-                for _ in 0..n {
-                    id += 1;
-                    let row = [
-                        Value::Int(id),
-                        Value::Int(id * 7),
-                        Value::Bytes(NAME.as_bytes().to_vec()),
-                    ];
-                    txn.insert("test", "narrow", &row).expect("insert");
-                }
-                let c = txn.commit().expect("commit");
-                Ok(((), c.outputs))
-            })
-            .expect("load");
-    }
+    reads::load(&sim, "test", "narrow", rows as u64, LOAD_TXN_ROWS, |id| {
+        let id = id as i64;
+        vec![
+            Value::Int(id),
+            Value::Int(id * 7),
+            Value::Bytes(NAME.as_bytes().to_vec()),
+        ]
+    });
     println!(
         "  simulated cluster loaded {rows} rows in {:.1} s",
         began.elapsed().as_secs_f64()

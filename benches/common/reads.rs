@@ -121,12 +121,9 @@ impl RssPeak {
     }
 }
 
-/// One streaming read of `sql`: (rows, value bytes, seconds).
-pub async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
-    let mut conn = mysql_async::Conn::new(util::mysql_opts(port, user))
-        .await
-        .expect("connect");
-    let began = Instant::now();
+/// One streaming read of `sql` on `conn`: (rows, value bytes).
+pub async fn stream_rows(conn: &mut mysql_async::Conn, sql: &str) -> (u64, u64) {
+    use futures_util::StreamExt;
     let mut result = conn.query_iter(sql).await.expect("query");
     let mut rows = 0u64;
     let mut bytes = 0u64;
@@ -135,7 +132,6 @@ pub async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
         .await
         .expect("stream")
         .expect("a result set");
-    use futures_util::StreamExt;
     while let Some(row) = stream.next().await {
         let row = row.expect("row");
         rows += 1;
@@ -145,11 +141,49 @@ pub async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
             }
         }
     }
-    drop(stream);
+    (rows, bytes)
+}
+
+/// One streaming read of `sql` on a new connection: (rows, value bytes, seconds).
+pub async fn read_all(port: u16, user: &str, sql: &str) -> (u64, u64, f64) {
+    let mut conn = mysql_async::Conn::new(util::mysql_opts(port, user))
+        .await
+        .expect("connect");
+    let began = Instant::now();
+    let (rows, bytes) = stream_rows(&mut conn, sql).await;
     let secs = began.elapsed().as_secs_f64();
-    drop(result);
     conn.disconnect().await.expect("disconnect");
     (rows, bytes, secs)
+}
+
+/// Inserts `rows` rows made by `row` (from 1 up) into `db`.`table` of the simulator, in
+/// transactions of `per_txn` rows.
+pub fn load(
+    sim: &SimHandle,
+    db: &str,
+    table: &str,
+    rows: u64,
+    per_txn: u64,
+    mut row: impl FnMut(u64) -> Vec<tibinlog_protocol::value::Value>,
+) {
+    let cluster = sim.cluster().clone();
+    let tidb = sim.tidb();
+    let mut i = 0u64;
+    while i < rows {
+        let n = per_txn.min(rows - i);
+        cluster
+            .apply(|core| {
+                let mut t = tidb.lock().expect("tidb");
+                let mut txn = t.begin(core);
+                for _ in 0..n {
+                    i += 1;
+                    txn.insert(db, table, &row(i)).expect("insert");
+                }
+                let c = txn.commit().expect("commit");
+                Ok(((), c.outputs))
+            })
+            .expect("load");
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
