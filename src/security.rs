@@ -152,6 +152,13 @@ impl ClusterTls {
         self.client.clone().timeout(handshake_timeout)
     }
 
+    /// The same identity for an HTTP/1.1 connection (PD's HTTP API).
+    pub fn http1_connector(&self) -> tokio_rustls::TlsConnector {
+        let mut config = (*self.rustls).clone();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    }
+
     /// The client certificate's common name.
     pub fn common_name(&self) -> Option<&str> {
         self.common_name.as_deref()

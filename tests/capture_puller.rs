@@ -866,6 +866,12 @@ async fn certificate_problems_with_pd_are_refusals_naming_the_member() {
             .await
             .expect("mutual TLS");
         pd.tso().await.expect("a timestamp over TLS");
+        // PD's HTTP API on the same port, over the same TLS.
+        let stats = pd
+            .region_stats(b"", b"")
+            .await
+            .expect("region stats over TLS");
+        assert_eq!(stats.count, 1, "{stats:?}");
         cancel.cancel();
         c.shutdown().await;
     })

@@ -11,6 +11,7 @@
 //! 2^63 up sort first: ranges over them are split, and ascending order is served by scanning
 //! `[0, 2^63)` before `[2^63, 2^64)`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tibinlog_protocol::value::Value;
@@ -21,9 +22,10 @@ use super::scan_holds::{ScanHold, ScanHolds};
 use super::scan_merge::{Merge, Pair, Pop, INDEX_PREFIX_LEN, RECORD_PREFIX_LEN};
 use crate::capture::pd::PdClient;
 use crate::capture::snapshot::BlockingSnapshotReader;
+use crate::capture::table_sizes::TableSizes;
 use crate::model::Ts;
 use crate::mounter::MountedTable;
-use crate::sql::catalog::{RowDecoder, TableMeta};
+use crate::sql::catalog::{RowDecoder, TableEstimate, TableMeta, TableStats};
 use crate::sql::error::{Result, SqlError};
 use crate::sql::exec::RowStream;
 use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder, ScanRequest};
@@ -85,6 +87,8 @@ pub struct TableReader {
     handle: tokio::runtime::Handle,
     /// Every scan holds its timestamp here while it runs.
     holds: ScanHolds,
+    /// Table size estimates from PD.
+    sizes: Arc<TableSizes>,
 }
 
 impl TableReader {
@@ -96,22 +100,29 @@ impl TableReader {
     ) -> Self {
         TableReader {
             reader,
+            sizes: Arc::new(TableSizes::new(pd.clone())),
             pd,
             handle,
             holds,
         }
     }
 
+    /// Runs `f` to completion from a blocking thread (a statement's) or a multi-threaded
+    /// runtime's worker.
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.handle.block_on(f))
+            }
+            _ => self.handle.block_on(f),
+        }
+    }
+
     /// Refuses a read below PD's GC safe point, as TiDB does: the history may be gone.
     fn check_gc(&self, ts: u64) -> Result<()> {
-        let pd = self.pd.clone();
-        let safe = match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| self.handle.block_on(pd.get_gc_safe_point()))
-            }
-            _ => self.handle.block_on(pd.get_gc_safe_point()),
-        }
-        .map_err(|e| SqlError::new(ER_UNKNOWN_ERROR, format!("reading PD's GC safe point: {e}")))?;
+        let safe = self.block_on(self.pd.get_gc_safe_point()).map_err(|e| {
+            SqlError::new(ER_UNKNOWN_ERROR, format!("reading PD's GC safe point: {e}"))
+        })?;
         if ts < safe.0 {
             return Err(SqlError::new(
                 ER_UNKNOWN_ERROR,
@@ -219,7 +230,29 @@ fn index_key_ranges(
     }
 }
 
+/// Bytes of PD's size unit.
+const MIB: u64 = 1 << 20;
+
+impl TableStats for TableReader {
+    fn estimates(&self, ids: &[i64]) -> HashMap<i64, TableEstimate> {
+        self.block_on(self.sizes.of(ids))
+            .into_iter()
+            .map(|(id, s)| {
+                let e = TableEstimate {
+                    rows: s.storage_keys,
+                    data_length: s.storage_size.saturating_mul(MIB),
+                };
+                (id, e)
+            })
+            .collect()
+    }
+}
+
 impl SnapshotSource for TableReader {
+    fn stats(&self) -> Option<&dyn TableStats> {
+        Some(self)
+    }
+
     fn scan(&self, table: &TableMeta, ts: u64, request: ScanRequest) -> Result<Box<dyn RowStream>> {
         let ScanRequest {
             access,

@@ -33,6 +33,7 @@ pub mod id_map;
 pub mod matcher;
 pub mod output;
 pub mod pd;
+pub mod pd_http;
 pub mod puller;
 pub mod region;
 pub mod region_cache;
@@ -40,6 +41,7 @@ pub mod snapshot;
 pub mod span;
 pub mod spill;
 pub mod store_stream;
+pub mod table_sizes;
 
 pub use error::{CaptureError, RegionErrorKind, Result, Retry};
 pub use frontier::SpanFrontier;

@@ -29,6 +29,7 @@ use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status, Streaming};
 
+use super::pd_http;
 use super::region_cache::RegionInfo;
 use crate::model::{Span, Ts};
 
@@ -73,6 +74,9 @@ pub enum PdError {
     /// A PD member refused our TLS (its certificate or ours): stop, retrying cannot help.
     #[error("PD refused the connection: {0}")]
     Refused(String),
+    /// PD's HTTP API answered something this client cannot read.
+    #[error("PD HTTP API: {0}")]
+    Api(String),
 }
 
 impl PdError {
@@ -84,7 +88,8 @@ impl PdError {
             Self::ClusterIdMismatch { .. }
             | Self::TsoRegression { .. }
             | Self::Malformed(_)
-            | Self::Refused(_) => false,
+            | Self::Refused(_)
+            | Self::Api(_) => false,
         }
     }
 }
@@ -410,6 +415,37 @@ impl PdClient {
     /// The PD cluster id (also what TiKV checks in `cdcpb.Header`).
     pub fn cluster_id(&self) -> u64 {
         self.conn.cluster_id
+    }
+
+    /// PD's statistics of the regions overlapping the raw key range `[start, end)`, from the
+    /// first member whose HTTP API answers (every member serves it): the configured addresses,
+    /// then the members PD listed.
+    pub async fn region_stats(&self, start: &[u8], end: &[u8]) -> Result<pd_http::RangeStats> {
+        let path = pd_http::stats_region_path(start, end);
+        let tls = self.conn.cfg.tls.as_ref();
+        let members = self
+            .conn
+            .members
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut tried: Vec<String> = Vec::new();
+        let mut last = String::from("no PD address configured");
+        for addr in self.conn.cfg.addrs.iter().chain(&members) {
+            let url = url_of(addr, tls.is_some());
+            if tried.contains(&url) {
+                continue;
+            }
+            tried.push(url);
+            match pd_http::get(addr, &path, tls, self.conn.cfg.rpc_timeout).await {
+                Ok(body) => return pd_http::parse_stats(&body).map_err(PdError::Api),
+                Err(e) => last = e,
+            }
+        }
+        Err(PdError::Unavailable {
+            addrs: self.conn.cfg.addrs.clone(),
+            last,
+        })
     }
 
     /// The TLS this client speaks, which TiKV connections use too.

@@ -121,6 +121,37 @@ pub struct TableMeta {
     pub rows: Option<Arc<dyn RowDecoder>>,
 }
 
+/// Size estimates of one physical table (a table or a partition), as storage reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableEstimate {
+    /// Approximate rows (`TABLE_ROWS`).
+    pub rows: u64,
+    /// Approximate bytes of the rows (`DATA_LENGTH`).
+    pub data_length: u64,
+}
+
+impl TableEstimate {
+    /// The sum of two estimates (a partitioned table's over its partitions).
+    pub fn add(self, o: TableEstimate) -> TableEstimate {
+        TableEstimate {
+            rows: self.rows.saturating_add(o.rows),
+            data_length: self.data_length.saturating_add(o.data_length),
+        }
+    }
+
+    /// `AVG_ROW_LENGTH`: bytes per row, 0 without rows.
+    pub fn avg_row_length(&self) -> u64 {
+        self.data_length.checked_div(self.rows).unwrap_or(0)
+    }
+}
+
+/// Where size estimates come from (`information_schema.TABLES`, `PARTITIONS`, `SHOW TABLE
+/// STATUS`).
+pub trait TableStats {
+    /// Estimates of the physical tables `ids`; an id without one is left out.
+    fn estimates(&self, ids: &[i64]) -> std::collections::HashMap<i64, TableEstimate>;
+}
+
 /// Decodes the stored rows of one table version into cells in [`TableMeta::columns`] order.
 pub trait RowDecoder: Send + Sync + std::fmt::Debug {
     /// Physical table ids holding the rows (the partitions, or the table itself).

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use tibinlog_protocol::value::Value;
 
-use super::catalog::{CatalogSnapshot, TableKind, TableMeta};
+use super::catalog::{CatalogSnapshot, TableEstimate, TableKind, TableMeta, TableStats};
 use super::charset::{self, CHARSETS, COLLATIONS};
 use super::types::{SqlType, TypeKind};
 
@@ -612,6 +612,7 @@ pub fn rows(
     catalog: &CatalogSnapshot,
     facts: &ServerFacts,
     push: &Pushdown,
+    stats: Option<&dyn TableStats>,
 ) -> Vec<Vec<Value>> {
     let def_members = |col: &str| -> Vec<String> {
         def.columns
@@ -736,8 +737,10 @@ pub fn rows(
                     ]);
                 }
             }
+            let est = estimates_of(stats, tables_in(catalog, push));
             for t in tables_in(catalog, push) {
                 let view = t.is_view();
+                let e = table_estimate(t, &est);
                 out.push(vec![
                     s("def"),
                     s(&t.db),
@@ -750,9 +753,13 @@ pub fn rows(
                     } else {
                         en("ROW_FORMAT", "Dynamic")
                     },
-                    if view { Value::Null } else { u(0) },
-                    if view { Value::Null } else { u(0) },
-                    if view { Value::Null } else { u(16_384) },
+                    if view { Value::Null } else { u(e.rows) },
+                    if view {
+                        Value::Null
+                    } else {
+                        u(e.avg_row_length())
+                    },
+                    if view { Value::Null } else { u(e.data_length) },
                     if view { Value::Null } else { u(0) },
                     if view { Value::Null } else { u(0) },
                     if view { Value::Null } else { u(0) },
@@ -950,12 +957,20 @@ pub fn rows(
             }
         }
         "PARTITIONS" => {
+            let est = estimates_of(stats, tables_in(catalog, push));
             for t in tables_in(catalog, push) {
                 if t.partitions.is_empty() {
-                    out.push(partition_row(t, None, &en));
+                    // A view's row shows zeros (MySQL 8.0 does).
+                    let e = if t.is_view() {
+                        TableEstimate::default()
+                    } else {
+                        table_estimate(t, &est)
+                    };
+                    out.push(partition_row(t, None, e));
                 }
                 for (pos, p) in t.partitions.iter().enumerate() {
-                    out.push(partition_row(t, Some((pos, p)), &en));
+                    let e = paged(est.get(&p.id).copied().unwrap_or_default());
+                    out.push(partition_row(t, Some((pos, p)), e));
                 }
             }
         }
@@ -1018,10 +1033,56 @@ fn i(x: i64) -> Value {
     Value::Int(x)
 }
 
+/// The physical tables holding `t`'s rows: its partitions, or itself (none for a view).
+fn physical_ids(t: &TableMeta) -> Vec<i64> {
+    if t.is_view() {
+        Vec::new()
+    } else if t.partitions.is_empty() {
+        vec![t.id]
+    } else {
+        t.partitions.iter().map(|p| p.id).collect()
+    }
+}
+
+/// Estimates of every physical table of `tables`, asked in one batch.
+fn estimates_of<'a>(
+    stats: Option<&dyn TableStats>,
+    tables: impl Iterator<Item = &'a std::sync::Arc<TableMeta>>,
+) -> std::collections::HashMap<i64, TableEstimate> {
+    let Some(stats) = stats else {
+        return Default::default();
+    };
+    let ids: Vec<i64> = tables.flat_map(|t| physical_ids(t)).collect();
+    if ids.is_empty() {
+        return Default::default();
+    }
+    stats.estimates(&ids)
+}
+
+/// A table's estimate: the sum over its physical tables. Without one the table shows what an
+/// empty InnoDB table does (no rows, one 16 KiB page); a non-empty estimate never shows less.
+fn table_estimate(
+    t: &TableMeta,
+    est: &std::collections::HashMap<i64, TableEstimate>,
+) -> TableEstimate {
+    paged(
+        physical_ids(t)
+            .iter()
+            .filter_map(|id| est.get(id))
+            .fold(TableEstimate::default(), |a, b| a.add(*b)),
+    )
+}
+
+/// At least one 16 KiB page of data, as InnoDB shows for an empty table or partition.
+fn paged(mut e: TableEstimate) -> TableEstimate {
+    e.data_length = e.data_length.max(16_384);
+    e
+}
+
 fn partition_row(
     t: &TableMeta,
     p: Option<(usize, &super::catalog::PartitionMeta)>,
-    _en: &dyn Fn(&str, &str) -> Value,
+    e: TableEstimate,
 ) -> Vec<Value> {
     let (name, pos, method, expr, desc, comment) = match p {
         Some((pos, p)) => (
@@ -1054,9 +1115,9 @@ fn partition_row(
         expr,
         Value::Null,
         desc,
-        u(0),
-        u(0),
-        u(0),
+        u(e.rows),
+        u(e.avg_row_length()),
+        u(e.data_length),
         u(0),
         u(0),
         u(0),
@@ -1110,7 +1171,7 @@ mod tests {
             processlist: vec![ProcessInfo::default()],
         };
         for def in tables() {
-            for row in rows(def, &catalog, &facts, &Pushdown::default()) {
+            for row in rows(def, &catalog, &facts, &Pushdown::default(), None) {
                 assert_eq!(row.len(), def.columns.len(), "{}", def.name);
             }
         }
@@ -1118,6 +1179,6 @@ mod tests {
             eq: vec![("TABLE_SCHEMA".into(), "other".into())],
         };
         let tables_def = table("INFORMATION_SCHEMA", "tables").expect("TABLES");
-        assert!(rows(tables_def, &catalog, &facts, &push).is_empty());
+        assert!(rows(tables_def, &catalog, &facts, &push, None).is_empty());
     }
 }

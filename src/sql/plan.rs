@@ -43,6 +43,11 @@ pub trait SnapshotSource: Send + Sync + std::fmt::Debug {
         ts: u64,
         request: ScanRequest,
     ) -> Result<Box<dyn super::exec::RowStream>>;
+
+    /// Size estimates of the tables, if the source has them.
+    fn stats(&self) -> Option<&dyn super::catalog::TableStats> {
+        None
+    }
 }
 
 /// What a query runs against.
@@ -1035,7 +1040,8 @@ fn info_table(
             push.eq.push((col.to_ascii_uppercase(), val));
         }
     }
-    let rows = infoschema::rows(def, ctx.catalog, ctx.info, &push);
+    let stats = ctx.snapshot.and_then(|s| s.stats());
+    let rows = infoschema::rows(def, ctx.catalog, ctx.info, &push, stats);
     let tname = alias.unwrap_or_else(|| table.to_owned());
     let schema = infoschema::schema_name(db);
     let cols = def

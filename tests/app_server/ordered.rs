@@ -2,7 +2,8 @@
 //! VARCHAR common handle, a non-clustered primary key and secondary indexes (index lookups),
 //! partitioned (the partitions' ordered scans merged) or not, both directions; the chunk
 //! queries of Flink and Debezium's incremental snapshots read the rows of their chunk (their
-//! LIMIT sizes the pages), not the table (counted at the simulated stores).
+//! LIMIT sizes the pages), not the table (counted at the simulated stores). The catalog's size
+//! estimates of the same tables come from PD's region statistics.
 
 use std::time::{Duration, Instant};
 
@@ -453,6 +454,56 @@ async fn index_lookups(conn: &mut Conn, sim: &Sim, d: &Data, rng: &mut Rng) {
     assert_eq!(got, want.iter().rev().take(5).cloned().collect::<Vec<_>>());
 }
 
+/// `TABLE_ROWS` and the sizes come from PD's region statistics: exact for a table whose
+/// regions hold only its records (each new table and partition starts a region, as TiDB splits
+/// them), an over-estimate when index entries share them.
+async fn size_estimates(conn: &mut Conn, d: &Data) {
+    let rows: Vec<(String, u64, u64, u64)> = conn
+        .query(
+            "SELECT TABLE_NAME, TABLE_ROWS, DATA_LENGTH, AVG_ROW_LENGTH \
+             FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'test' ORDER BY TABLE_NAME",
+        )
+        .await
+        .expect("tables");
+    let exact = [
+        ("ck", d.ck.len()),
+        ("hp", d.hp.len()),
+        ("hu", d.hu.len()),
+        ("vk", d.vk.len()),
+    ];
+    for (name, table_rows, data_length, avg) in &rows {
+        assert!(*data_length >= 16_384, "{name}: {data_length}");
+        assert_eq!(*avg, data_length / table_rows.max(&1), "{name}");
+        if let Some((_, n)) = exact.iter().find(|(t, _)| t == name) {
+            assert_eq!(*table_rows, *n as u64, "{name}: one key per row");
+        }
+    }
+    let count = |name: &str| rows.iter().find(|r| r.0 == name).map(|r| r.1);
+    // nk: the row, its primary key entry and two index entries per row.
+    let nk = count("nk").expect("nk");
+    assert!(
+        nk >= d.ck.len() as u64 && nk <= 4 * d.ck.len() as u64,
+        "{nk}"
+    );
+    let parts: Vec<(String, u64)> = conn
+        .query(
+            "SELECT PARTITION_NAME, TABLE_ROWS FROM information_schema.PARTITIONS \
+             WHERE TABLE_SCHEMA = 'test' AND TABLE_NAME = 'hp' ORDER BY PARTITION_NAME",
+        )
+        .await
+        .expect("partitions");
+    assert_eq!(parts.len(), 4);
+    assert!(parts.iter().all(|(_, n)| *n > 0), "{parts:?}");
+    let sum: u64 = parts.iter().map(|(_, n)| n).sum();
+    assert_eq!(sum, d.hp.len() as u64);
+    let status: Vec<mysql_async::Row> = conn
+        .query("SHOW TABLE STATUS FROM test LIKE 'vk'")
+        .await
+        .expect("status");
+    let got: Option<u64> = status[0].get("Rows");
+    assert_eq!(got, Some(d.vk.len() as u64));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_key_shape_reads_in_order_and_chunks_read_their_rows() {
     let seed = fresh_seed("ordered_reads");
@@ -476,6 +527,7 @@ async fn every_key_shape_reads_in_order_and_chunks_read_their_rows() {
     composite_key(&mut conn, sim, &d, &mut rng).await;
     varchar_key(&mut conn, sim, &d, &mut rng).await;
     index_lookups(&mut conn, sim, &d, &mut rng).await;
+    size_estimates(&mut conn, &d).await;
     let _ = conn.disconnect().await;
     app.stop().await.expect("clean stop");
     cluster.run.sim.shutdown().await.expect("sim shutdown");

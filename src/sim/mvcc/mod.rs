@@ -13,7 +13,10 @@
 //! Keys stay raw here; region bounds (encoded) are compared in [`super::region`].
 
 mod read;
+mod size;
 mod txn;
+
+pub use size::RangeSize;
 
 use std::collections::BTreeMap;
 

@@ -444,3 +444,29 @@ fn incremental_gc_leaves_what_a_pass_over_every_key_would() {
         }
     }
 }
+
+#[test]
+fn approximate_size_counts_every_version_and_the_long_values() {
+    let mut s = MvccStore::new();
+    let long = vec![7u8; SHORT_VALUE_MAX_LEN + 1];
+    s.prewrite(&req(vec![put("a", b"1"), put("b", &long)], "a", 10))
+        .expect("prewrite");
+    s.commit(&[k("a"), k("b")], Ts(10), Ts(15)).expect("commit");
+    // A lock is not a version: nothing counts until the commit.
+    s.prewrite(&req(vec![put("a", b"2")], "a", 20))
+        .expect("prewrite");
+    assert_eq!(s.approximate_size(b"a", b"c").keys, 2);
+    s.commit(&[k("a")], Ts(20), Ts(25)).expect("commit");
+    let all = s.approximate_size(b"", b"");
+    assert_eq!(all.keys, 3, "two versions of a, one of b");
+    let a = s.approximate_size(b"a", b"b");
+    assert_eq!(a.keys, 2);
+    let b = s.approximate_size(b"b", b"");
+    assert_eq!(b.keys, 1);
+    assert_eq!(a.bytes + b.bytes, all.bytes);
+    assert!(
+        b.bytes > long.len() as u64,
+        "the long value counts in the default family"
+    );
+    assert_eq!(s.approximate_size(b"c", b"").keys, 0);
+}

@@ -39,6 +39,7 @@ pub mod driver;
 pub mod error;
 pub mod kv;
 pub mod pd;
+pub mod pd_http;
 pub mod state;
 pub mod tls;
 pub mod txn;
@@ -331,7 +332,10 @@ impl SimCluster {
             cancel.clone(),
             self.inner.tracker.clone(),
         );
-        let router = Server::builder().add_service(PdServer::new(pd));
+        // PD serves its HTTP API on the same port as gRPC.
+        let routes = tonic::service::Routes::from(pd_http::router(self.inner.shared.clone()))
+            .add_service(PdServer::new(pd));
+        let router = Server::builder().accept_http1(true).add_routes(routes);
         let acceptor = self.inner.tls.as_ref().map(|t| t.pd.clone());
         self.serve(
             router,

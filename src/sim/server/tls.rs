@@ -144,7 +144,7 @@ impl SimTls {
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain, key)
             .map_err(|e| err("certificate and key", &e))?;
-        config.alpn_protocols = vec![b"h2".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
     }
 }

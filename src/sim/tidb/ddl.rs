@@ -9,7 +9,9 @@ use tibinlog_protocol::value::Value;
 
 use crate::sim::core::{SimCore, StoreOutput};
 use crate::sim::Ts;
-use crate::tidb::key::{decode_record_key, record_key, record_span, table_span, Handle};
+use crate::tidb::key::{
+    decode_record_key, record_key, record_span, table_prefix, table_span, Handle,
+};
 use crate::tidb::schema::{
     action, job_state, mysql, schema_state, CIStr, DBInfo, HistoryInfo, Job, TableInfo,
 };
@@ -1214,6 +1216,10 @@ impl Tidb {
             let (start, end) = table_span(*id);
             core.add_delete_range(done.commit_ts, start, end);
         }
+        // TiDB's `split-table` (on by default): a new table or partition starts a region.
+        for id in stored_after.difference(&stored_before) {
+            outputs.extend(split_at_table(core, *id));
+        }
         // A batch create is one binlog transaction per table, in statement order.
         let statements = match ddl {
             Ddl::CreateTables { db, tables } => tables.iter().map(|t| t.sql(db)).collect(),
@@ -1312,4 +1318,16 @@ impl Tidb {
         }
         self.catalog.reindex();
     }
+}
+
+/// Splits the region holding `t{id}` there, unless a region starts there already; a refused
+/// split (no leader) leaves the region whole, as TiDB only logs a failed pre-split.
+fn split_at_table(core: &mut SimCore, id: i64) -> Vec<StoreOutput> {
+    let prefix = table_prefix(id);
+    let encoded = crate::sim::region::encode_key(&prefix);
+    let region = match core.cluster.region_by_key(&encoded) {
+        Some(r) if r.region.start_key != encoded => r.id(),
+        _ => return Vec::new(),
+    };
+    core.split_region(region, &prefix).unwrap_or_default()
 }
