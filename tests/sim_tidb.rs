@@ -430,7 +430,10 @@ fn commit_protocols_produce_their_change_events() {
         },
     )
     .expect("ddl");
-    let region = core.cluster.region_by_key(b"").expect("region");
+    // CREATE TABLE split a region at the table's prefix: the table's rows live there.
+    let id = tidb.table("test", "t3").expect("t3").info.id;
+    let prefix = tibinlog::tidb::key::table_prefix(id);
+    let region = core.cluster.region_by_raw_key(&prefix).expect("region");
     let (region_id, version, store) = (
         region.id(),
         region.version(),
