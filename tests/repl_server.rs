@@ -261,6 +261,31 @@ async fn sql_surface_answers_like_mysql() {
     let (cols, vals) = one_row(&mut conn, "SELECT @master_binlog_checksum, @nothing").await;
     assert_eq!(cols, ["@master_binlog_checksum", "@nothing"]);
     assert_eq!(vals, [Some("CRC32".to_string()), None]);
+    // A right-hand side is any expression SELECT takes, evaluated the same way.
+    conn.query_drop(
+        "SET @sum = 1 + 2 * 3, @text = CONCAT(UPPER('crc'), 32, '-', @@session.wait_timeout DIV 60), \
+         @gap = GTID_SUBTRACT(CONCAT(@@server_uuid, ':1-9'), CONCAT(@@server_uuid, ':1-4'))",
+    )
+    .await
+    .expect("set expressions");
+    let (_, vals) = one_row(
+        &mut conn,
+        "SELECT @sum, @text, @gap = CONCAT(@@server_uuid, ':5-9')",
+    )
+    .await;
+    assert_eq!(
+        vals,
+        [
+            Some("7".to_string()),
+            Some("CRC32-480".to_string()),
+            Some("1".to_string())
+        ]
+    );
+    let err = conn
+        .query_drop("SET @x = NO_SUCH_FUNCTION(1)")
+        .await
+        .expect_err("an unknown function");
+    assert!(err.to_string().contains("NO_SUCH_FUNCTION"), "{err}");
     conn.query_drop("SET NAMES utf8mb4")
         .await
         .expect("set names");

@@ -23,9 +23,8 @@
 use std::collections::BTreeMap;
 
 use sqlparser::ast::{
-    BinaryOperator, ContextModifier, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    InTarget, ObjectName, Set, ShowCreateObject, ShowStatementFilter, Statement, UnaryOperator,
-    Value,
+    BinaryOperator, ContextModifier, Expr, InTarget, ObjectName, Set, ShowCreateObject,
+    ShowStatementFilter, Statement, Value,
 };
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
@@ -49,7 +48,7 @@ use super::words::Words;
 use super::Shared;
 use crate::sql::charset;
 use crate::sql::error::SqlError;
-use crate::sql::expr::Env;
+use crate::sql::expr::{Compiler, Env, NoColumns};
 use crate::sql::infoschema;
 use crate::sql::like::{CaseRule, LikePattern};
 use crate::sql::parse::{parse, split_statements, ParseFailure};
@@ -1254,72 +1253,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// Evaluates the expressions clients SELECT or SET.
-    fn eval(&self, session: &Session, e: &Expr) -> Result<SqlValue, Reply> {
-        match e {
-            Expr::Identifier(id) => self.variable(session, &[id.value.as_str()]),
-            Expr::CompoundIdentifier(ids) => {
-                let parts: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
-                self.variable(session, &parts)
-            }
-            Expr::Value(v) => Ok(literal(&v.value)),
-            Expr::Nested(inner) => self.eval(session, inner),
-            Expr::UnaryOp {
-                op: UnaryOperator::Minus,
-                expr,
-            } => match self.eval(session, expr)? {
-                Some(s) => Ok(Some(format!("-{s}"))),
-                None => Ok(None),
-            },
-            Expr::Function(f) => {
-                let name = f.name.to_string().to_ascii_uppercase();
-                let args = match &f.args {
-                    FunctionArguments::List(l) => l
-                        .args
-                        .iter()
-                        .map(|a| match a {
-                            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => self.eval(session, e),
-                            _ => Err(unsupported("this function argument")),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                    FunctionArguments::None => Vec::new(),
-                    FunctionArguments::Subquery(_) => return Err(unsupported("subqueries")),
-                };
-                self.function(session, &name, &args)
-            }
-            _ => Err(unsupported(&format!("the expression {e}"))),
-        }
-    }
-
-    fn variable(&self, session: &Session, parts: &[&str]) -> Result<SqlValue, Reply> {
-        let (scope, name) = match parts {
-            [one] => {
-                if let Some(n) = one.strip_prefix("@@") {
-                    (Some(Scope::Session), n)
-                } else if let Some(n) = one.strip_prefix('@') {
-                    return Ok(session.user_var(n.trim_matches(['`', '\'', '"'])));
-                } else {
-                    return Err(Reply::err(
-                        tibinlog_protocol::wire::errors::ER_BAD_FIELD_ERROR,
-                        format!("Unknown column '{one}' in 'field list'"),
-                    ));
-                }
-            }
-            [scope, name] => match scope.to_ascii_lowercase().as_str() {
-                "@@session" | "@@local" => (Some(Scope::Session), *name),
-                "@@global" => (Some(Scope::Global), *name),
-                _ => (None, *name),
-            },
-            _ => (None, ""),
-        };
-        let Some(scope) = scope else {
-            return Err(unsupported("qualified column references"));
-        };
-        session
-            .system_var(&self.globals, name, scope)
-            .ok_or_else(|| unknown_variable(name))
-    }
-
     /// MariaDB's `BINLOG_GTID_POS(file, pos)`: the GTID position (`0-<server_id>-<gno>`, empty
     /// before the first transaction) of a replica that has read up to `file:pos`, found by
     /// reading the file from its start as MariaDB does. NULL when the file is unknown or `pos`
@@ -1365,62 +1298,6 @@ impl Ctx<'_> {
         Some(match last {
             0 => String::new(),
             n => format!("0-{}-{n}", self.shared.identity.server_id),
-        })
-    }
-
-    fn function(
-        &self,
-        session: &Session,
-        name: &str,
-        args: &[SqlValue],
-    ) -> Result<SqlValue, Reply> {
-        let arg = |i: usize| args.get(i).cloned().flatten().unwrap_or_default();
-        Ok(match name {
-            "VERSION" if self.info.mariadb_client && !self.shared.identity.mariadb => {
-                Some(mariadb_tool_version())
-            }
-            "VERSION" => Some(self.shared.identity.version.clone()),
-            "UNIX_TIMESTAMP" => Some(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0)
-                    .to_string(),
-            ),
-            "DATABASE" | "SCHEMA" => session.database.clone(),
-            "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => {
-                Some(format!("{}@{}", self.info.user, self.info.host))
-            }
-            "CONNECTION_ID" => Some(self.info.id.to_string()),
-            "UUID" => Some(pseudo_uuid(self.info.id)),
-            "BINLOG_GTID_POS" => {
-                let pos = arg(1).trim().parse::<u64>().ok();
-                pos.and_then(|p| self.binlog_gtid_pos(&arg(0), p))
-            }
-            "GTID_SUBTRACT" => {
-                let (Ok(a), Ok(b)) = (GtidSet::parse(&arg(0)), GtidSet::parse(&arg(1))) else {
-                    return Err(Reply::err(
-                        ER_UNKNOWN_ERROR,
-                        "Malformed GTID set specification",
-                    ));
-                };
-                Some(a.subtract(&b).to_string())
-            }
-            "GTID_SUBSET" => {
-                let (Ok(a), Ok(b)) = (GtidSet::parse(&arg(0)), GtidSet::parse(&arg(1))) else {
-                    return Err(Reply::err(
-                        ER_UNKNOWN_ERROR,
-                        "Malformed GTID set specification",
-                    ));
-                };
-                Some(u8::from(a.is_subset_of(&b)).to_string())
-            }
-            _ => {
-                return Err(Reply::err(
-                    tibinlog_protocol::wire::errors::ER_SP_DOES_NOT_EXIST,
-                    format!("FUNCTION {name} does not exist"),
-                ))
-            }
         })
     }
 
@@ -1503,12 +1380,18 @@ impl Ctx<'_> {
         Reply::ok()
     }
 
-    /// A SET right-hand side: like [`Self::eval`], but a bare word (`SET x = ON`) is a string.
+    /// A SET right-hand side: a bare word (`SET x = ON`) is a string; anything else is an
+    /// expression, evaluated by the SQL engine as in a SELECT (the one evaluator).
     fn eval_set_value(&self, session: &Session, e: &Expr) -> Result<SqlValue, Reply> {
-        match e {
-            Expr::Identifier(id) if !id.value.starts_with('@') => Ok(Some(id.value.clone())),
-            _ => self.eval(session, e),
+        if let Expr::Identifier(id) = e {
+            if !id.value.starts_with('@') {
+                return Ok(Some(id.value.clone()));
+            }
         }
+        let env = SqlEnv { ctx: self, session };
+        let compiled = Compiler::new(&NoColumns, &env).compile(e)?;
+        let value = compiled.eval(&[])?;
+        Ok(crate::sql::text::to_text(&value, &compiled.ty))
     }
 }
 
