@@ -132,7 +132,7 @@ pub struct TableEstimate {
 
 impl TableEstimate {
     /// The sum of two estimates (a partitioned table's over its partitions).
-    pub fn add(self, o: TableEstimate) -> TableEstimate {
+    pub fn plus(self, o: TableEstimate) -> TableEstimate {
         TableEstimate {
             rows: self.rows.saturating_add(o.rows),
             data_length: self.data_length.saturating_add(o.data_length),

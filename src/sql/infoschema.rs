@@ -1069,7 +1069,7 @@ fn table_estimate(
         physical_ids(t)
             .iter()
             .filter_map(|id| est.get(id))
-            .fold(TableEstimate::default(), |a, b| a.add(*b)),
+            .fold(TableEstimate::default(), |a, b| a.plus(*b)),
     )
 }
 
