@@ -192,6 +192,48 @@ async fn sql_surface_answers_like_mysql() {
             ("server_id".to_string(), SERVER_ID.to_string())
         ]
     );
+    // WHERE takes any expression over both columns; the tables behind SHOW read directly.
+    let rows: Vec<(String, String)> = conn
+        .query(
+            "SHOW SESSION VARIABLES WHERE Value = 'ON' AND (Variable_name LIKE 'log\\_bin' \
+             OR LENGTH(Variable_name) > 100)",
+        )
+        .await
+        .expect("show variables where an expression");
+    assert_eq!(rows, [("log_bin".to_string(), "ON".to_string())]);
+    conn.query_drop("SET SESSION net_read_timeout = 45")
+        .await
+        .expect("set");
+    let both: Vec<(String, Option<String>, Option<String>)> = conn
+        .query(
+            "SELECT s.VARIABLE_NAME, s.VARIABLE_VALUE, g.VARIABLE_VALUE \
+             FROM performance_schema.session_variables s \
+             JOIN performance_schema.global_variables g ON g.VARIABLE_NAME = s.VARIABLE_NAME \
+             WHERE s.VARIABLE_NAME = 'net_read_timeout'",
+        )
+        .await
+        .expect("performance_schema");
+    assert_eq!(
+        both,
+        [(
+            "net_read_timeout".into(),
+            Some("45".into()),
+            Some("30".into())
+        )]
+    );
+    let questions: Option<(String, u64)> = conn
+        .query_first(
+            "SELECT VARIABLE_NAME, VARIABLE_VALUE + 0 FROM performance_schema.global_status \
+             WHERE VARIABLE_NAME = 'questions'",
+        )
+        .await
+        .expect("global_status");
+    assert!(
+        questions
+            .as_ref()
+            .is_some_and(|(n, q)| n == "Questions" && *q > 0),
+        "{questions:?}"
+    );
     let rows: Vec<(String, String)> = conn
         .query("show global variables  like 'rds\\_%'")
         .await

@@ -22,10 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use sqlparser::ast::{
-    BinaryOperator, ContextModifier, Expr, InTarget, ObjectName, Set, ShowCreateObject,
-    ShowStatementFilter, Statement, Value,
-};
+use sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, ShowCreateObject, Statement};
 use sqlparser::parser::ParserError;
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
@@ -33,8 +30,7 @@ use tibinlog_protocol::wire::errors::{
     ER_NONEXISTING_GRANT, ER_NO_DB_ERROR, ER_NO_SUCH_TABLE, ER_NO_SUCH_THREAD,
     ER_OPTION_PREVENTS_STATEMENT, ER_PARSE_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
     ER_STACK_OVERRUN_NEED_MORE, ER_TABLEACCESS_DENIED_ERROR, ER_UNKNOWN_ERROR,
-    ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_ARGUMENTS, ER_WRONG_OBJECT,
-    ER_WRONG_VALUE_FOR_VAR,
+    ER_UNKNOWN_SYSTEM_VARIABLE, ER_UNKNOWN_TARGET_BINLOG, ER_WRONG_OBJECT, ER_WRONG_VALUE_FOR_VAR,
 };
 use tibinlog_protocol::wire::response::ColumnSpec;
 
@@ -50,8 +46,8 @@ use crate::sql::charset;
 use crate::sql::error::SqlError;
 use crate::sql::expr::{Compiler, Env, NoColumns};
 use crate::sql::infoschema;
-use crate::sql::like::{CaseRule, LikePattern};
 use crate::sql::parse::{parse, split_statements, ParseFailure};
+use crate::sql::perfschema::VarView;
 use crate::sql::plan::{plan_query, QueryCtx};
 use crate::sql::show;
 use crate::sql::types::SqlType;
@@ -597,9 +593,13 @@ impl Ctx<'_> {
         sql: &str,
         point: &super::session::Snapshot,
     ) -> Reply {
+        // The client's WHERE text is in it: its errors are the client's, as for any statement.
         let stmts = match parse(sql) {
             Ok(s) => s,
-            Err(e) => return unsupported(&format!("the rewritten statement ({e})")),
+            Err(ParseFailure::Syntax(e)) => return syntax_error(sql, &e),
+            Err(e @ ParseFailure::TooComplex { .. }) => {
+                return Reply::err(ER_STACK_OVERRUN_NEED_MORE, e.to_string())
+            }
         };
         match stmts.as_slice() {
             [Statement::Query(q)] => self.plan(session, q, sql, point),
@@ -795,6 +795,94 @@ impl Ctx<'_> {
         None
     }
 
+    /// `performance_schema.{global,session}_variables`: the server's variables, the session's
+    /// own values over them unless `global`.
+    fn variable_pairs(&self, session: &Session, global: bool) -> BTreeMap<String, String> {
+        let mut vars = self.globals.clone();
+        for (k, v) in super::vars::mysql_defaults() {
+            vars.entry(k.to_owned()).or_insert(v);
+        }
+        if !global {
+            for (k, v) in &session.overrides {
+                vars.insert(k.clone(), v.clone().unwrap_or_default());
+            }
+        }
+        vars
+    }
+
+    /// `performance_schema.{global,session}_status`: the server's counters, this connection's
+    /// own unless `global`.
+    fn status_pairs(&self, session: &Session, global: bool) -> BTreeMap<String, String> {
+        let mut vars = BTreeMap::new();
+        let tls = session.tls.clone().unwrap_or_default();
+        vars.insert("Ssl_cipher".into(), tls.cipher);
+        if let Some(key) = &self.shared.rsa_key {
+            vars.insert(
+                "Caching_sha2_password_rsa_public_key".into(),
+                String::from_utf8_lossy(key.public_pem()).into_owned(),
+            );
+        }
+        vars.insert("Ssl_version".into(), tls.version);
+        vars.insert(
+            "Threads_connected".into(),
+            self.shared.registry.connection_count().to_string(),
+        );
+        let processes = self.shared.registry.processes();
+        let running = processes.iter().filter(|p| p.command != "Sleep").count();
+        vars.insert("Threads_running".into(), running.to_string());
+        let m = &self.shared.metrics;
+        let counters = [
+            ("Bytes_sent", m.sent_bytes.get()),
+            ("Bytes_received", m.received_bytes.get()),
+            ("Connections", m.connections_total.get()),
+            ("Aborted_connects", m.aborted_connects.get()),
+            // Ours: statements not answered (see `super::Unanswered`).
+            ("Tibinlog_unanswered_statements", m.unanswered.get()),
+        ];
+        for (k, v) in counters {
+            vars.insert(k.into(), v.to_string());
+        }
+        let commands = crate::metrics::ServerMetrics::counts(&m.commands);
+        let questions: u64 = commands
+            .iter()
+            .filter(|(c, _)| c == "COM_QUERY" || c == "COM_STMT_EXECUTE")
+            .map(|(_, n)| n)
+            .sum();
+        vars.insert("Questions".into(), questions.to_string());
+        vars.insert(
+            "Max_used_connections".into(),
+            self.shared.registry.max_used_sessions().to_string(),
+        );
+        for name in COM_NAMES {
+            vars.insert(format!("Com_{name}"), "0".into());
+        }
+        for (name, n) in crate::metrics::ServerMetrics::counts(&m.statements) {
+            vars.insert(format!("Com_{name}"), n.to_string());
+        }
+        if !global {
+            // Session scope (MySQL's default): this connection's own counters.
+            let c = self.info.activity.counters();
+            vars.insert("Bytes_sent".into(), c.bytes_sent.to_string());
+            vars.insert("Bytes_received".into(), c.bytes_received.to_string());
+            vars.insert("Questions".into(), c.questions.to_string());
+            for name in COM_NAMES {
+                let n = c.statements.get(name).copied().unwrap_or(0);
+                vars.insert(format!("Com_{name}"), n.to_string());
+            }
+            for (name, n) in &c.statements {
+                vars.insert(format!("Com_{name}"), n.to_string());
+            }
+        }
+        let uptime = self.shared.started.elapsed().as_secs();
+        vars.insert("Uptime".into(), uptime.to_string());
+        if let Some(capture) = &self.shared.capture {
+            for (k, v) in capture.status_vars() {
+                vars.insert(k.to_owned(), v);
+            }
+        }
+        vars
+    }
+
     fn statement(&self, session: &mut Session, st: &Statement, words: &Words, text: &str) -> Reply {
         match st {
             Statement::Query(q) => {
@@ -802,88 +890,6 @@ impl Ctx<'_> {
                 self.plan(session, q, text, &point)
             }
             Statement::Set(set) => self.set(session, set),
-            Statement::ShowVariables { filter, global, .. } => {
-                let mut vars = self.globals.clone();
-                for (k, v) in super::vars::mysql_defaults() {
-                    vars.entry(k.to_owned()).or_insert(v);
-                }
-                if !global {
-                    for (k, v) in &session.overrides {
-                        vars.insert(k.clone(), v.clone().unwrap_or_default());
-                    }
-                }
-                name_value_rows(vars, filter.as_ref())
-            }
-            Statement::ShowStatus { filter, global, .. } => {
-                let mut vars = BTreeMap::new();
-                let tls = session.tls.clone().unwrap_or_default();
-                vars.insert("Ssl_cipher".into(), tls.cipher);
-                if let Some(key) = &self.shared.rsa_key {
-                    vars.insert(
-                        "Caching_sha2_password_rsa_public_key".into(),
-                        String::from_utf8_lossy(key.public_pem()).into_owned(),
-                    );
-                }
-                vars.insert("Ssl_version".into(), tls.version);
-                vars.insert(
-                    "Threads_connected".into(),
-                    self.shared.registry.connection_count().to_string(),
-                );
-                let processes = self.shared.registry.processes();
-                let running = processes.iter().filter(|p| p.command != "Sleep").count();
-                vars.insert("Threads_running".into(), running.to_string());
-                let m = &self.shared.metrics;
-                let counters = [
-                    ("Bytes_sent", m.sent_bytes.get()),
-                    ("Bytes_received", m.received_bytes.get()),
-                    ("Connections", m.connections_total.get()),
-                    ("Aborted_connects", m.aborted_connects.get()),
-                    // Ours: statements not answered (see `super::Unanswered`).
-                    ("Tibinlog_unanswered_statements", m.unanswered.get()),
-                ];
-                for (k, v) in counters {
-                    vars.insert(k.into(), v.to_string());
-                }
-                let commands = crate::metrics::ServerMetrics::counts(&m.commands);
-                let questions: u64 = commands
-                    .iter()
-                    .filter(|(c, _)| c == "COM_QUERY" || c == "COM_STMT_EXECUTE")
-                    .map(|(_, n)| n)
-                    .sum();
-                vars.insert("Questions".into(), questions.to_string());
-                vars.insert(
-                    "Max_used_connections".into(),
-                    self.shared.registry.max_used_sessions().to_string(),
-                );
-                for name in COM_NAMES {
-                    vars.insert(format!("Com_{name}"), "0".into());
-                }
-                for (name, n) in crate::metrics::ServerMetrics::counts(&m.statements) {
-                    vars.insert(format!("Com_{name}"), n.to_string());
-                }
-                if !global {
-                    // Session scope (MySQL's default): this connection's own counters.
-                    let c = self.info.activity.counters();
-                    vars.insert("Bytes_sent".into(), c.bytes_sent.to_string());
-                    vars.insert("Bytes_received".into(), c.bytes_received.to_string());
-                    vars.insert("Questions".into(), c.questions.to_string());
-                    for name in COM_NAMES {
-                        let n = c.statements.get(name).copied().unwrap_or(0);
-                        vars.insert(format!("Com_{name}"), n.to_string());
-                    }
-                    for (name, n) in &c.statements {
-                        vars.insert(format!("Com_{name}"), n.to_string());
-                    }
-                }
-                let uptime = self.shared.started.elapsed().as_secs();
-                vars.insert("Uptime".into(), uptime.to_string());
-                if let Some(capture) = &self.shared.capture {
-                    for (k, v) in capture.status_vars() {
-                        vars.insert(k.to_owned(), v);
-                    }
-                }
-                name_value_rows(vars, filter.as_ref())
-            }
             Statement::ShowVariable { variable } => {
                 let words: Vec<String> = variable.iter().map(|i| i.value.to_uppercase()).collect();
                 let words: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -1516,6 +1522,14 @@ impl SqlEnv<'_> {
 }
 
 impl Env for SqlEnv<'_> {
+    fn server_variables(&self, view: VarView) -> Vec<(String, String)> {
+        let pairs = match view {
+            VarView::Variables { global } => self.ctx.variable_pairs(self.session, global),
+            VarView::Status { global } => self.ctx.status_pairs(self.session, global),
+        };
+        pairs.into_iter().collect()
+    }
+
     fn system_variable(
         &self,
         scope: Option<&str>,
@@ -1717,17 +1731,6 @@ fn name_parts(n: &ObjectName) -> Vec<String> {
         .collect()
 }
 
-fn literal(v: &Value) -> SqlValue {
-    match v {
-        Value::Null => None,
-        Value::Number(n, _) => Some(n.to_string()),
-        Value::Boolean(b) => Some(u8::from(*b).to_string()),
-        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    }
-}
-
-/// `SHOW VARIABLES` / `SHOW STATUS` rows filtered by LIKE or a simple WHERE.
 /// `Com_*` counters `SHOW STATUS` lists even at zero (those the statements we serve count).
 const COM_NAMES: [&str; 27] = [
     "begin",
@@ -1758,133 +1761,6 @@ const COM_NAMES: [&str; 27] = [
     "show_other",
     "unlock_tables",
 ];
-
-fn name_value_rows(vars: BTreeMap<String, String>, filter: Option<&ShowStatementFilter>) -> Reply {
-    let like = match filter {
-        Some(
-            ShowStatementFilter::Like(p)
-            | ShowStatementFilter::ILike(p)
-            | ShowStatementFilter::NoKeyword(p),
-        ) => match name_pattern(p) {
-            Ok(like) => Some(like),
-            Err(reply) => return reply,
-        },
-        _ => None,
-    };
-    let mut rows = Vec::new();
-    for (k, v) in vars {
-        let keep = match (filter, &like) {
-            (_, Some(like)) => like.matches(&k),
-            (Some(ShowStatementFilter::Where(e)), None) => match where_matches(e, &k, &v) {
-                Ok(b) => b,
-                Err(reply) => return reply,
-            },
-            _ => true,
-        };
-        if keep {
-            rows.push(vec![Some(k), Some(v)]);
-        }
-    }
-    Reply::text(&["Variable_name", "Value"], rows)
-}
-
-/// A LIKE pattern over a name column (`Variable_name`: a case-insensitive collation).
-fn name_pattern(pattern: &str) -> Result<LikePattern, Reply> {
-    LikePattern::compile(pattern, Some('\\'), CaseRule::Insensitive).map_err(|e| {
-        Reply::err(
-            ER_WRONG_ARGUMENTS,
-            format!("Incorrect arguments to LIKE: {e}"),
-        )
-    })
-}
-
-/// Evaluates a WHERE over the two columns `Variable_name` and `Value`; the reply to send
-/// instead if the expression uses anything else. The expression tree is walked with an explicit
-/// stack: a client's `a=1 OR a=1 OR …` nests as deep as it is long.
-fn where_matches(e: &Expr, name: &str, value: &str) -> Result<bool, Reply> {
-    let column = |e: &Expr| -> Result<String, Reply> {
-        match e {
-            Expr::Identifier(i) => match i.value.to_ascii_lowercase().as_str() {
-                "variable_name" => Ok(name.to_string()),
-                "value" => Ok(value.to_string()),
-                _ => Err(unsupported("this WHERE clause")),
-            },
-            Expr::Value(v) => {
-                literal(&v.value).ok_or_else(|| unsupported("NULL in this WHERE clause"))
-            }
-            _ => Err(unsupported("this WHERE clause")),
-        }
-    };
-    // Post-order evaluation: `Visit` expands a node, `And`/`Or` combine the two results on top.
-    enum Step<'a> {
-        Visit(&'a Expr),
-        And,
-        Or,
-    }
-    let mut work = vec![Step::Visit(e)];
-    let mut results: Vec<bool> = Vec::new();
-    while let Some(step) = work.pop() {
-        let e = match step {
-            Step::And | Step::Or => {
-                let (Some(r), Some(l)) = (results.pop(), results.pop()) else {
-                    return Err(unsupported("this WHERE clause"));
-                };
-                results.push(if matches!(step, Step::And) {
-                    l && r
-                } else {
-                    l || r
-                });
-                continue;
-            }
-            Step::Visit(e) => e,
-        };
-        let b = match e {
-            Expr::Nested(inner) => {
-                work.push(Step::Visit(inner));
-                continue;
-            }
-            Expr::BinaryOp { left, op, right } => match op {
-                BinaryOperator::And | BinaryOperator::Or => {
-                    work.push(if *op == BinaryOperator::And {
-                        Step::And
-                    } else {
-                        Step::Or
-                    });
-                    work.push(Step::Visit(right));
-                    work.push(Step::Visit(left));
-                    continue;
-                }
-                BinaryOperator::Eq => column(left)?.eq_ignore_ascii_case(&column(right)?),
-                BinaryOperator::NotEq => !column(left)?.eq_ignore_ascii_case(&column(right)?),
-                _ => return Err(unsupported("this WHERE clause")),
-            },
-            Expr::In {
-                expr,
-                target: InTarget::List(list),
-                negated,
-                ..
-            } => {
-                let l = column(expr)?;
-                let mut found = false;
-                for item in list {
-                    found |= column(item)?.eq_ignore_ascii_case(&l);
-                }
-                found != *negated
-            }
-            Expr::Like {
-                negated,
-                expr,
-                pattern,
-                ..
-            } => name_pattern(&column(pattern)?)?.matches(&column(expr)?) != *negated,
-            _ => return Err(unsupported("this WHERE clause")),
-        };
-        results.push(b);
-    }
-    results
-        .pop()
-        .ok_or_else(|| unsupported("this WHERE clause"))
-}
 
 /// `YYYY-MM-DD[ HH:MM:SS]` (UTC) → seconds since the epoch.
 fn parse_datetime(s: &str) -> Option<u64> {

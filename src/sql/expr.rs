@@ -158,6 +158,11 @@ pub trait Env {
     /// `DATABASE()`, `NOW()`, `BINLOG_GTID_POS(…)`), given constant arguments; `None` if `name`
     /// (upper case) is not one.
     fn context_function(&self, name: &str, args: &[Value]) -> Option<Result<(Value, SqlType)>>;
+    /// The name/value pairs of a `performance_schema` variables or status table (none where
+    /// there is no session).
+    fn server_variables(&self, _view: super::perfschema::VarView) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The environment of an expression that must not depend on a session (a generated column,

@@ -24,6 +24,7 @@ pub mod infoschema;
 pub mod keyrange;
 pub mod like;
 pub mod parse;
+pub mod perfschema;
 pub mod plan;
 pub mod show;
 pub mod spill;

@@ -30,6 +30,7 @@ use super::exec::{
 use super::expr::{is_aggregate, Compiler, Env, Expr, ExprKind, Scope};
 use super::infoschema::{self, Pushdown};
 use super::keyrange::{self, Access, ScanOrder, ScanRequest};
+use super::perfschema;
 use super::types::SqlType;
 
 /// Reads a TiDB table at a timestamp.
@@ -960,6 +961,9 @@ fn relation(
             if infoschema::is_schema(&db) {
                 return info_table(ctx, &db, &table, alias, selection);
             }
+            if perfschema::is_schema(&db) {
+                return perf_table(ctx, &db, &table, alias);
+            }
             if let Some(who) = ctx.select_denied_to {
                 return Err(SqlError::new(
                     tibinlog_protocol::wire::errors::ER_TABLEACCESS_DENIED_ERROR,
@@ -1042,8 +1046,45 @@ fn info_table(
     }
     let stats = ctx.snapshot.and_then(|s| s.stats());
     let rows = infoschema::rows(def, ctx.catalog, ctx.info, &push, stats);
+    Ok(view_scan(
+        def,
+        rows,
+        infoschema::schema_name(db),
+        db,
+        table,
+        alias,
+    ))
+}
+
+/// A `performance_schema` table: the session's and the server's variables or status.
+fn perf_table(
+    ctx: &QueryCtx<'_>,
+    db: &str,
+    table: &str,
+    alias: Option<String>,
+) -> Result<(Box<dyn Operator>, RowScope, Option<String>)> {
+    let (def, view) = perfschema::table(table).ok_or_else(|| SqlError::no_such_table(db, table))?;
+    let rows = perfschema::rows(ctx.env.server_variables(view));
+    Ok(view_scan(
+        def,
+        rows,
+        perfschema::PERFORMANCE_SCHEMA,
+        db,
+        table,
+        alias,
+    ))
+}
+
+/// The scan of a system view's rows.
+fn view_scan(
+    def: &infoschema::InfoTable,
+    rows: Vec<Vec<Value>>,
+    schema: &str,
+    db: &str,
+    table: &str,
+    alias: Option<String>,
+) -> (Box<dyn Operator>, RowScope, Option<String>) {
     let tname = alias.unwrap_or_else(|| table.to_owned());
-    let schema = infoschema::schema_name(db);
     let cols = def
         .columns
         .iter()
@@ -1061,14 +1102,14 @@ fn info_table(
             label: Some((*name).to_owned()),
         })
         .collect();
-    Ok((
+    (
         Box::new(Values::new(rows)),
         RowScope {
             cols,
             clause: "field list",
         },
         None,
-    ))
+    )
 }
 
 /// `column = 'constant'` conjuncts of a WHERE (for information_schema push-down).

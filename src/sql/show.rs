@@ -5,8 +5,9 @@
 //! Forms: `SHOW [FULL] TABLES`, `SHOW [FULL] {COLUMNS|FIELDS}`, `SHOW {INDEX|INDEXES|KEYS}`,
 //! `SHOW TABLE STATUS`, `SHOW {DATABASES|SCHEMAS}`, `SHOW {CHARACTER SET|CHARSET}`,
 //! `SHOW COLLATION`, `SHOW [STORAGE] ENGINES`, `SHOW TRIGGERS`, `SHOW EVENTS`,
-//! `SHOW {PROCEDURE|FUNCTION} STATUS`, `SHOW [FULL] PROCESSLIST`, and `{DESC|DESCRIBE|EXPLAIN}
-//! table [column]`. The statement is read from tokens; `WHERE` keeps the client's text.
+//! `SHOW {PROCEDURE|FUNCTION} STATUS`, `SHOW [FULL] PROCESSLIST`, `SHOW [GLOBAL|SESSION]
+//! {VARIABLES|STATUS}` (over `performance_schema`), and `{DESC|DESCRIBE|EXPLAIN} table
+//! [column]`. The statement is read from tokens; `WHERE` keeps the client's text.
 
 use super::catalog::CatalogSnapshot;
 use super::error::{Result, SqlError};
@@ -79,7 +80,22 @@ pub fn rewrite(
             .map(|x| x.text.to_ascii_uppercase())
             .unwrap_or_default()
     };
+    if !full {
+        if let Some(global) = [("GLOBAL", true), ("SESSION", false), ("LOCAL", false)]
+            .iter()
+            .find(|(k, _)| t.kw(i, k))
+            .map(|(_, g)| *g)
+        {
+            return match word(i + 1).as_str() {
+                "VARIABLES" => Some(variables(t, i + 2, false, global)),
+                "STATUS" => Some(variables(t, i + 2, true, global)),
+                _ => None,
+            };
+        }
+    }
     let r = match word(i).as_str() {
+        "VARIABLES" if !full => variables(t, i + 1, false, false),
+        "STATUS" if !full => variables(t, i + 1, true, false),
         "TABLES" => tables(t, i + 1, full, catalog, current_db),
         "COLUMNS" | "FIELDS" => columns(t, i + 1, full, catalog, current_db),
         "INDEX" | "INDEXES" | "KEYS" if !full => index(t, i + 1, catalog, current_db),
@@ -359,6 +375,25 @@ fn charsets(t: &Tokens<'_>, i: usize) -> Result<String> {
          information_schema.CHARACTER_SETS ORDER BY CHARACTER_SET_NAME"
             .into(),
         "Charset",
+    )
+}
+
+/// `SHOW [GLOBAL|SESSION] {VARIABLES|STATUS}`: the performance_schema table MySQL 8.0 reads.
+fn variables(t: &Tokens<'_>, i: usize, status: bool, global: bool) -> Result<String> {
+    let table = match (status, global) {
+        (false, true) => "global_variables",
+        (false, false) => "session_variables",
+        (true, true) => "global_status",
+        (true, false) => "session_status",
+    };
+    filtered(
+        t,
+        i,
+        format!(
+            "SELECT VARIABLE_NAME AS `Variable_name`, VARIABLE_VALUE AS `Value` \
+             FROM performance_schema.{table} ORDER BY VARIABLE_NAME"
+        ),
+        "Variable_name",
     )
 }
 
