@@ -79,6 +79,9 @@ pub struct OutColumn {
     pub ty: SqlType,
     /// `(schema, table alias, table, column)` for a column read from a table.
     pub origin: Option<(String, String, String, String)>,
+    /// MySQL's display length of an integer result (sign included), where it follows from
+    /// the expression: a view column is INT up to 9, BIGINT above (`views::int_display_len`).
+    pub int_len: Option<u32>,
 }
 
 /// A planned query: its columns and the operator producing its rows.
@@ -482,6 +485,7 @@ fn finish_select(
     // Compile the select list, HAVING and ORDER BY in the scope after FROM or after grouping.
     let mut compiled: Vec<Expr> = Vec::with_capacity(items.len());
     let mut origins = Vec::with_capacity(items.len());
+    let mut int_lens = Vec::with_capacity(items.len());
     let mut hidden_order: Vec<(Expr, bool)> = Vec::new();
     let mut order_refs: Vec<(usize, bool)> = Vec::new();
     let mut having = None;
@@ -524,6 +528,7 @@ fn finish_select(
                 SelectTarget::Expr(e) => c.compile(e)?,
             };
             origins.push(origin_of(&scope, t));
+            int_lens.push(int_len(&c, t, &e.ty));
             compiled.push(e);
         }
         if let Some(h) = &sel.having {
@@ -556,6 +561,7 @@ fn finish_select(
                 SelectTarget::Expr(e) => c.compile(e)?,
             };
             origins.push(origin_of(&scope, t));
+            int_lens.push(int_len(&c, t, &e.ty));
             compiled.push(e);
         }
         for k in &order_keys {
@@ -622,13 +628,23 @@ fn finish_select(
         .iter()
         .zip(types)
         .zip(origins)
-        .map(|(((_, label), ty), origin)| OutColumn {
+        .zip(int_lens)
+        .map(|((((_, label), ty), origin), int_len)| OutColumn {
             name: label.clone(),
             ty,
             origin,
+            int_len,
         })
         .collect();
     Ok(Planned { columns, op })
+}
+
+/// The display length of an integer select item (see [`OutColumn::int_len`]).
+fn int_len(c: &Compiler<'_>, t: &SelectTarget<'_>, ty: &SqlType) -> Option<u32> {
+    let SelectTarget::Expr(e) = t else {
+        return None;
+    };
+    super::views::int_display_len(e, ty, &|leaf| c.compile(leaf).ok().map(|x| x.ty))
 }
 
 /// Drops hidden trailing columns (ORDER BY keys not in the select list).

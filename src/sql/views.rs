@@ -4,7 +4,7 @@
 //! `information_schema.COLUMNS` describes a MySQL 8.0 view column. A query that reads a view
 //! runs the view's SELECT in its place, at the query's snapshot ([`expand`]).
 
-use sqlparser::ast::Statement;
+use sqlparser::ast::{self, Statement};
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::ER_VIEW_RECURSIVE;
 use tokio_util::sync::CancellationToken;
@@ -111,13 +111,125 @@ pub fn view_columns(
                     generated: None,
                     ..m
                 },
-                None => column_meta(name, &c.ty),
+                None => column_meta(name, &view_int(&c.ty, c.int_len)),
             }
         })
         .collect())
 }
 
+/// A view column's type for an integer result: MySQL makes it INT when its display length
+/// (sign included) is at most 9, BIGINT above (checked against MySQL 8.0.31: `1+1`,
+/// `1234567+1`, `si*ti`, `12345678`, `1 DIV 1` and `ABS(1)` are INT; `12345678+1`, `i+1`,
+/// `ti*ti*ti`, `i DIV 2`, `ABS(i)` and `100000000` BIGINT, for SMALLINT `si`, TINYINT `ti`,
+/// INT `i`).
+fn view_int(ty: &SqlType, int_len: Option<u32>) -> SqlType {
+    match (&ty.kind, int_len) {
+        (TypeKind::Int { bytes: 8 }, Some(len)) if len <= 9 => {
+            let mut t = ty.clone();
+            t.kind = TypeKind::Int { bytes: 4 };
+            t
+        }
+        _ => ty.clone(),
+    }
+}
+
+/// MySQL's display length (`max_length`, sign included) of an integer expression of result
+/// type `ty`: a column's display width, a literal's digits and sign, for `+` and `-` one digit
+/// more than the longer operand, for `*` the operands' digits together, for `DIV` the
+/// dividend's, for unary minus and `ABS` the operand's; `None` for anything else (CAST, other
+/// functions, non-integers). `leaf` types a column reference.
+pub fn int_display_len(
+    e: &ast::Expr,
+    ty: &SqlType,
+    leaf: &dyn Fn(&ast::Expr) -> Option<SqlType>,
+) -> Option<u32> {
+    if !ty.is_integer() {
+        return None;
+    }
+    expr_digits(e, leaf, 0).map(|d| d + u32::from(!ty.unsigned))
+}
+
+/// Digits of an integer column type: TINYINT(4), SMALLINT(6), MEDIUMINT(9), INT(11) and
+/// BIGINT(20) less the sign when signed.
+fn type_digits(t: &SqlType) -> Option<u32> {
+    match (&t.kind, t.unsigned) {
+        (TypeKind::Int { bytes: 1 }, _) => Some(3),
+        (TypeKind::Int { bytes: 2 }, _) => Some(5),
+        (TypeKind::Int { bytes: 3 }, _) => Some(8),
+        (TypeKind::Int { bytes: 4 }, _) => Some(10),
+        (TypeKind::Int { .. }, false) => Some(19),
+        (TypeKind::Int { .. }, true) => Some(20),
+        _ => None,
+    }
+}
+
+fn expr_digits(
+    e: &ast::Expr,
+    leaf: &dyn Fn(&ast::Expr) -> Option<SqlType>,
+    depth: usize,
+) -> Option<u32> {
+    if depth > super::expr::MAX_DEPTH {
+        return None;
+    }
+    let d = |x: &ast::Expr| expr_digits(x, leaf, depth + 1);
+    match e {
+        ast::Expr::Nested(x) => d(x),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(n.trim_start_matches('0').len().max(1) as u32)
+            }
+            _ => None,
+        },
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
+            leaf(e).as_ref().and_then(type_digits)
+        }
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+            expr,
+        } => d(expr),
+        ast::Expr::BinaryOp { left, op, right } => {
+            let (a, b) = (d(left)?, d(right)?);
+            match op {
+                ast::BinaryOperator::Plus | ast::BinaryOperator::Minus => Some(a.max(b) + 1),
+                ast::BinaryOperator::Multiply => Some(a + b),
+                ast::BinaryOperator::MyIntegerDivide => Some(a),
+                _ => None,
+            }
+        }
+        ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("ABS") => match &f.args {
+            ast::FunctionArguments::List(l) => match l.args.as_slice() {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => d(x),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Describes a result column as a view column.
+/// The default MySQL shows for a computed NOT NULL view column: its type's zero (`0`, `0.00`
+/// at the scale, `''`, the zero date or time at the precision; checked against MySQL 8.0.31);
+/// none for a nullable one.
+fn implicit_default(ty: &SqlType) -> Option<String> {
+    if ty.nullable {
+        return None;
+    }
+    let fraction = |digits: u8| match digits {
+        0 => String::new(),
+        n => format!(".{}", "0".repeat(usize::from(n))),
+    };
+    Some(match ty.kind {
+        TypeKind::Int { .. } | TypeKind::Float | TypeKind::Double => "0".into(),
+        TypeKind::Decimal { scale, .. } => format!("0{}", fraction(scale)),
+        TypeKind::Char { .. } | TypeKind::VarChar { .. } => String::new(),
+        TypeKind::DateTime { fsp } => format!("0000-00-00 00:00:00{}", fraction(fsp)),
+        TypeKind::Date => "0000-00-00".into(),
+        TypeKind::Time { fsp } => format!("00:00:00{}", fraction(fsp)),
+        _ => return None,
+    })
+}
+
 fn column_meta(name: &str, ty: &SqlType) -> ColumnMeta {
     let (column_type, data_type) = type_text(ty);
     let collation = ty
@@ -154,7 +266,7 @@ fn column_meta(name: &str, ty: &SqlType) -> ColumnMeta {
         ty: ty.clone(),
         column_type,
         data_type,
-        default: None,
+        default: implicit_default(ty),
         extra: String::new(),
         comment: String::new(),
         key: String::new(),
@@ -314,6 +426,23 @@ mod tests {
         assert_eq!(got, [("a", "bigint"), ("bee", "varchar"), ("c", "decimal")]);
         assert_eq!(cols[1].char_max_len, Some(2));
         assert!(view_columns(&catalog, "d", "SELECT * FROM `nope`", &[]).is_err());
+        // Integer expressions: INT up to a display length of 9, as MySQL 8.0 types them.
+        let cols = view_columns(
+            &catalog,
+            "d",
+            "SELECT 1+1, 1234567+1, 12345678+1, 12345678, 100000000, -12345678, 123*456, \
+             1*1, 10000000*10, 1 DIV 1, ABS(1)",
+            &[],
+        )
+        .expect("typed");
+        let got: Vec<&str> = cols.iter().map(|c| c.data_type.as_str()).collect();
+        assert_eq!(
+            got,
+            [
+                "int", "int", "bigint", "int", "bigint", "int", "int", "int", "bigint", "int",
+                "int"
+            ]
+        );
         assert!(view_columns(&catalog, "d", "DELETE FROM t", &[]).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! shapes cover what a catalog answer has to print — primary keys of every kind (clustered
 //! integer, nonclustered, composite, none), unique and plain keys, RANGE and HASH partitioning,
 //! foreign keys with each referential action, CHECK constraints (enforced or not), defaults,
-//! generated columns and views. Every statement is one MySQL 8.0 and MariaDB 10.11 accept
+//! generated columns and views (with integer expressions). Every statement is one MySQL 8.0 and MariaDB 10.11 accept
 //! too: a partitioned table has no foreign key and every unique key includes its partitioning
 //! column, as both require. Every choice comes from the caller's [`SimRng`].
 
@@ -184,12 +184,22 @@ pub fn random_schema(rng: &mut SimRng, db: &str, tables: usize) -> Vec<Ddl> {
         table: parent(),
     }];
     let defs: Vec<TableDef> = (0..tables).map(|n| table(rng, n)).collect();
-    for (n, t) in defs.iter().enumerate().filter(|_| rng.chance(0.5)) {
-        let cols: Vec<&str> = t.columns.iter().take(3).map(|c| c.name.as_str()).collect();
+    for (n, t) in defs.iter().enumerate() {
+        if !rng.chance(0.5) {
+            continue;
+        }
+        let mut items: Vec<(String, String)> = t
+            .columns
+            .iter()
+            .take(3)
+            .map(|c| (format!("`{}`", c.name), c.name.clone()))
+            .collect();
+        items.extend(int_expressions(rng, t));
         let select = format!(
             "SELECT {} FROM `{db}`.`{}`",
-            cols.iter()
-                .map(|c| format!("`{c}` AS `{c}`"))
+            items
+                .iter()
+                .map(|(e, c)| format!("{e} AS `{c}`"))
                 .collect::<Vec<_>>()
                 .join(","),
             t.name
@@ -197,7 +207,7 @@ pub fn random_schema(rng: &mut SimRng, db: &str, tables: usize) -> Vec<Ddl> {
         out.push(Ddl::CreateView {
             db: db.into(),
             name: format!("v{n}"),
-            columns: cols.iter().map(|c| (*c).to_owned()).collect(),
+            columns: items.into_iter().map(|(_, c)| c).collect(),
             select,
         });
     }
@@ -207,6 +217,48 @@ pub fn random_schema(rng: &mut SimRng, db: &str, tables: usize) -> Vec<Ddl> {
         table,
     }));
     out.extend(views);
+    out
+}
+
+/// Up to two integer expressions over `t`'s INT and SMALLINT columns (or constants), as a
+/// view's `(expression, name)` items: their view columns are INT or BIGINT by their display
+/// length, which a catalog has to work out as MySQL does.
+fn int_expressions(rng: &mut SimRng, t: &TableDef) -> Vec<(String, String)> {
+    const FORMS: [&str; 13] = [
+        "{c}+1",
+        "{c}*2",
+        "{c}-{c}",
+        "-{c}",
+        "{c} DIV 2",
+        "ABS({c})",
+        "{c}*{c}",
+        "{c}+{c}+{c}",
+        "1+1",
+        "12345678+1",
+        "1234567+1",
+        "100000000",
+        "12*34",
+    ];
+    let ints: Vec<&ColumnDef> = t
+        .columns
+        .iter()
+        .filter(|c| {
+            matches!(c.ft.tp, mysql::TYPE_LONG | mysql::TYPE_SHORT) && c.generated.is_none()
+        })
+        .collect();
+    let mut out = Vec::new();
+    for k in 0..rng.below(3) {
+        let form = *pick(rng, &FORMS);
+        if form.contains("{c}") && ints.is_empty() {
+            continue;
+        }
+        let col = if ints.is_empty() {
+            String::new()
+        } else {
+            format!("`{}`", pick(rng, &ints).name)
+        };
+        out.push((form.replace("{c}", &col), format!("x{k}")));
+    }
     out
 }
 
