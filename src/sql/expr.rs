@@ -320,7 +320,13 @@ impl<'a> Compiler<'a> {
                                 return Ok(expr(ExprKind::Const(n), ty));
                             }
                         }
-                        let ty = arith_type(ArithOp::Sub, &inner.ty, &inner.ty);
+                        // MySQL: the negation of an integer is a signed BIGINT, of an
+                        // UNSIGNED one too (`-u` of 3000000000 is -3000000000).
+                        let ty = if inner.ty.is_integer() {
+                            SqlType::bigint().nullable(inner.ty.nullable)
+                        } else {
+                            arith_type(ArithOp::Sub, &inner.ty, &inner.ty)
+                        };
                         Ok(expr(ExprKind::Neg(Box::new(inner)), ty))
                     }
                     other => Err(SqlError::unsupported(format!("the operator {other}"))),
@@ -951,7 +957,12 @@ fn arith_type(op: ArithOp, a: &SqlType, b: &SqlType) -> SqlType {
     let nullable =
         a.nullable || b.nullable || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
     let ty = if op == ArithOp::IntDiv {
-        SqlType::bigint()
+        // MySQL: UNSIGNED when either operand is.
+        if a.unsigned || b.unsigned {
+            SqlType::ubigint()
+        } else {
+            SqlType::bigint()
+        }
     } else if a.is_integer() && b.is_integer() && op != ArithOp::Div {
         // MySQL: an UNSIGNED operand makes the result UNSIGNED, for `-` too (a negative
         // result is then out of range).
@@ -1514,6 +1525,25 @@ mod tests {
 
     fn eval(sql: &str) -> Value {
         eval_with(sql, &Cols(Vec::new()), &[]).expect("evaluates")
+    }
+
+    #[test]
+    fn the_negation_of_an_unsigned_integer_is_signed() {
+        let cols = Cols(vec![("u", SqlType::int().unsigned())]);
+        let row = [Value::UInt(3_000_000_000)];
+        assert_eq!(
+            eval_with("-u", &cols, &row).expect("negates"),
+            Value::Int(-3_000_000_000)
+        );
+        let e = Parser::new(&MySqlDialect {})
+            .try_with_sql("-u")
+            .and_then(|mut p| p.parse_expr())
+            .expect("parses");
+        let ty = Compiler::new(&cols, &NoEnv)
+            .compile(&e)
+            .expect("compiles")
+            .ty;
+        assert!(!ty.unsigned && ty.is_integer(), "{ty:?}");
     }
 
     #[test]

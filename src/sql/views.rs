@@ -124,9 +124,11 @@ pub fn view_columns(
 /// INT `i`).
 fn view_int(ty: &SqlType, int_len: Option<u32>) -> SqlType {
     match (&ty.kind, int_len) {
-        (TypeKind::Int { bytes: 8 }, Some(len)) if len <= 9 => {
+        (TypeKind::Int { .. }, Some(len)) => {
             let mut t = ty.clone();
-            t.kind = TypeKind::Int { bytes: 4 };
+            t.kind = TypeKind::Int {
+                bytes: if len <= 9 { 4 } else { 8 },
+            };
             t
         }
         _ => ty.clone(),

@@ -4,7 +4,8 @@
 //! database (tables and views) is loaded into a MariaDB 10.11 server; then each server's
 //! information_schema (columns, keys, partitions, foreign keys, CHECK
 //! constraints, views) must describe the same schema as tibinlog's own information_schema.
-//! MySQL 8.0 is compared in full (column types, defaults, check clauses, view column types);
+//! MySQL 8.0 is compared in full (column types, defaults, check clauses, view column types,
+//! index visibility);
 //! MariaDB in what the two dialects share (names, data types, nullability, key membership).
 
 use mysql_async::prelude::*;
@@ -246,6 +247,15 @@ async fn show_create_round_trips_through_mysql8_and_mariadb() {
     replay(&mut my, &statements).await;
     let my_facts = facts(&mut my).await;
     assert_same("MySQL 8.0", &our_facts, &my_facts, &text);
+    // Index visibility (MariaDB has no invisible indexes).
+    let visible = "SELECT DISTINCT TABLE_NAME, INDEX_NAME, IS_VISIBLE FROM \
+                   information_schema.STATISTICS WHERE TABLE_SCHEMA = 'test' \
+                   ORDER BY TABLE_NAME, INDEX_NAME";
+    assert_eq!(
+        rows(&mut ours, visible).await,
+        rows(&mut my, visible).await,
+        "index visibility differs between tibinlog and MySQL 8.0\n{text}"
+    );
 
     // MariaDB gets the database the way a user copies one: mariadb-dump of tibinlog (tables,
     // then views), loaded. MariaDB runs MySQL's versioned comments below its own version
@@ -272,6 +282,16 @@ async fn show_create_round_trips_through_mysql8_and_mariadb() {
         .filter_map(|l| l.split('`').nth(1).map(str::to_owned))
         .collect();
     let mut ours_shared = shared(&our_facts);
+    // Integer expressions of views (`x0`, `x1`) are INT or BIGINT by each dialect's own rule
+    // (MariaDB makes `100000000` INT, MySQL 8.0 BIGINT): their data types are MySQL's only.
+    let mut maria_facts = maria_facts;
+    for facts in [&mut ours_shared, &mut maria_facts] {
+        for r in facts[1].iter_mut() {
+            if r[1].as_deref().is_some_and(|c| c.starts_with('x')) {
+                r[3] = None;
+            }
+        }
+    }
     ours_shared[6].retain(|r| !not_enforced.iter().any(|n| r[1].as_deref() == Some(n)));
     ours_shared[7].retain(|r| !not_enforced.iter().any(|n| r[0].as_deref() == Some(n)));
     assert_same("MariaDB 10.11", &ours_shared, &maria_facts, &text);

@@ -96,6 +96,25 @@ fn output(files: &[&Path]) -> Vec<Json> {
     files.iter().flat_map(|f| maxwell::read_output(f)).collect()
 }
 
+/// The output of a run stopped mid-stream followed by the next run's: rows the first printed
+/// after its last commit are dropped, because the next run starts again from its stored
+/// position (the transaction's start) and prints that transaction whole.
+fn restarted_output(first: &Path, second: &Path) -> Vec<Json> {
+    let mut out = maxwell::read_output(first);
+    let last_commit = out
+        .iter()
+        .rposition(|v| is_row(v) && v["commit"] == Json::Bool(true));
+    let mut i = out.len();
+    while i > last_commit.map_or(0, |c| c + 1) {
+        i -= 1;
+        if is_row(&out[i]) {
+            out.remove(i);
+        }
+    }
+    out.extend(maxwell::read_output(second));
+    out
+}
+
 /// Fails on Maxwell's swallowed errors: it logs an event it cannot decode as a warning and
 /// carries on without its rows.
 fn assert_clean_log(path: &Path) {
@@ -237,7 +256,7 @@ async fn maxwell_follows_the_workload_across_a_restart() {
     assert_clean_log(err1);
     assert_clean_log(err2);
 
-    let out = output(&[out1, out2]);
+    let out = restarted_output(out1, out2);
     let seen = verify_output(seed, &truth, before.len(), &out);
     check_bootstraps(seed, &seen, &out, &booted);
     crate::common::app::assert_all_answered(&app, "Maxwell");

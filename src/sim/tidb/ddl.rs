@@ -934,7 +934,7 @@ impl Tidb {
                     }
                     cols.push(c);
                 }
-                let idx = types::index_info(
+                let mut idx = types::index_info(
                     info.max_idx_id + 1,
                     &index.name,
                     &info.name.o,
@@ -942,6 +942,7 @@ impl Tidb {
                     index.unique,
                     false,
                 );
+                idx.is_invisible = index.invisible;
                 info.max_idx_id += 1;
                 info.indices.push(idx);
                 refresh_key_flags(&mut info);

@@ -370,6 +370,8 @@ pub struct IndexDef {
     pub name: String,
     pub columns: Vec<String>,
     pub unique: bool,
+    /// `INVISIBLE`: kept up to date, never chosen by the optimizer.
+    pub invisible: bool,
 }
 
 impl IndexDef {
@@ -379,15 +381,24 @@ impl IndexDef {
             name: name.to_owned(),
             columns: columns.iter().map(|c| (*c).to_owned()).collect(),
             unique,
+            invisible: false,
         }
     }
+
+    /// The same index, `INVISIBLE`.
+    pub fn invisible(mut self) -> Self {
+        self.invisible = true;
+        self
+    }
+
     fn sql(&self) -> String {
         let cols: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
         format!(
-            "{}KEY {}({})",
+            "{}KEY {}({}){}",
             if self.unique { "UNIQUE " } else { "" },
             quote(&self.name),
-            cols.join(",")
+            cols.join(","),
+            if self.invisible { " INVISIBLE" } else { "" }
         )
     }
 }
@@ -608,9 +619,9 @@ impl TableDef {
             }
             let cols = offs.iter().map(|&o| &columns[o]).collect::<Vec<_>>();
             let id = indices.len() as i64 + 1;
-            indices.push(index_info(
-                id, &def.name, &self.name, &cols, def.unique, false,
-            ));
+            let mut info = index_info(id, &def.name, &self.name, &cols, def.unique, false);
+            info.is_invisible = def.invisible;
+            indices.push(info);
         }
         // A foreign key needs an index that starts with its columns; TiDB (as MySQL) adds one
         // named after the key where the table has none.

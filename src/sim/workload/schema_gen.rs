@@ -1,10 +1,11 @@
 //! Random schemas: a database's worth of `CREATE TABLE` and `CREATE VIEW` statements whose
 //! shapes cover what a catalog answer has to print — primary keys of every kind (clustered
-//! integer, nonclustered, composite, none), unique and plain keys, RANGE and HASH partitioning,
-//! foreign keys with each referential action, CHECK constraints (enforced or not), defaults,
-//! generated columns and views (with integer expressions). Every statement is one MySQL 8.0 and MariaDB 10.11 accept
-//! too: a partitioned table has no foreign key and every unique key includes its partitioning
-//! column, as both require. Every choice comes from the caller's [`SimRng`].
+//! integer, nonclustered, composite, none), unique, plain and invisible keys, RANGE and HASH
+//! partitioning, foreign keys with each referential action, CHECK constraints (enforced or
+//! not), defaults, generated columns and views (with integer expressions). Every statement is
+//! one MySQL 8.0 and MariaDB 10.11 accept too: a partitioned table has no foreign key and every
+//! unique key includes its partitioning column, as both require. Every choice comes from the
+//! caller's [`SimRng`].
 
 use tibinlog_protocol::value::Value;
 
@@ -111,8 +112,13 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         if t.indexes.iter().any(|i| i.columns.first() == Some(&col)) {
             continue;
         }
-        t.indexes
-            .push(IndexDef::new(&format!("k{k}_{col}"), &cols, unique));
+        let mut index = IndexDef::new(&format!("k{k}_{col}"), &cols, unique);
+        // MySQL refuses an invisible key that stands in for a missing primary key: only plain
+        // keys are made invisible.
+        if !unique && rng.chance(0.3) {
+            index = index.invisible();
+        }
+        t.indexes.push(index);
     }
     if partitioned {
         t.partition = Some(if rng.chance(0.5) {
