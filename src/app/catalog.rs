@@ -289,6 +289,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
                 primary: true,
                 unique: true,
                 columns: vec![(pk.name.o.clone(), None)],
+                expressions: Vec::new(),
                 comment: String::new(),
                 visible: true,
             });
@@ -326,6 +327,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
                 .iter()
                 .map(|c| (c.name.o.clone(), (c.length > 0).then_some(c.length as u64)))
                 .collect(),
+            expressions: key_expressions(info, ix),
             comment: ix.comment.clone(),
             visible: !ix.is_invisible,
         });
@@ -360,13 +362,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
                     description: if !d.less_than.is_empty() {
                         Some(d.less_than.join(","))
                     } else if !d.in_values.is_empty() {
-                        Some(
-                            d.in_values
-                                .iter()
-                                .map(|v| v.join(","))
-                                .collect::<Vec<_>>()
-                                .join(","),
-                        )
+                        Some(list_description(&d.in_values))
                     } else {
                         None
                     },
@@ -484,4 +480,37 @@ fn checks(info: &TableInfo) -> Vec<CheckMeta> {
 /// a TSO whose physical part is milliseconds) there; `None` when it has none.
 fn create_time(info: &TableInfo) -> Option<u64> {
     (info.update_timestamp > 0).then_some((info.update_timestamp >> 18) / 1000)
+}
+
+/// The expression of each key part of `ix` keyed on a hidden generated column (TiDB's form of
+/// an expression index); empty when the index has none.
+fn key_expressions(info: &TableInfo, ix: &crate::tidb::schema::IndexInfo) -> Vec<Option<String>> {
+    let exprs: Vec<Option<String>> = ix
+        .idx_cols
+        .iter()
+        .map(|c| {
+            info.columns
+                .iter()
+                .find(|x| x.hidden && x.name.l == c.name.l && !x.generated_expr_string.is_empty())
+                .map(|x| crate::tidb::show_create::key_expression(&x.generated_expr_string))
+        })
+        .collect();
+    if exprs.iter().all(Option::is_none) {
+        Vec::new()
+    } else {
+        exprs
+    }
+}
+
+/// `PARTITION_DESCRIPTION` of a LIST partition as MySQL 8.0 shows it: the values joined by
+/// commas, each tuple of a several-column `LIST COLUMNS` in parentheses.
+fn list_description(values: &[Vec<String>]) -> String {
+    values
+        .iter()
+        .map(|v| match v.as_slice() {
+            [one] => one.clone(),
+            many => format!("({})", many.join(",")),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }

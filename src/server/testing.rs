@@ -483,6 +483,7 @@ impl MemTables {
                     primary: true,
                     unique: true,
                     columns: vec![(columns[pk].name.clone(), None)],
+                    expressions: Vec::new(),
                     comment: String::new(),
                     visible: true,
                 })

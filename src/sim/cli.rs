@@ -76,7 +76,7 @@ use tokio_util::task::TaskTracker;
 use crate::sim::chaos::{self, Chaos, ChaosConfig};
 use crate::sim::core::{SimCore, StoreOutput};
 use crate::sim::server::{SimCluster, SimConfig, DEFAULT_RESOLVED_TS_INTERVAL};
-use crate::sim::tidb::catalog::{key_datum, HandleKind, PartitionPlan, TableMeta};
+use crate::sim::tidb::catalog::{key_datum, HandleKind, TableMeta};
 use crate::sim::tidb::{CommitMode, Tidb, TidbConfig, TruthLog, TruthSink, TruthTxn};
 use crate::sim::ts::ManualClock;
 use crate::sim::workload::{StepReport, Workload, WorkloadConfig};
@@ -828,7 +828,7 @@ async fn prepare(
     }
     let mut prefixes = Vec::new();
     for t in &tables {
-        for pid in physical_ids(t) {
+        for pid in t.physical_ids() {
             let (start, end) = record_span(pid);
             let mut keys = vec![start.clone()];
             for i in 1..args.regions_per_table {
@@ -858,15 +858,6 @@ async fn prepare(
     );
     let wl = (args.workload == WorkloadKind::Oltp).then_some(wl);
     Ok((tidb, wl, prefixes))
-}
-
-/// Physical table ids: the partitions' or the table's own.
-fn physical_ids(t: &TableMeta) -> Vec<i64> {
-    match &t.partition {
-        Some(PartitionPlan::Hash { parts, .. }) => parts.clone(),
-        Some(PartitionPlan::Range { parts, .. }) => parts.iter().map(|&(_, id)| id).collect(),
-        None => vec![t.info.id],
-    }
 }
 
 /// The record key of handle `h` in physical table `pid`, built the way the workload builds

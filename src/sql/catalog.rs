@@ -251,6 +251,9 @@ pub struct IndexMeta {
     pub unique: bool,
     /// Column names in key order, with a prefix length where one is set.
     pub columns: Vec<(String, Option<u64>)>,
+    /// The expression of each key part that is one (an expression index: its column is the
+    /// hidden column TiDB keys it on), in key order; empty when no part is.
+    pub expressions: Vec<Option<String>>,
     pub comment: String,
     pub visible: bool,
 }

@@ -820,7 +820,12 @@ pub fn rows(
             for t in tables_in(catalog, push) {
                 for ix in &t.indexes {
                     for (seq, (col, sub)) in ix.columns.iter().enumerate() {
-                        let nullable = t.column(col).is_some_and(|(_, c)| c.ty.nullable);
+                        // A key part that is an expression has no column (MySQL 8.0 shows
+                        // NULL and the expression; its value may be NULL).
+                        let expr = ix.expressions.get(seq).cloned().flatten();
+                        let nullable =
+                            expr.is_some() || t.column(col).is_some_and(|(_, c)| c.ty.nullable);
+                        let col = if expr.is_some() { Value::Null } else { s(col) };
                         out.push(vec![
                             s("def"),
                             s(&t.db),
@@ -829,7 +834,7 @@ pub fn rows(
                             s(&t.db),
                             s(&ix.name),
                             u(seq as u64 + 1),
-                            s(col),
+                            col,
                             s("A"),
                             Value::Int(0),
                             sub.map_or(Value::Null, |x| Value::Int(x as i64)),
@@ -839,7 +844,7 @@ pub fn rows(
                             s(""),
                             s(&ix.comment),
                             s(if ix.visible { "YES" } else { "NO" }),
-                            Value::Null,
+                            expr.map_or(Value::Null, |e| s(&e)),
                         ]);
                     }
                 }
@@ -1163,6 +1168,7 @@ mod tests {
             primary: true,
             unique: true,
             columns: vec![("id".into(), None)],
+            expressions: Vec::new(),
             comment: String::new(),
             visible: true,
         });

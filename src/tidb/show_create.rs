@@ -253,6 +253,45 @@ pub fn create_table(schema: &str, info: &TableInfo) -> String {
     sql
 }
 
+/// The expression of an expression index as MySQL 8.0 prints it (in `SHOW CREATE TABLE` and
+/// `information_schema.STATISTICS.EXPRESSION`) from TiDB's restored text: a function call as
+/// it is (`` lower(`c`) ``), anything else in parentheses (`` (`p` + 1) ``), as MySQL prints
+/// an operator.
+pub fn key_expression(expr: &str) -> String {
+    let t = expr.trim();
+    let name_end = t
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(t.len());
+    let call = name_end > 0 && t[name_end..].starts_with('(') && {
+        // The parenthesis after the name must close at the end.
+        let mut depth = 0i32;
+        let mut quote: Option<char> = None;
+        let mut closed_at = None;
+        for (i, c) in t[name_end..].char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"' | '`') => quote = Some(c),
+                (None, '(') => depth += 1,
+                (None, ')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        closed_at = Some(name_end + i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        closed_at == Some(t.len() - 1)
+    };
+    if call {
+        t.to_owned()
+    } else {
+        format!("({t})")
+    }
+}
+
 /// One key part: a column with its prefix length, or the expression of an expression index
 /// (TiDB keys those on a hidden generated column).
 fn index_part(info: &TableInfo, lower: &str, name: &str, length: i64) -> String {
@@ -261,7 +300,7 @@ fn index_part(info: &TableInfo, lower: &str, name: &str, length: i64) -> String 
         .iter()
         .find(|c| c.hidden && c.name.l == lower && !c.generated_expr_string.is_empty())
     {
-        return format!("(({}))", hidden.generated_expr_string);
+        return format!("({})", key_expression(&hidden.generated_expr_string));
     }
     if length > 0 {
         format!("{}({length})", quote_ident(name))
@@ -479,5 +518,23 @@ mod tests {
             )
         );
         assert_eq!(create_view(&TableInfo::default()), None);
+    }
+
+    #[test]
+    fn key_expressions_print_as_mysql_prints_them() {
+        assert_eq!(key_expression("lower(`c`)"), "lower(`c`)");
+        assert_eq!(key_expression("`p` + 1"), "(`p` + 1)");
+        assert_eq!(
+            key_expression("abs(`a`) + abs(`b`)"),
+            "(abs(`a`) + abs(`b`))"
+        );
+        assert_eq!(
+            key_expression("concat(`a`, _utf8mb4')')"),
+            "concat(`a`, _utf8mb4')')"
+        );
+        assert_eq!(
+            key_expression("json_extract(`j`, _utf8mb4'$.a')"),
+            "json_extract(`j`, _utf8mb4'$.a')"
+        );
     }
 }

@@ -9,14 +9,18 @@ use std::sync::Arc;
 
 use tibinlog_protocol::value::Value;
 
+use crate::mounter::coltype::column_def;
+use crate::sql::generated::VirtualColumns;
+use crate::sql::types::SqlType;
 use crate::tidb::codec::Datum;
 use crate::tidb::key::{meta_hash_key, meta_string_key, Handle};
 use crate::tidb::rowcodec::RowCodec;
-use crate::tidb::schema::{mysql, DBInfo, FieldType, TableInfo};
+use crate::tidb::schema::{mysql, ColumnInfo, DBInfo, FieldType, TableInfo};
 use crate::tidb::time;
 
 use super::error::{Result, TidbError};
 use super::kv::KvTxn;
+pub use super::partition::PartitionPlan;
 
 /// How rows of a table are addressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,18 +44,6 @@ pub struct IndexPlan {
     pub cols: Vec<usize>,
 }
 
-/// Partition routing by one integer column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PartitionPlan {
-    /// `(upper bound exclusive or None = MAXVALUE, physical id)`.
-    Range {
-        col: usize,
-        parts: Vec<(Option<i64>, i64)>,
-    },
-    /// Physical ids by `abs(value) % n`.
-    Hash { col: usize, parts: Vec<i64> },
-}
-
 /// One table as DML sees it.
 #[derive(Debug, Clone)]
 pub struct TableMeta {
@@ -67,6 +59,51 @@ pub struct TableMeta {
     /// Indexes with their own keys (not the clustered PK).
     pub indexes: Vec<IndexPlan>,
     pub partition: Option<PartitionPlan>,
+    /// The hidden columns of expression indexes (`None`: the table has none).
+    pub hidden: Option<Arc<HiddenColumns>>,
+}
+
+/// The hidden generated columns TiDB adds for expression indexes (`_V$_{index}_{n}`): never
+/// stored in the row, computed when a row is written and keyed by the index. Index plans
+/// address them after the row's columns, as if the row were extended by them.
+#[derive(Debug)]
+pub struct HiddenColumns {
+    types: Vec<FieldType>,
+    compute: VirtualColumns,
+    /// The first column whose expression the evaluator cannot compute.
+    uncomputable: Option<String>,
+}
+
+impl HiddenColumns {
+    fn compile(info: &TableInfo, visible: &[&ColumnInfo], hidden: &[&ColumnInfo]) -> Option<Self> {
+        if hidden.is_empty() {
+            return None;
+        }
+        let table = &info.name.o;
+        let all: Vec<&ColumnInfo> = visible.iter().chain(hidden).copied().collect();
+        let names: Vec<String> = all.iter().map(|c| c.name.o.clone()).collect();
+        let types: Result<Vec<SqlType>, _> = all
+            .iter()
+            .map(|c| column_def(table, c).map(|d| SqlType::from_column(&d)))
+            .collect();
+        let generated: Vec<(usize, &str)> = hidden
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (visible.len() + i, c.generated_expr_string.as_str()))
+            .collect();
+        let (compute, uncomputable) = match types {
+            Ok(types) => {
+                let (compute, failed) = VirtualColumns::compile(table, &names, &types, &generated);
+                (compute, failed.into_iter().next().map(|f| f.column))
+            }
+            Err(_) => (VirtualColumns::default(), Some(hidden[0].name.o.clone())),
+        };
+        Some(HiddenColumns {
+            types: hidden.iter().map(|c| c.field_type.clone()).collect(),
+            compute,
+            uncomputable,
+        })
+    }
 }
 
 impl TableMeta {
@@ -79,7 +116,21 @@ impl TableMeta {
             .filter(|c| !c.hidden)
             .collect();
         cols.sort_by_key(|c| c.offset);
-        let pos_of_offset = |off: usize| cols.iter().position(|c| c.offset == off);
+        let mut hidden_cols: Vec<_> = info
+            .public_columns()
+            .into_iter()
+            .filter(|c| c.hidden)
+            .collect();
+        hidden_cols.sort_by_key(|c| c.offset);
+        let pos_of_offset = |off: usize| {
+            cols.iter().position(|c| c.offset == off).or_else(|| {
+                hidden_cols
+                    .iter()
+                    .position(|c| c.offset == off)
+                    .map(|p| cols.len() + p)
+            })
+        };
+        let hidden = HiddenColumns::compile(&info, &cols, &hidden_cols).map(Arc::new);
         let names = cols.iter().map(|c| c.name.o.clone()).collect();
         let types = cols.iter().map(|c| c.field_type.clone()).collect();
         let handle = if let Some(pk) = info.pk_handle_column() {
@@ -110,25 +161,10 @@ impl TableMeta {
                     .collect(),
             })
             .collect();
-        let partition = info.partition.as_ref().and_then(|p| {
-            let name = p.expr.trim_matches('`').to_lowercase();
-            let col = cols.iter().position(|c| c.name.l == name)?;
-            Some(if p.partition_type == 2 {
-                PartitionPlan::Hash {
-                    col,
-                    parts: p.definitions.iter().map(|d| d.id).collect(),
-                }
-            } else {
-                PartitionPlan::Range {
-                    col,
-                    parts: p
-                        .definitions
-                        .iter()
-                        .map(|d| (d.less_than.first().and_then(|s| s.parse().ok()), d.id))
-                        .collect(),
-                }
-            })
-        });
+        let partition = info
+            .partition
+            .as_ref()
+            .and_then(|p| PartitionPlan::new(p, &cols));
         TableMeta {
             db_id,
             db_name: db_name.to_owned(),
@@ -139,7 +175,40 @@ impl TableMeta {
             handle,
             indexes,
             partition,
+            hidden,
         }
+    }
+
+    /// The type of row position `p`, counting the hidden columns after the row's.
+    pub fn key_type(&self, p: usize) -> &FieldType {
+        match (self.types.get(p), &self.hidden) {
+            (Some(ft), _) => ft,
+            (None, Some(h)) => &h.types[p - self.types.len()],
+            (None, None) => &self.types[p],
+        }
+    }
+
+    /// `row` extended by the values of the hidden columns, as TiDB computes them for the
+    /// expression indexes; `row` itself when the table has none.
+    pub fn index_row<'a>(&self, row: &'a [Value]) -> Result<std::borrow::Cow<'a, [Value]>> {
+        let Some(h) = &self.hidden else {
+            return Ok(std::borrow::Cow::Borrowed(row));
+        };
+        let fail = |name: &str, problem| TidbError::Object {
+            what: "expression index column",
+            name: name.to_owned(),
+            table: self.name().to_owned(),
+            problem,
+        };
+        if let Some(c) = &h.uncomputable {
+            return Err(fail(c, "the expression cannot be computed"));
+        }
+        let mut ext = row.to_vec();
+        ext.resize(row.len() + h.types.len(), Value::Null);
+        h.compute
+            .fill(&mut ext)
+            .map_err(|e| fail(&e.column, "the expression failed on the row"))?;
+        Ok(std::borrow::Cow::Owned(ext))
     }
 
     /// Table name.
@@ -154,26 +223,23 @@ impl TableMeta {
         }
     }
 
-    /// Physical table id of a row whose partition column holds `v`.
-    pub fn route(&self, v: Option<&Value>) -> Result<i64> {
-        let Some(p) = &self.partition else {
-            return Ok(self.info.id);
-        };
-        let x = match v {
-            Some(Value::Int(i)) => *i,
-            Some(Value::UInt(u)) => *u as i64,
-            _ => return Err(self.bad("partition column must be a non-null integer")),
-        };
-        match p {
-            PartitionPlan::Hash { parts, .. } => {
-                Ok(parts[(x.unsigned_abs() % parts.len() as u64) as usize])
-            }
-            PartitionPlan::Range { parts, .. } => parts
-                .iter()
-                .find(|(b, _)| b.is_none_or(|b| x < b))
-                .map(|&(_, id)| id)
-                .ok_or_else(|| self.bad("no partition for value")),
+    /// Physical table id of a row whose partitioning columns hold `values` (in
+    /// [`partition_cols`](Self::partition_cols) order).
+    pub fn route(&self, values: &[&Value]) -> Result<i64> {
+        match &self.partition {
+            None => Ok(self.info.id),
+            Some(p) => p.route(values).map_err(|problem| self.bad(problem)),
         }
+    }
+
+    /// Physical table id of `row` (all columns, in row order).
+    pub fn route_row(&self, row: &[Value]) -> Result<i64> {
+        let values: Vec<&Value> = self
+            .partition_cols()
+            .iter()
+            .map(|&c| row.get(c).unwrap_or(&Value::Null))
+            .collect();
+        self.route(&values)
     }
 
     /// Row positions of the primary key columns in key order (None: no primary key).
@@ -189,11 +255,18 @@ impl TableMeta {
         }
     }
 
-    /// Row position of the partition column.
-    pub fn partition_col(&self) -> Option<usize> {
+    /// Row positions of the partitioning columns (empty: not partitioned).
+    pub fn partition_cols(&self) -> Vec<usize> {
+        self.partition
+            .as_ref()
+            .map_or_else(Vec::new, PartitionPlan::columns)
+    }
+
+    /// Every physical table id of the table: its partitions', or its own.
+    pub fn physical_ids(&self) -> Vec<i64> {
         match &self.partition {
-            None => None,
-            Some(PartitionPlan::Hash { col, .. } | PartitionPlan::Range { col, .. }) => Some(*col),
+            Some(p) => p.ids(),
+            None => vec![self.info.id],
         }
     }
 
@@ -294,13 +367,7 @@ impl Catalog {
                 continue;
             }
             ids.insert(t.info.id);
-            match &t.partition {
-                Some(PartitionPlan::Range { parts, .. }) => {
-                    ids.extend(parts.iter().map(|(_, id)| *id))
-                }
-                Some(PartitionPlan::Hash { parts, .. }) => ids.extend(parts.iter().copied()),
-                None => {}
-            }
+            ids.extend(t.physical_ids());
         }
         ids
     }

@@ -772,8 +772,7 @@ impl Tidb {
                     let r = pair.result?;
                     let (_, handle) = decode_record_key(&pair.key)?;
                     nt.codec.decode_into(&r.value, Some(&handle), &mut row)?;
-                    let v = pt.partition_col().and_then(|c| row.get(c));
-                    if pt.route(v)? != part_id {
+                    if pt.route_row(&row)? != part_id {
                         return Err(obj_err(
                             "partition",
                             partition,
@@ -914,6 +913,14 @@ impl Tidb {
                     .any(|i| i.idx_name.l == index.name.to_lowercase())
                 {
                     return Err(obj_err("index", &index.name, table, "duplicate"));
+                }
+                if index.expression.is_some() {
+                    return Err(obj_err(
+                        "index",
+                        &index.name,
+                        table,
+                        "an expression index is only made by CREATE TABLE in the simulator",
+                    ));
                 }
                 let mut cols = Vec::new();
                 for name in &index.columns {

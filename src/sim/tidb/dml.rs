@@ -35,9 +35,10 @@ pub(crate) fn index_entry(
     handle: &Handle,
     row: &[Value],
 ) -> Result<(Vec<u8>, Vec<u8>)> {
+    let row = t.index_row(row)?;
     let mut datums = Vec::with_capacity(idx.cols.len() + 1);
     for &p in &idx.cols {
-        datums.push(key_datum(&row[p], &t.types[p])?);
+        datums.push(key_datum(&row[p], t.key_type(p))?);
     }
     let distinct = idx.unique && !datums.iter().any(|d| matches!(d, Datum::Null));
     let mut key = index_prefix(physical_id, idx.id);
@@ -162,7 +163,7 @@ impl Txn<'_> {
     pub fn insert(&mut self, db: &str, table: &str, row: &[Value]) -> Result<()> {
         let t = self.table(db, table)?;
         Self::check_len(&t, row)?;
-        let pid = t.route(t.partition_col().map(|p| &row[p]))?;
+        let pid = t.route_row(row)?;
         let handle = match t.row_handle(row)? {
             Some(h) => h,
             None => Handle::Int(self.tidb.alloc_row_id(
@@ -192,16 +193,17 @@ impl Txn<'_> {
         if pos.len() != key.len() {
             return Err(bad("key value count differs from primary key columns"));
         }
-        let part = match t.partition_col() {
-            None => None,
-            Some(pc) => Some(
+        let part = t
+            .partition_cols()
+            .iter()
+            .map(|pc| {
                 pos.iter()
-                    .position(|&p| p == pc)
+                    .position(|p| p == pc)
                     .map(|i| &key[i])
-                    .ok_or_else(|| bad("partition column is not in the primary key"))?,
-            ),
-        };
-        let pid = t.route(part)?;
+                    .ok_or_else(|| bad("partition column is not in the primary key"))
+            })
+            .collect::<Result<Vec<&Value>>>()?;
+        let pid = t.route(&part)?;
         let handle = match &t.handle {
             HandleKind::Int(_) => Handle::Int(
                 int_handle(&key[0]).ok_or_else(|| bad("integer primary key must be an integer"))?,
@@ -271,7 +273,7 @@ impl Txn<'_> {
         if old.row.as_slice() == row {
             return Ok(());
         }
-        let pid = t.route(t.partition_col().map(|p| &row[p]))?;
+        let pid = t.route_row(row)?;
         let handle = t.row_handle(row)?.unwrap_or_else(|| old.handle.clone());
         let mut value = Vec::new();
         t.codec.encode_v2(row, &mut value)?;

@@ -55,6 +55,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod kv;
+pub mod partition;
 pub mod truth;
 pub mod types;
 mod view;

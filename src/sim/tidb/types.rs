@@ -10,11 +10,12 @@ use tibinlog_protocol::value::Value;
 
 use crate::tidb::schema::{
     mysql, schema_state, CIStr, ColumnInfo, ConstraintInfo, FieldType, FkInfo, IndexColumn,
-    IndexInfo, PartitionDefinition, PartitionInfo, TableInfo,
+    IndexInfo, TableInfo,
 };
 use crate::tidb::text;
 
 use super::error::{Result, TidbError};
+pub use super::partition::PartitionDef;
 
 /// Default string charset and collation of the simulated cluster.
 pub const CHARSET: &str = "utf8mb4";
@@ -372,6 +373,9 @@ pub struct IndexDef {
     pub unique: bool,
     /// `INVISIBLE`: kept up to date, never chosen by the optimizer.
     pub invisible: bool,
+    /// An expression index (`KEY k ((expr))`, `columns` empty): the expression as TiDB
+    /// restores it and the type TiDB infers for it, which its hidden column gets.
+    pub expression: Option<(String, FieldType)>,
 }
 
 impl IndexDef {
@@ -382,6 +386,16 @@ impl IndexDef {
             columns: columns.iter().map(|c| (*c).to_owned()).collect(),
             unique,
             invisible: false,
+            expression: None,
+        }
+    }
+
+    /// An index on the expression `expr` (as TiDB restores it, `` lower(`name`) ``) whose
+    /// value has type `ft`.
+    pub fn expression(name: &str, expr: &str, ft: FieldType) -> Self {
+        IndexDef {
+            expression: Some((expr.to_owned(), ft)),
+            ..IndexDef::new(name, &[], false)
         }
     }
 
@@ -392,7 +406,10 @@ impl IndexDef {
     }
 
     fn sql(&self) -> String {
-        let cols: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
+        let mut cols: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
+        if let Some((expr, _)) = &self.expression {
+            cols = vec![format!("({expr})")];
+        }
         format!(
             "{}KEY {}({}){}",
             if self.unique { "UNIQUE " } else { "" },
@@ -401,18 +418,6 @@ impl IndexDef {
             if self.invisible { " INVISIBLE" } else { "" }
         )
     }
-}
-
-/// Partitioning of a table by one integer column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PartitionDef {
-    /// `PARTITION BY RANGE (col)`: upper bounds (exclusive), `None` = MAXVALUE.
-    Range {
-        column: String,
-        bounds: Vec<Option<i64>>,
-    },
-    /// `PARTITION BY HASH (col) PARTITIONS n`.
-    Hash { column: String, count: u32 },
 }
 
 /// A `FOREIGN KEY` clause (TiDB stores it; the simulator does not enforce it, as TiDB with
@@ -500,38 +505,16 @@ impl TableDef {
             quote(&self.name),
             parts.join(", ")
         );
-        match &self.partition {
-            None => {}
-            Some(PartitionDef::Hash { column, count }) => s.push_str(&format!(
-                " PARTITION BY HASH ({}) PARTITIONS {count}",
-                quote(column)
-            )),
-            Some(PartitionDef::Range { column, bounds }) => {
-                let defs: Vec<String> = bounds
-                    .iter()
-                    .enumerate()
-                    .map(|(i, b)| match b {
-                        Some(v) => format!("PARTITION p{i} VALUES LESS THAN ({v})"),
-                        None => format!("PARTITION p{i} VALUES LESS THAN (MAXVALUE)"),
-                    })
-                    .collect();
-                s.push_str(&format!(
-                    " PARTITION BY RANGE ({}) ({})",
-                    quote(column),
-                    defs.join(", ")
-                ));
-            }
+        if let Some(p) = &self.partition {
+            s.push(' ');
+            s.push_str(&p.sql());
         }
         s
     }
 
     /// Number of physical partitions (0 = not partitioned).
     pub fn partition_count(&self) -> usize {
-        match &self.partition {
-            None => 0,
-            Some(PartitionDef::Range { bounds, .. }) => bounds.len(),
-            Some(PartitionDef::Hash { count, .. }) => *count as usize,
-        }
+        self.partition.as_ref().map_or(0, PartitionDef::count)
     }
 
     /// Builds the TableInfo with table id `id` and partition ids `part_ids`.
@@ -604,6 +587,16 @@ impl TableDef {
                 return Err(obj("index", &def.name, "duplicate"));
             }
             let mut offs = Vec::new();
+            if let Some((expr, ft)) = &def.expression {
+                // TiDB keys an expression on a hidden virtual column named after the index.
+                let offset = columns.len();
+                let mut c = ColumnDef::new(&format!("_V$_{}_0", def.name), ft.clone())
+                    .generated(expr, false)
+                    .build(offset as i64 + 1, offset, false);
+                c.hidden = true;
+                columns.push(c);
+                offs.push(offset);
+            }
             for c in &def.columns {
                 let o = offset_of(&columns, c)?;
                 if columns[o].field_type.tp == mysql::TYPE_JSON {
@@ -650,12 +643,13 @@ impl TableDef {
             }
         }
         t.max_idx_id = indices.len() as i64;
+        t.max_col_id = columns.len() as i64;
         t.foreign_keys = self.foreign_key_infos(db)?;
         t.constraints = self.check_infos(&columns)?;
         t.columns = columns;
         t.indices = indices;
         if let Some(p) = &self.partition {
-            t.partition = Some(partition_info(p, part_ids, &t)?);
+            t.partition = Some(p.info(part_ids, &t)?);
         }
         Ok(t)
     }
@@ -755,54 +749,6 @@ pub fn index_info(
         is_primary: primary,
         ..IndexInfo::default()
     }
-}
-
-fn partition_info(p: &PartitionDef, ids: &[i64], t: &TableInfo) -> Result<PartitionInfo> {
-    let (ptype, column, n) = match p {
-        PartitionDef::Range { column, bounds } => (1, column, bounds.len()),
-        PartitionDef::Hash { column, count } => (2, column, *count as usize),
-    };
-    let col = t
-        .columns
-        .iter()
-        .find(|c| c.name.l == column.to_lowercase())
-        .ok_or_else(|| TidbError::Object {
-            what: "partition column",
-            name: column.clone(),
-            table: t.name.o.clone(),
-            problem: "unknown",
-        })?;
-    if n == 0 || ids.len() != n {
-        return Err(TidbError::Object {
-            what: "partitioning",
-            name: column.clone(),
-            table: t.name.o.clone(),
-            problem: "needs at least one partition",
-        });
-    }
-    let definitions = ids
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| PartitionDefinition {
-            id,
-            name: CIStr::new(&format!("p{i}")),
-            less_than: match p {
-                PartitionDef::Range { bounds, .. } => {
-                    vec![bounds[i].map_or_else(|| "MAXVALUE".to_owned(), |b| b.to_string())]
-                }
-                PartitionDef::Hash { .. } => Vec::new(),
-            },
-            ..PartitionDefinition::default()
-        })
-        .collect();
-    Ok(PartitionInfo {
-        partition_type: ptype,
-        expr: quote(&col.name.o),
-        enable: true,
-        definitions,
-        num: if ptype == 2 { n as u64 } else { 0 },
-        ..PartitionInfo::default()
-    })
 }
 
 #[cfg(test)]

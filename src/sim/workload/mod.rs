@@ -169,9 +169,16 @@ const MAX_PAIRS: usize = 2;
 
 /// The physical id a live key's row is in (None: the table is not partitioned).
 fn partition_of(meta: &TableMeta, key: &[Value]) -> Option<i64> {
-    let col = meta.partition_col()?;
-    let at = meta.key_positions()?.iter().position(|&p| p == col)?;
-    meta.route(key.get(at)).ok()
+    let cols = meta.partition_cols();
+    if cols.is_empty() {
+        return None;
+    }
+    let pos = meta.key_positions()?;
+    let values = cols
+        .iter()
+        .map(|c| pos.iter().position(|p| p == c).and_then(|at| key.get(at)))
+        .collect::<Option<Vec<&Value>>>()?;
+    meta.route(&values).ok()
 }
 
 fn pick(rng: &mut SimRng, weights: &[u32]) -> usize {

@@ -1,11 +1,12 @@
 //! Random schemas: a database's worth of `CREATE TABLE` and `CREATE VIEW` statements whose
 //! shapes cover what a catalog answer has to print — primary keys of every kind (clustered
-//! integer, nonclustered, composite, none), unique, plain and invisible keys, RANGE and HASH
-//! partitioning, foreign keys with each referential action, CHECK constraints (enforced or
-//! not), defaults, generated columns and views (with integer expressions). Every statement is
-//! one MySQL 8.0 and MariaDB 10.11 accept too: a partitioned table has no foreign key and every
-//! unique key includes its partitioning column, as both require. Every choice comes from the
-//! caller's [`SimRng`].
+//! integer, nonclustered, composite, none), unique, plain, invisible and expression keys,
+//! every partitioning kind but KEY (RANGE, LIST, HASH, RANGE COLUMNS, LIST COLUMNS), foreign
+//! keys with each referential action, CHECK constraints (enforced or not), defaults, generated
+//! columns and views (with integer expressions). Every statement is one MySQL 8.0 accepts, and
+//! MariaDB 10.11 too but for expression keys (it has none): a partitioned table has no foreign
+//! key and every unique key includes its partitioning columns, as both require. Every choice
+//! comes from the caller's [`SimRng`].
 
 use tibinlog_protocol::value::Value;
 
@@ -72,8 +73,16 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
     let mut columns = vec![ColumnDef::new("id", ty::int(mysql::TYPE_LONGLONG, false)).not_null()];
     let values = 1 + rng.below(5) as usize;
     columns.extend((0..values).map(|i| value_column(rng, &format!("c{i}"))));
-    let partitioned = rng.chance(0.3);
-    let (primary_key, clustered) = match rng.below(4) {
+    let partitioned = rng.chance(0.4);
+    let partition = partitioned.then(|| partitioning(rng));
+    // The partitioning columns, which every unique key (the primary key too) must include.
+    let part_cols: Vec<String> = partition
+        .as_ref()
+        .map_or_else(Vec::new, PartitionDef::columns);
+    if part_cols.iter().any(|c| c == "region") {
+        columns.push(ColumnDef::new("region", ty::varchar(8)).not_null());
+    }
+    let (mut primary_key, clustered) = match rng.below(4) {
         0 => (vec!["id".to_owned()], true),
         1 => (vec!["id".to_owned()], false),
         2 if !partitioned => {
@@ -82,6 +91,9 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         }
         _ => (Vec::new(), false),
     };
+    if !primary_key.is_empty() {
+        with_all(&mut primary_key, &part_cols);
+    }
     let mut t = TableDef {
         name: name.clone(),
         columns,
@@ -103,15 +115,19 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         }
         let col = pick(rng, &keyable).clone();
         let unique = rng.chance(0.3);
-        // A unique key of a partitioned table must include the partitioning column.
-        let cols: Vec<&str> = if (unique && partitioned) || rng.chance(0.3) {
-            vec![col.as_str(), "id"]
+        let mut cols: Vec<String> = if rng.chance(0.3) {
+            vec![col.clone(), "id".into()]
         } else {
-            vec![col.as_str()]
+            vec![col.clone()]
         };
+        // A unique key of a partitioned table must include the partitioning columns.
+        if unique {
+            with_all(&mut cols, &part_cols);
+        }
         if t.indexes.iter().any(|i| i.columns.first() == Some(&col)) {
             continue;
         }
+        let cols: Vec<&str> = cols.iter().map(String::as_str).collect();
         let mut index = IndexDef::new(&format!("k{k}_{col}"), &cols, unique);
         // MySQL refuses an invisible key that stands in for a missing primary key: only plain
         // keys are made invisible.
@@ -120,24 +136,9 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         }
         t.indexes.push(index);
     }
+    expression_index(rng, &mut t, values);
     if partitioned {
-        t.partition = Some(if rng.chance(0.5) {
-            PartitionDef::Hash {
-                column: "id".into(),
-                count: 1 + rng.below(5) as u32,
-            }
-        } else {
-            let mut bounds: Vec<Option<i64>> = (1..=1 + rng.below(4) as i64)
-                .map(|i| Some(i * 1000))
-                .collect();
-            if rng.chance(0.5) {
-                bounds.push(None);
-            }
-            PartitionDef::Range {
-                column: "id".into(),
-                bounds,
-            }
-        });
+        t.partition = partition;
     } else if rng.chance(0.6) {
         let nullable = rng.chance(0.5);
         let mut c = ColumnDef::new("parent_id", ty::int(mysql::TYPE_LONGLONG, false));
@@ -180,6 +181,105 @@ fn table(rng: &mut SimRng, n: usize) -> TableDef {
         });
     }
     t
+}
+
+/// Appends the names of `needed` that `cols` lacks.
+fn with_all(cols: &mut Vec<String>, needed: &[String]) {
+    for c in needed {
+        if !cols.contains(c) {
+            cols.push(c.clone());
+        }
+    }
+}
+
+/// A random partitioning of every kind TiDB has except KEY: HASH, RANGE and LIST over `id`,
+/// RANGE COLUMNS and LIST COLUMNS over `id`, a `region` string column or both.
+fn partitioning(rng: &mut SimRng) -> PartitionDef {
+    let n = 1 + rng.below(4) as usize;
+    let column = || "id".to_owned();
+    let columns = match rng.below(3) {
+        0 => vec![column()],
+        1 => vec!["region".to_owned()],
+        _ => vec![column(), "region".to_owned()],
+    };
+    // Literal of partition i's value for a column, as TiDB keeps it.
+    let lit = |c: &str, i: usize| {
+        if c == "region" {
+            format!("'{}'", (b'b' + 3 * i as u8) as char)
+        } else {
+            (1000 * (i + 1)).to_string()
+        }
+    };
+    match rng.below(5) {
+        0 => PartitionDef::Hash {
+            column: column(),
+            count: n as u32,
+        },
+        1 => {
+            let mut bounds: Vec<Option<i64>> = (1..=n as i64).map(|i| Some(i * 1000)).collect();
+            if rng.chance(0.5) {
+                bounds.push(None);
+            }
+            PartitionDef::Range {
+                column: column(),
+                bounds,
+            }
+        }
+        2 => PartitionDef::List {
+            column: column(),
+            values: (0..n as i64)
+                .map(|i| (0..1 + i % 3).map(|k| 10 * i + k).collect())
+                .collect(),
+        },
+        3 => {
+            let mut bounds: Vec<Vec<Option<String>>> = (0..n)
+                .map(|i| columns.iter().map(|c| Some(lit(c, i))).collect())
+                .collect();
+            if rng.chance(0.5) {
+                bounds.push(vec![None; columns.len()]);
+            }
+            PartitionDef::RangeColumns { columns, bounds }
+        }
+        _ => PartitionDef::ListColumns {
+            values: (0..n)
+                .map(|i| {
+                    (0..1 + i % 2)
+                        .map(|k| columns.iter().map(|c| lit(c, 2 * i + k)).collect())
+                        .collect()
+                })
+                .collect(),
+            columns,
+        },
+    }
+}
+
+/// Sometimes an expression index over a string or integer value column (MySQL 8.0's
+/// functional key part; TiDB keys it on a hidden generated column).
+fn expression_index(rng: &mut SimRng, t: &mut TableDef, values: usize) {
+    if !rng.chance(0.3) {
+        return;
+    }
+    let candidates: Vec<&ColumnDef> = t.columns[1..=values]
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.ft.tp,
+                mysql::TYPE_VARCHAR | mysql::TYPE_LONG | mysql::TYPE_SHORT
+            )
+        })
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let c = pick(rng, &candidates);
+    let (expr, ft) = if c.ft.tp == mysql::TYPE_VARCHAR {
+        let f = *pick(rng, &["lower", "upper"]);
+        (format!("{f}(`{}`)", c.name), c.ft.clone())
+    } else {
+        (format!("abs(`{}`)", c.name), c.ft.clone())
+    };
+    t.indexes
+        .push(IndexDef::expression(&format!("e_{}", c.name), &expr, ft));
 }
 
 /// `tables` random tables (after the referenced parent) and a view over some of them, all in
