@@ -504,3 +504,95 @@ fn commit_protocols_produce_their_change_events() {
         assert_eq!(types, expected, "{mode:?}");
     }
 }
+
+/// TiDB's expression index keys the value of its hidden column, which TiDB computes when it
+/// writes the row; a LIST COLUMNS table routes each row to the partition listing its value and
+/// refuses one no partition lists.
+#[test]
+fn expression_index_keys_go_to_the_listed_partition() {
+    use tibinlog::sim::tidb::PartitionDef;
+    let (mut core, mut tidb) = boot();
+    let mut t = simple_table("t_expr");
+    t.columns
+        .push(ColumnDef::new("region", ty::varchar(8)).not_null());
+    t.primary_key = vec!["id".into(), "region".into()];
+    t.indexes = vec![IndexDef::expression("e_v", "lower(`v`)", ty::varchar(20))];
+    t.partition = Some(PartitionDef::ListColumns {
+        columns: vec!["region".into()],
+        values: vec![
+            vec![vec!["'east'".into()]],
+            vec![vec!["'west'".into()], vec!["'north'".into()]],
+        ],
+    });
+    tidb.execute_ddl(
+        &mut core,
+        &Ddl::CreateTable {
+            db: "test".into(),
+            table: t,
+        },
+    )
+    .expect("ddl");
+    let meta = tidb.table("test", "t_expr").expect("t_expr").clone();
+    let hidden = meta
+        .info
+        .columns
+        .iter()
+        .find(|c| c.hidden)
+        .expect("hidden column");
+    assert_eq!(hidden.name.o, "_V$_e_v_0");
+    assert_eq!(hidden.generated_expr_string, "lower(`v`)");
+    let parts: Vec<i64> = meta
+        .info
+        .partition
+        .as_ref()
+        .expect("partitioned")
+        .definitions
+        .iter()
+        .map(|d| d.id)
+        .collect();
+    let bytes = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+    let mut txn = tidb.begin(&mut core);
+    txn.insert(
+        "test",
+        "t_expr",
+        &[Value::Int(1), bytes("MiXeD"), bytes("east")],
+    )
+    .expect("insert");
+    txn.insert(
+        "test",
+        "t_expr",
+        &[Value::Int(2), bytes("UPPER"), bytes("north")],
+    )
+    .expect("insert");
+    let refused = txn.insert(
+        "test",
+        "t_expr",
+        &[Value::Int(3), bytes("x"), bytes("south")],
+    );
+    assert!(refused.is_err(), "no partition lists 'south': {refused:?}");
+    let c = txn.commit().expect("commit");
+    let idx = meta
+        .info
+        .indices
+        .iter()
+        .find(|i| i.idx_name.o == "e_v")
+        .expect("index")
+        .id;
+    for (pid, want) in [(parts[0], "mixed"), (parts[1], "upper")] {
+        let s = index_prefix(pid, idx);
+        let mut e = s.clone();
+        e.push(0xff);
+        let keys = core
+            .mvcc
+            .scan(&s, &e, 0, c.commit_ts, true, &[])
+            .expect("scan");
+        assert_eq!(keys.len(), 1, "one index entry in partition {pid}");
+        assert!(
+            keys[0]
+                .key
+                .windows(want.len())
+                .any(|w| w == want.as_bytes()),
+            "the key holds the lower-cased value {want}"
+        );
+    }
+}
