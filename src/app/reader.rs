@@ -31,7 +31,7 @@ use crate::sql::exec::RowStream;
 use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder, ScanRequest};
 use crate::sql::plan::SnapshotSource;
 use crate::tidb::key::{
-    decode_record_key, encode_record_key, index_prefix, record_prefix, record_span, Handle,
+    encode_record_key, index_prefix, record_key_handle, record_prefix, record_span, Handle,
 };
 
 /// Rows of the first TiKV page of a snapshot scan; the pages that follow double up to
@@ -62,7 +62,8 @@ impl RowDecoder for MountedRows {
         value: &[u8],
         out: &mut Vec<Value>,
     ) -> std::result::Result<(), String> {
-        let (_, handle) = decode_record_key(key).map_err(|e| e.to_string())?;
+        // The handle's datums are decoded only if the row value lacks a key column.
+        let (_, handle) = record_key_handle(key).map_err(|e| e.to_string())?;
         self.0
             .decode_row(value, Some(&handle), out)
             .map_err(|e| e.to_string())

@@ -1110,7 +1110,18 @@ impl Expr {
         expr(ExprKind::Column(i), ty)
     }
 
-    /// The value for `row`.
+    /// The value of the expression for `row`, borrowed where it already is (a column of the
+    /// row, a constant) and computed otherwise.
+    pub fn eval_ref<'a>(&'a self, row: &'a [Value]) -> Result<std::borrow::Cow<'a, Value>> {
+        use std::borrow::Cow;
+        const NULL: &Value = &Value::Null;
+        Ok(match &self.kind {
+            ExprKind::Column(i) => Cow::Borrowed(row.get(*i).unwrap_or(NULL)),
+            ExprKind::Const(c) => Cow::Borrowed(c),
+            _ => Cow::Owned(self.eval(row)?),
+        })
+    }
+
     pub fn eval(&self, row: &[Value]) -> Result<Value> {
         match &self.kind {
             ExprKind::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Value::Null)),
@@ -1153,18 +1164,20 @@ impl Expr {
                 right,
                 mode,
             } => {
-                let (a, b) = (left.eval(row)?, right.eval(row)?);
+                // Columns and constants are compared where they are, not copied per row.
+                let (a, b) = (left.eval_ref(row)?, right.eval_ref(row)?);
+                let (a, b) = (a.as_ref(), b.as_ref());
                 if *op == CmpOp::NullSafeEq {
-                    return Ok(bool_value(match (&a, &b) {
+                    return Ok(bool_value(match (a, b) {
                         (Value::Null, Value::Null) => true,
                         (Value::Null, _) | (_, Value::Null) => false,
-                        _ => compare_values(*mode, &a, &left.ty, &b, &right.ty) == Ordering::Equal,
+                        _ => compare_values(*mode, a, &left.ty, b, &right.ty) == Ordering::Equal,
                     }));
                 }
                 if matches!(a, Value::Null) || matches!(b, Value::Null) {
                     return Ok(Value::Null);
                 }
-                let ord = compare_values(*mode, &a, &left.ty, &b, &right.ty);
+                let ord = compare_values(*mode, a, &left.ty, b, &right.ty);
                 Ok(bool_value(match op {
                     CmpOp::Eq | CmpOp::NullSafeEq => ord == Ordering::Equal,
                     CmpOp::NotEq => ord != Ordering::Equal,

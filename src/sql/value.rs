@@ -88,6 +88,13 @@ pub fn compare(
             &to_decimal_text(b, tb)?,
         )),
         CmpMode::Double => to_f64(a, ta).partial_cmp(&to_f64(b, tb)),
+        // Strings are their bytes (whatever the column type): compared in place.
+        CmpMode::String { collation } if matches!((a, b), (Value::Bytes(_), Value::Bytes(_))) => {
+            match (a, b) {
+                (Value::Bytes(x), Value::Bytes(y)) => Some(charset::compare(collation, x, y)),
+                _ => None,
+            }
+        }
         CmpMode::String { collation } => {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             write_text(a, ta, &mut x);

@@ -464,6 +464,29 @@ pub fn decode_record_key(raw: &[u8]) -> Result<(i64, Handle)> {
     }
 }
 
+/// Table id and handle of a record key, the handle's datums not decoded: for reads that get
+/// every column from the row value and decode the handle's datums only if a column is
+/// missing there (which then fails on a malformed handle). [`decode_record_key`] checks the
+/// datums up front.
+pub fn record_key_handle(raw: &[u8]) -> Result<(i64, Handle)> {
+    let bad = || Error::Corrupted {
+        what: "record key",
+        detail: "not a t{id}_r key",
+    };
+    if raw.first() != Some(&TABLE_PREFIX) || raw.len() <= RECORD_PREFIX_LEN {
+        return Err(bad());
+    }
+    let (table_id, rest) = decode_int(&raw[1..])?;
+    let (sep, rest) = rest.split_at(2);
+    if sep != RECORD_SEP {
+        return Err(bad());
+    }
+    Ok(match rest.len() {
+        8 => (table_id, Handle::Int(decode_int(rest)?.0)),
+        _ => (table_id, Handle::Common(rest.to_vec())),
+    })
+}
+
 /// Table id of any table key (`t{id}...`), without parsing the rest.
 pub fn table_id_of(raw: &[u8]) -> Option<i64> {
     match raw.split_first() {
@@ -521,6 +544,23 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         hex::decode(s).unwrap()
+    }
+
+    #[test]
+    fn record_key_handle_matches_the_full_parse() {
+        for h in [Handle::Int(-5), Handle::Int(1 << 40)] {
+            let k = record_key(104, &h);
+            assert_eq!(
+                record_key_handle(&k).unwrap(),
+                decode_record_key(&k).unwrap()
+            );
+        }
+        let common =
+            Handle::common_from_datums(&[Datum::Bytes(b"k1".to_vec()), Datum::Int(7)]).unwrap();
+        let k = record_key(104, &common);
+        assert_eq!(record_key_handle(&k).unwrap(), (104, common));
+        assert!(record_key_handle(&index_prefix(104, 1)).is_err());
+        assert!(record_key_handle(&k[..RECORD_PREFIX_LEN]).is_err());
     }
 
     // Spec §4.2 example: table 104, handle 1.
