@@ -525,7 +525,7 @@ mod tests {
             ],
             ..PartitionInfo::default()
         };
-        let plan = PartitionPlan::new(&p, &[&a, &b]).unwrap();
+        let plan = PartitionPlan::new(&p, &[&a, &b]).expect("a plan");
         let route = |x: i64, s: &str| plan.route(&[&Value::Int(x), &bytes(s)]);
         assert_eq!(route(5, "z"), Ok(1));
         assert_eq!(route(10, "a"), Ok(1));
@@ -553,7 +553,7 @@ mod tests {
             definitions: vec![def(7, &[], &[&["1"], &["3"]]), def(8, &[], &[&["NULL"]])],
             ..PartitionInfo::default()
         };
-        let plan = PartitionPlan::new(&list, &[&a]).unwrap();
+        let plan = PartitionPlan::new(&list, &[&a]).expect("a plan");
         assert_eq!(plan.route(&[&Value::Int(3)]), Ok(7));
         assert_eq!(plan.route(&[&Value::Null]), Ok(8));
         assert!(plan.route(&[&Value::Int(2)]).is_err());
@@ -563,7 +563,7 @@ mod tests {
             definitions: vec![def(5, &[], &[&["'x'"], &["'it''s'"]])],
             ..PartitionInfo::default()
         };
-        let plan = PartitionPlan::new(&lc, &[&a]).unwrap();
+        let plan = PartitionPlan::new(&lc, &[&a]).expect("a plan");
         assert_eq!(plan.route(&[&bytes("it's")]), Ok(5));
         assert!(plan.route(&[&bytes("y")]).is_err());
         assert_eq!(plan.ids(), vec![5]);
