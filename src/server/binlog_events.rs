@@ -3,9 +3,9 @@
 use tibinlog_protocol::binlog::{read, ChecksumAlg, EventHeader, EventType, GtidSet, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{ER_ERROR_WHEN_EXECUTING_COMMAND, ER_UNKNOWN_ERROR};
 
-use super::reply::{parse_error_near, Reply};
+use super::reply::Reply;
 use super::source::{BinlogSource, SourceError};
-use super::words::Words;
+use crate::sql::statement::BinlogEvents;
 
 const EVENT_COLUMNS: [&str; 6] = [
     "Log_name",
@@ -17,43 +17,13 @@ const EVENT_COLUMNS: [&str; 6] = [
 ];
 
 /// `SHOW BINLOG EVENTS [IN 'f'] [FROM p] [LIMIT [o,] n]`.
-pub(super) fn show_binlog_events(source: &dyn BinlogSource, w: &Words) -> Reply {
-    let mut file = None;
-    let mut from = 4u64;
-    let mut offset = 0usize;
-    let mut limit = usize::MAX;
-    let mut i = 3;
-    while i < w.len() {
-        let arg = w.get(i + 1);
-        if w.is_kw(i, "IN") && arg.is_some() {
-            file = arg.map(str::to_string);
-            i += 2;
-        } else if w.is_kw(i, "FROM") {
-            match arg.and_then(|a| a.parse().ok()) {
-                Some(p) => from = p,
-                None => return parse_error_near(w.raw(), w.offset(i)),
-            }
-            i += 2;
-        } else if w.is_kw(i, "LIMIT") {
-            let a: Option<usize> = arg.and_then(|a| a.parse().ok());
-            let Some(a) = a else {
-                return parse_error_near(w.raw(), w.offset(i));
-            };
-            if w.get(i + 2) == Some(",") {
-                offset = a;
-                match w.get(i + 3).and_then(|b| b.parse().ok()) {
-                    Some(n) => limit = n,
-                    None => return parse_error_near(w.raw(), w.offset(i)),
-                }
-                i += 4;
-            } else {
-                limit = a;
-                i += 2;
-            }
-        } else {
-            return parse_error_near(w.raw(), w.offset(i));
-        }
-    }
+pub(super) fn show_binlog_events(source: &dyn BinlogSource, args: &BinlogEvents) -> Reply {
+    let BinlogEvents {
+        file,
+        from,
+        offset,
+        limit,
+    } = args.clone();
     let file = match file {
         Some(f) => f,
         None => match source.files().into_iter().next() {

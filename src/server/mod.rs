@@ -45,7 +45,6 @@ pub mod testing;
 pub mod transport;
 pub mod users;
 pub mod vars;
-mod words;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The answers of the SQL surface, before they are put on the wire: what [`super::admin`] and
 //! `SHOW BINLOG EVENTS` return and the connection loop sends.
 
-use tibinlog_protocol::wire::errors::{ErrorCode, ER_PARSE_ERROR};
+use tibinlog_protocol::wire::errors::ErrorCode;
 use tibinlog_protocol::wire::response::{ColumnSpec, ErrResponse};
 
 use crate::sql::error::{SqlError, SqlWarning};
@@ -74,16 +74,4 @@ impl Reply {
             rows,
         }
     }
-}
-
-/// MySQL's 1064 for a statement that stops making sense at byte `offset` of `sql`.
-pub(super) fn parse_error_near(sql: &str, offset: usize) -> Reply {
-    let near: String = sql.get(offset..).unwrap_or("").chars().take(80).collect();
-    Reply::err(
-        ER_PARSE_ERROR,
-        format!(
-            "You have an error in your SQL syntax; check the manual that corresponds to your \
-             MySQL server version for the right syntax to use near '{near}' at line 1"
-        ),
-    )
 }

@@ -14,27 +14,7 @@ use super::error::{Result, SqlError};
 use super::infoschema;
 use tibinlog_protocol::wire::errors::ER_NO_DB_ERROR;
 
-/// A token of a SHOW statement: its text, whether it was quoted, and its byte offset.
-#[derive(Debug, Clone)]
-pub struct Tok {
-    pub text: String,
-    pub quoted: bool,
-    pub offset: usize,
-}
-
-/// The statement's tokens, as the server's tokenizer splits them.
-pub struct Tokens<'a> {
-    pub sql: &'a str,
-    pub toks: Vec<Tok>,
-}
-
-impl Tokens<'_> {
-    fn kw(&self, i: usize, k: &str) -> bool {
-        self.toks
-            .get(i)
-            .is_some_and(|t| !t.quoted && t.text.eq_ignore_ascii_case(k))
-    }
-}
+pub use super::tokens::{Tok, Tokens};
 
 /// A SQL string literal.
 pub fn quote_str(s: &str) -> String {
@@ -46,13 +26,65 @@ pub fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
-/// The query a SHOW/DESCRIBE statement stands for; `None` if the tokens are not one of the
-/// forms this module answers.
-pub fn rewrite(
-    t: &Tokens<'_>,
-    catalog: &CatalogSnapshot,
-    current_db: Option<&str>,
-) -> Option<Result<String>> {
+/// A SHOW/DESCRIBE form this module answers, and where its arguments start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShowForm {
+    /// `{DESC|DESCRIBE|EXPLAIN} table [column]`.
+    Describe,
+    /// `SHOW [GLOBAL|SESSION] {VARIABLES|STATUS}`.
+    Variables {
+        at: usize,
+        status: bool,
+        global: bool,
+    },
+    Tables {
+        at: usize,
+        full: bool,
+    },
+    Columns {
+        at: usize,
+        full: bool,
+    },
+    Index {
+        at: usize,
+    },
+    TableStatus {
+        at: usize,
+    },
+    Databases {
+        at: usize,
+    },
+    Charsets {
+        at: usize,
+    },
+    Collation {
+        at: usize,
+    },
+    Engines,
+    Triggers {
+        at: usize,
+    },
+    Events {
+        at: usize,
+    },
+    Routines {
+        at: usize,
+    },
+    Processlist {
+        full: bool,
+    },
+}
+
+impl ShowForm {
+    /// A form that lists or describes one table's columns or keys (it needs SELECT on it).
+    pub fn is_table_level(self) -> bool {
+        matches!(self, ShowForm::Columns { .. } | ShowForm::Index { .. })
+    }
+}
+
+/// The form of a SHOW/DESCRIBE statement; `None` if the tokens are not one of the forms this
+/// module answers.
+pub fn form(t: &Tokens<'_>) -> Option<ShowForm> {
     let first = t.toks.first()?;
     if first.quoted {
         return None;
@@ -63,7 +95,7 @@ pub fn rewrite(
         if t.kw(1, "SELECT") || t.kw(1, "FORMAT") || t.kw(1, "ANALYZE") || t.toks.len() < 2 {
             return None;
         }
-        return Some(describe(t, catalog, current_db));
+        return Some(ShowForm::Describe);
     }
     if w0 != "SHOW" {
         return None;
@@ -86,32 +118,85 @@ pub fn rewrite(
             .find(|(k, _)| t.kw(i, k))
             .map(|(_, g)| *g)
         {
-            return match word(i + 1).as_str() {
-                "VARIABLES" => Some(variables(t, i + 2, false, global)),
-                "STATUS" => Some(variables(t, i + 2, true, global)),
-                _ => None,
+            let status = match word(i + 1).as_str() {
+                "VARIABLES" => false,
+                "STATUS" => true,
+                _ => return None,
             };
+            return Some(ShowForm::Variables {
+                at: i + 2,
+                status,
+                global,
+            });
         }
     }
-    let r = match word(i).as_str() {
-        "VARIABLES" if !full => variables(t, i + 1, false, false),
-        "STATUS" if !full => variables(t, i + 1, true, false),
-        "TABLES" => tables(t, i + 1, full, catalog, current_db),
-        "COLUMNS" | "FIELDS" => columns(t, i + 1, full, catalog, current_db),
-        "INDEX" | "INDEXES" | "KEYS" if !full => index(t, i + 1, catalog, current_db),
-        "TABLE" if t.kw(i + 1, "STATUS") && !full => table_status(t, i + 2, catalog, current_db),
-        "DATABASES" | "SCHEMAS" if !full => filtered(
+    let at = i + 1;
+    Some(match word(i).as_str() {
+        "VARIABLES" if !full => ShowForm::Variables {
+            at,
+            status: false,
+            global: false,
+        },
+        "STATUS" if !full => ShowForm::Variables {
+            at,
+            status: true,
+            global: false,
+        },
+        "TABLES" => ShowForm::Tables { at, full },
+        "COLUMNS" | "FIELDS" => ShowForm::Columns { at, full },
+        "INDEX" | "INDEXES" | "KEYS" if !full => ShowForm::Index { at },
+        "TABLE" if t.kw(i + 1, "STATUS") && !full => ShowForm::TableStatus { at: i + 2 },
+        "DATABASES" | "SCHEMAS" if !full => ShowForm::Databases { at },
+        "CHARACTER" if t.kw(i + 1, "SET") && !full => ShowForm::Charsets { at: i + 2 },
+        "CHARSET" if !full => ShowForm::Charsets { at },
+        "COLLATION" if !full => ShowForm::Collation { at },
+        "ENGINES" if !full => ShowForm::Engines,
+        "STORAGE" if t.kw(i + 1, "ENGINES") && !full => ShowForm::Engines,
+        "TRIGGERS" if !full => ShowForm::Triggers { at },
+        "EVENTS" if !full => ShowForm::Events { at },
+        "PROCEDURE" | "FUNCTION" if t.kw(i + 1, "STATUS") && !full => {
+            ShowForm::Routines { at: i + 2 }
+        }
+        "PROCESSLIST" => ShowForm::Processlist { full },
+        _ => return None,
+    })
+}
+
+/// The query a SHOW/DESCRIBE statement stands for; `None` if the tokens are not one of the
+/// forms this module answers.
+pub fn rewrite(
+    t: &Tokens<'_>,
+    catalog: &CatalogSnapshot,
+    current_db: Option<&str>,
+) -> Option<Result<String>> {
+    form(t).map(|f| query(f, t, catalog, current_db))
+}
+
+/// The query of form `f` of the statement `t`.
+pub fn query(
+    f: ShowForm,
+    t: &Tokens<'_>,
+    catalog: &CatalogSnapshot,
+    current_db: Option<&str>,
+) -> Result<String> {
+    match f {
+        ShowForm::Describe => describe(t, catalog, current_db),
+        ShowForm::Variables { at, status, global } => variables(t, at, status, global),
+        ShowForm::Tables { at, full } => tables(t, at, full, catalog, current_db),
+        ShowForm::Columns { at, full } => columns(t, at, full, catalog, current_db),
+        ShowForm::Index { at } => index(t, at, catalog, current_db),
+        ShowForm::TableStatus { at } => table_status(t, at, catalog, current_db),
+        ShowForm::Databases { at } => filtered(
             t,
-            i + 1,
+            at,
             "SELECT SCHEMA_NAME AS `Database` FROM information_schema.SCHEMATA ORDER BY SCHEMA_NAME"
                 .into(),
             "Database",
         ),
-        "CHARACTER" if t.kw(i + 1, "SET") && !full => charsets(t, i + 2),
-        "CHARSET" if !full => charsets(t, i + 1),
-        "COLLATION" if !full => filtered(
+        ShowForm::Charsets { at } => charsets(t, at),
+        ShowForm::Collation { at } => filtered(
             t,
-            i + 1,
+            at,
             "SELECT COLLATION_NAME AS `Collation`, CHARACTER_SET_NAME AS `Charset`, ID AS `Id`, \
              IS_DEFAULT AS `Default`, IS_COMPILED AS `Compiled`, SORTLEN AS `Sortlen`, \
              PAD_ATTRIBUTE AS `Pad_attribute` FROM information_schema.COLLATIONS \
@@ -119,20 +204,17 @@ pub fn rewrite(
                 .into(),
             "Collation",
         ),
-        "ENGINES" if !full => Ok(engines()),
-        "STORAGE" if t.kw(i + 1, "ENGINES") && !full => Ok(engines()),
-        "TRIGGERS" if !full => triggers(t, i + 1, catalog, current_db),
-        "EVENTS" if !full => events(t, i + 1, catalog, current_db),
-        "PROCEDURE" | "FUNCTION" if t.kw(i + 1, "STATUS") && !full => routines(t, i + 2),
-        "PROCESSLIST" => Ok(format!(
+        ShowForm::Engines => Ok(engines()),
+        ShowForm::Triggers { at } => triggers(t, at, catalog, current_db),
+        ShowForm::Events { at } => events(t, at, catalog, current_db),
+        ShowForm::Routines { at } => routines(t, at),
+        ShowForm::Processlist { full } => Ok(format!(
             "SELECT ID AS `Id`, USER AS `User`, HOST AS `Host`, DB AS `db`, COMMAND AS \
              `Command`, TIME AS `Time`, STATE AS `State`, {} AS `Info` \
              FROM information_schema.PROCESSLIST ORDER BY ID",
             if full { "INFO" } else { "LEFT(INFO, 100)" }
         )),
-        _ => return None,
-    };
-    Some(r)
+    }
 }
 
 /// `[{FROM|IN} db]` at `i`: the database and the next index.
