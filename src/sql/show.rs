@@ -7,7 +7,8 @@
 //! `SHOW COLLATION`, `SHOW [STORAGE] ENGINES`, `SHOW TRIGGERS`, `SHOW EVENTS`,
 //! `SHOW {PROCEDURE|FUNCTION} STATUS`, `SHOW [FULL] PROCESSLIST`, `SHOW [GLOBAL|SESSION]
 //! {VARIABLES|STATUS}` (over `performance_schema`), and `{DESC|DESCRIBE|EXPLAIN} table
-//! [column]`. The statement is read from tokens; `WHERE` keeps the client's text.
+//! [column]`. [`form`] tells the form from the statement's tokens, [`query`] writes its SELECT;
+//! `WHERE` keeps the client's text.
 
 use super::catalog::CatalogSnapshot;
 use super::error::{Result, SqlError};
@@ -160,16 +161,6 @@ pub fn form(t: &Tokens<'_>) -> Option<ShowForm> {
         "PROCESSLIST" => ShowForm::Processlist { full },
         _ => return None,
     })
-}
-
-/// The query a SHOW/DESCRIBE statement stands for; `None` if the tokens are not one of the
-/// forms this module answers.
-pub fn rewrite(
-    t: &Tokens<'_>,
-    catalog: &CatalogSnapshot,
-    current_db: Option<&str>,
-) -> Option<Result<String>> {
-    form(t).map(|f| query(f, t, catalog, current_db))
 }
 
 /// The query of form `f` of the statement `t`.
