@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use sqlparser::ast::{ContextModifier, Expr, ObjectName, Set, Statement};
+use sqlparser::ast::{ContextModifier, Expr, Set, Statement};
 use tibinlog_protocol::binlog::{ChecksumAlg, EventType, GtidSet, Sid, HEADER_LEN};
 use tibinlog_protocol::wire::errors::{
     ER_BAD_DB_ERROR, ER_DBACCESS_DENIED_ERROR, ER_GLOBAL_VARIABLE, ER_KILL_DENIED_ERROR,
@@ -1164,12 +1164,12 @@ impl Ctx<'_> {
                 values,
                 ..
             } => match values.as_slice() {
-                [v] => vec![(*scope, name_parts(variable), v)],
+                [v] => vec![(*scope, statement::name_parts(variable), v)],
                 _ => return unsupported("SET with several values"),
             },
             Set::MultipleAssignments { assignments } => assignments
                 .iter()
-                .map(|a| (a.scope, name_parts(&a.name), &a.value))
+                .map(|a| (a.scope, statement::name_parts(&a.name), &a.value))
                 .collect(),
             Set::SetNames { .. } | Set::SetNamesDefault {} | Set::SetTransaction { .. } => {
                 return Reply::ok()
@@ -1571,13 +1571,6 @@ fn no_such_table(db: &str, table: &str) -> Reply {
         ER_NO_SUCH_TABLE,
         format!("Table '{db}.{table}' doesn't exist"),
     )
-}
-
-fn name_parts(n: &ObjectName) -> Vec<String> {
-    n.0.iter()
-        .filter_map(|p| p.as_ident())
-        .map(|i| i.value.clone())
-        .collect()
 }
 
 /// `Com_*` counters `SHOW STATUS` lists even at zero (those the statements we serve count).

@@ -235,7 +235,8 @@ fn writes(st: &Statement) -> bool {
     )
 }
 
-fn name_parts(name: &ObjectName) -> Vec<String> {
+/// The identifiers of a (possibly qualified) name, unquoted.
+pub fn name_parts(name: &ObjectName) -> Vec<String> {
     name.0
         .iter()
         .filter_map(|p| p.as_ident().map(|i| i.value.clone()))
