@@ -690,6 +690,13 @@ async fn virtual_generated_columns_are_computed_in_row_images_and_reads() {
         .await
         .expect("SELECT WHERE");
     assert_eq!(filtered, [2]);
+    // The statement names neither `qty` nor `id`: the columns its expression reads are
+    // still decoded.
+    let totals: Vec<(i64, String)> = conn
+        .query("SELECT total, label FROM test.gen ORDER BY total")
+        .await
+        .expect("SELECT generated only");
+    assert_eq!(totals, [(31, "#1/3".to_owned()), (72, "#2/7".to_owned())]);
     let ddl = create_table(&mut conn, "gen").await;
     assert!(
         ddl.contains("`total` bigint GENERATED ALWAYS AS (`qty` * 10 + `id`) VIRTUAL,"),

@@ -133,6 +133,19 @@ impl MountedTable {
         handle: Option<&Handle>,
         out: &mut Vec<Value>,
     ) -> std::result::Result<(), crate::tidb::Error> {
+        self.decode_row_columns(value, handle, None, out)
+    }
+
+    /// [`decode_row`](Self::decode_row) of the columns `wanted` marks (`None`: all), the
+    /// others left NULL. A table with virtual generated columns decodes every column (their
+    /// expressions read the others).
+    pub fn decode_row_columns(
+        &self,
+        value: &[u8],
+        handle: Option<&Handle>,
+        wanted: Option<&[bool]>,
+        out: &mut Vec<Value>,
+    ) -> std::result::Result<(), crate::tidb::Error> {
         let column = |name: &str| format!("{}.{}.{name}", self.def.schema, self.def.table);
         if let Some(u) = &self.uncomputable {
             return Err(crate::tidb::Error::GeneratedColumn {
@@ -140,7 +153,8 @@ impl MountedTable {
                 reason: format!("{} in `{}`", u.reason, u.expression),
             });
         }
-        self.codec.decode_into(value, handle, out)?;
+        let wanted = wanted.filter(|_| self.virtual_columns.is_empty());
+        self.codec.decode_columns(value, handle, wanted, out)?;
         if !self.virtual_columns.is_empty() {
             self.virtual_columns
                 .fill(out)

@@ -130,19 +130,23 @@ impl AggCall {
 
     /// Folds one input row in; returns the bytes the state grew by.
     pub fn update(&self, state: &mut AggState, row: &[Value]) -> Result<usize> {
-        let val = match &self.arg {
-            Some(a) => a.eval(row)?,
-            None => Value::Int(1),
+        // The argument is read in place (a column, a constant) and copied only when kept.
+        const ONE: &Value = &Value::Int(1);
+        let bigint;
+        let (val, ty) = match &self.arg {
+            Some(a) => (a.eval_ref(row)?, &a.ty),
+            None => {
+                bigint = SqlType::bigint();
+                (std::borrow::Cow::Borrowed(ONE), &bigint)
+            }
         };
-        if matches!(val, Value::Null) {
+        if matches!(val.as_ref(), Value::Null) {
             return Ok(0);
         }
-        let arg_ty = self.arg.as_ref().map(|a| &a.ty);
-        let ty = arg_ty.cloned().unwrap_or_else(SqlType::bigint);
         Ok(match state {
             AggState::Count(n, seen) => {
                 if let Some(seen) = seen {
-                    let key = group_key(std::slice::from_ref(&val), &[&ty]);
+                    let key = group_key(std::slice::from_ref(val.as_ref()), &[ty]);
                     let grown = key.len() + 32;
                     if seen.insert(key) {
                         *n += 1;
@@ -157,8 +161,8 @@ impl AggCall {
                 let replace = match cur {
                     None => true,
                     Some(c) => {
-                        let mode = CmpMode::for_types(&ty, &ty);
-                        let ord = compare_values(mode, &val, &ty, c, &ty);
+                        let mode = CmpMode::for_types(ty, ty);
+                        let ord = compare_values(mode, &val, ty, c, ty);
                         if self.func == AggFunc::Min {
                             ord == Ordering::Less
                         } else {
@@ -167,7 +171,7 @@ impl AggCall {
                     }
                 };
                 if replace {
-                    *cur = Some(val);
+                    *cur = Some(val.into_owned());
                 }
                 0
             }
@@ -177,7 +181,7 @@ impl AggCall {
                 n,
                 any,
             } => {
-                let text = v::to_decimal_text(&val, &ty).unwrap_or_else(|| "0".into());
+                let text = v::to_decimal_text(&val, ty).unwrap_or_else(|| "0".into());
                 let (units, s) = decimal_units(&text);
                 if s > *scale {
                     *total = total
@@ -194,13 +198,13 @@ impl AggCall {
                 0
             }
             AggState::SumDouble { total, n, any } => {
-                *total += v::to_f64(&val, &ty);
+                *total += v::to_f64(&val, ty);
                 *n += 1;
                 *any = true;
                 0
             }
             AggState::Concat(acc) => {
-                let b = v::to_bytes(&val, &ty);
+                let b = v::to_bytes(&val, ty);
                 let grown = b.len() + 1;
                 match acc {
                     None => *acc = Some(b),
@@ -213,12 +217,12 @@ impl AggCall {
             }
             AggState::Any(cur) => {
                 if cur.is_none() {
-                    *cur = Some(val);
+                    *cur = Some(val.into_owned());
                 }
                 0
             }
             AggState::Bits(acc) => {
-                let w = super::func::num::word(&val, &ty);
+                let w = super::func::num::word(&val, ty);
                 *acc = match self.func {
                     AggFunc::BitAnd => *acc & w,
                     AggFunc::BitOr => *acc | w,

@@ -156,11 +156,13 @@ pub trait TableStats {
 pub trait RowDecoder: Send + Sync + std::fmt::Debug {
     /// Physical table ids holding the rows (the partitions, or the table itself).
     fn physical_ids(&self) -> Vec<i64>;
-    /// Decodes one record (raw key and value) into `out` (cleared first).
+    /// Decodes one record (raw key and value) into `out` (cleared first): the columns
+    /// `wanted` marks (`None`: all), the others NULL.
     fn decode(
         &self,
         key: &[u8],
         value: &[u8],
+        wanted: Option<&[bool]>,
         out: &mut Vec<tibinlog_protocol::value::Value>,
     ) -> Result<(), String>;
     /// Why no row of the table can be read (a column that cannot be computed), if so.

@@ -485,6 +485,9 @@ impl Aggregate {
     }
 
     fn fill(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
+        if self.group_by.is_empty() {
+            return self.fill_one(input);
+        }
         let types: Vec<&SqlType> = self.group_by.iter().map(|e| &e.ty).collect();
         let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut groups: Vec<(Vec<Value>, Vec<AggState>)> = Vec::new();
@@ -530,6 +533,31 @@ impl Aggregate {
             })
             .collect();
         self.out = rows.into_iter();
+        Ok(())
+    }
+}
+
+impl Aggregate {
+    /// Without GROUP BY: one group, whatever the input (no group key per row).
+    fn fill_one(&mut self, mut input: Box<dyn Operator>) -> Result<()> {
+        let mut states: Vec<AggState> = self.aggs.iter().map(AggCall::start).collect();
+        let mut bytes = 64 * self.aggs.len();
+        let mut row = Vec::new();
+        while input.next(&mut row)? {
+            for (call, state) in self.aggs.iter().zip(states.iter_mut()) {
+                bytes += call.update(state, &row)?;
+                if bytes > MEMORY_LIMIT {
+                    return Err(over_memory());
+                }
+            }
+        }
+        let out = self
+            .aggs
+            .iter()
+            .zip(states)
+            .map(|(call, st)| call.finish(st))
+            .collect();
+        self.out = vec![out].into_iter();
         Ok(())
     }
 }

@@ -1127,66 +1127,14 @@ impl Expr {
             ExprKind::Column(i) => Ok(row.get(*i).cloned().unwrap_or(Value::Null)),
             ExprKind::Const(c) => Ok(c.clone()),
             ExprKind::Unsupported(what) => Err(SqlError::unsupported(what.clone())),
-            ExprKind::Not(e) => Ok(match self.truth_of(e, row)? {
-                Some(b) => bool_value(!b),
+            ExprKind::Not(_)
+            | ExprKind::And(_)
+            | ExprKind::Or(_)
+            | ExprKind::Xor(..)
+            | ExprKind::Cmp { .. } => Ok(match self.truth(row)? {
+                Some(b) => bool_value(b),
                 None => Value::Null,
             }),
-            ExprKind::And(parts) => {
-                // FALSE wins, then NULL, then TRUE.
-                let mut null = false;
-                for p in parts {
-                    match self.truth_of(p, row)? {
-                        Some(false) => return Ok(bool_value(false)),
-                        None => null = true,
-                        Some(true) => {}
-                    }
-                }
-                Ok(if null { Value::Null } else { bool_value(true) })
-            }
-            ExprKind::Or(parts) => {
-                let mut null = false;
-                for p in parts {
-                    match self.truth_of(p, row)? {
-                        Some(true) => return Ok(bool_value(true)),
-                        None => null = true,
-                        Some(false) => {}
-                    }
-                }
-                Ok(if null { Value::Null } else { bool_value(false) })
-            }
-            ExprKind::Xor(a, b) => Ok(match (self.truth_of(a, row)?, self.truth_of(b, row)?) {
-                (Some(x), Some(y)) => bool_value(x != y),
-                _ => Value::Null,
-            }),
-            ExprKind::Cmp {
-                op,
-                left,
-                right,
-                mode,
-            } => {
-                // Columns and constants are compared where they are, not copied per row.
-                let (a, b) = (left.eval_ref(row)?, right.eval_ref(row)?);
-                let (a, b) = (a.as_ref(), b.as_ref());
-                if *op == CmpOp::NullSafeEq {
-                    return Ok(bool_value(match (a, b) {
-                        (Value::Null, Value::Null) => true,
-                        (Value::Null, _) | (_, Value::Null) => false,
-                        _ => compare_values(*mode, a, &left.ty, b, &right.ty) == Ordering::Equal,
-                    }));
-                }
-                if matches!(a, Value::Null) || matches!(b, Value::Null) {
-                    return Ok(Value::Null);
-                }
-                let ord = compare_values(*mode, a, &left.ty, b, &right.ty);
-                Ok(bool_value(match op {
-                    CmpOp::Eq | CmpOp::NullSafeEq => ord == Ordering::Equal,
-                    CmpOp::NotEq => ord != Ordering::Equal,
-                    CmpOp::Lt => ord == Ordering::Less,
-                    CmpOp::LtEq => ord != Ordering::Greater,
-                    CmpOp::Gt => ord == Ordering::Greater,
-                    CmpOp::GtEq => ord != Ordering::Less,
-                }))
-            }
             ExprKind::IsNull { expr: e, negated } => {
                 Ok(bool_value(matches!(e.eval(row)?, Value::Null) != *negated))
             }
@@ -1322,17 +1270,83 @@ impl Expr {
 
     /// The expression as a truth value: `None` for NULL.
     fn truth_of(&self, e: &Expr, row: &[Value]) -> Result<Option<bool>> {
-        let val = e.eval(row)?;
-        Ok(match val {
-            Value::Null => None,
-            other => Some(v::is_true(&other, &e.ty)),
-        })
+        e.truth(row)
+    }
+
+    /// The expression as a truth value for `row` (`None`: NULL). Logic and comparisons are
+    /// decided here without building a value per node (a WHERE runs this for every row read).
+    pub fn truth(&self, row: &[Value]) -> Result<Option<bool>> {
+        match &self.kind {
+            ExprKind::Not(e) => Ok(e.truth(row)?.map(|b| !b)),
+            ExprKind::And(parts) => {
+                // FALSE wins, then NULL, then TRUE.
+                let mut null = false;
+                for p in parts {
+                    match p.truth(row)? {
+                        Some(false) => return Ok(Some(false)),
+                        None => null = true,
+                        Some(true) => {}
+                    }
+                }
+                Ok((!null).then_some(true))
+            }
+            ExprKind::Or(parts) => {
+                let mut null = false;
+                for p in parts {
+                    match p.truth(row)? {
+                        Some(true) => return Ok(Some(true)),
+                        None => null = true,
+                        Some(false) => {}
+                    }
+                }
+                Ok((!null).then_some(false))
+            }
+            ExprKind::Xor(a, b) => Ok(match (a.truth(row)?, b.truth(row)?) {
+                (Some(x), Some(y)) => Some(x != y),
+                _ => None,
+            }),
+            ExprKind::Cmp {
+                op,
+                left,
+                right,
+                mode,
+            } => {
+                // Columns and constants are compared where they are, not copied per row.
+                let (a, b) = (left.eval_ref(row)?, right.eval_ref(row)?);
+                let (a, b) = (a.as_ref(), b.as_ref());
+                if *op == CmpOp::NullSafeEq {
+                    return Ok(Some(match (a, b) {
+                        (Value::Null, Value::Null) => true,
+                        (Value::Null, _) | (_, Value::Null) => false,
+                        _ => compare_values(*mode, a, &left.ty, b, &right.ty) == Ordering::Equal,
+                    }));
+                }
+                if matches!(a, Value::Null) || matches!(b, Value::Null) {
+                    return Ok(None);
+                }
+                let ord = compare_values(*mode, a, &left.ty, b, &right.ty);
+                Ok(Some(match op {
+                    CmpOp::Eq | CmpOp::NullSafeEq => ord == Ordering::Equal,
+                    CmpOp::NotEq => ord != Ordering::Equal,
+                    CmpOp::Lt => ord == Ordering::Less,
+                    CmpOp::LtEq => ord != Ordering::Greater,
+                    CmpOp::Gt => ord == Ordering::Greater,
+                    CmpOp::GtEq => ord != Ordering::Less,
+                }))
+            }
+            _ => {
+                let val = self.eval(row)?;
+                Ok(match val {
+                    Value::Null => None,
+                    other => Some(v::is_true(&other, &self.ty)),
+                })
+            }
+        }
     }
 
     /// True when the expression is TRUE for `row` (NULL and FALSE filter a row out).
     pub fn is_true(&self, row: &[Value]) -> Result<bool> {
-        let val = self.eval(row)?;
-        Ok(!matches!(val, Value::Null) && v::is_true(&val, &self.ty))
+        Ok(self.truth(row)? == Some(true))
     }
 }
 

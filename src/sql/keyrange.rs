@@ -58,6 +58,9 @@ pub struct ScanRequest {
     /// order): pages are sized to it and nothing is read ahead past it. The WHERE may still
     /// drop rows, so the scan goes on if asked.
     pub rows: Option<u64>,
+    /// The columns the statement reads, by position (`None`: every one): the others need
+    /// not be decoded.
+    pub columns: Option<Vec<bool>>,
 }
 
 /// The order a scan must deliver its rows in.

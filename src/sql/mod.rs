@@ -26,6 +26,7 @@ pub mod like;
 pub mod parse;
 pub mod perfschema;
 pub mod plan;
+pub mod refs;
 pub mod show;
 pub mod spill;
 pub mod statement;

@@ -31,6 +31,7 @@ use super::expr::{is_aggregate, Compiler, Env, Expr, ExprKind, Scope};
 use super::infoschema::{self, Pushdown};
 use super::keyrange::{self, Access, ScanOrder, ScanRequest};
 use super::perfschema;
+use super::refs::Refs;
 use super::types::SqlType;
 
 /// Reads a TiDB table at a timestamp.
@@ -227,11 +228,17 @@ fn plan_select(
     // FROM, with the WHERE available for push-down into a single source.
     let single = sel.from.len() == 1 && sel.from[0].joins.is_empty();
     let order_keys = order_by_exprs(order_by)?;
+    // The columns a scan of the single source decodes: those the statement names.
+    let refs = single.then(|| {
+        let order = order_by.map(|o| o.to_string()).unwrap_or_default();
+        Refs::of(&[&sel.to_string(), &order])
+    });
     let wanted = Wanted {
         order: &order_keys,
         rows: rows_wanted(ctx, sel, limit)?,
+        refs: refs.as_ref(),
     };
-    let (op, scope, scan_order) = match key_ends(ctx, sel, single)? {
+    let (op, scope, scan_order) = match key_ends(ctx, sel, single, refs.as_ref())? {
         Some(ends) => ends,
         None => filtered_from(ctx, sel, single, wanted)?,
     };
@@ -248,6 +255,8 @@ type Source = (Box<dyn Operator>, RowScope, Option<String>);
 struct Wanted<'a> {
     order: &'a [OrderKey<'a>],
     rows: Option<u64>,
+    /// The columns the statement names (`None`: read every column).
+    refs: Option<&'a Refs>,
 }
 
 /// LIMIT + OFFSET of a plain `SELECT … [ORDER BY …] LIMIT n` (no grouping, aggregates or
@@ -330,10 +339,15 @@ fn filtered_from(
 
 /// `SELECT MIN(k), MAX(k) … FROM t [WHERE …]` without GROUP BY, every aggregate a MIN or MAX
 /// of one column `k` whose order a scan of `t` delivers (its clustered key or an index): the
-/// first non-NULL matching row read upwards and the first read downwards are all the
-/// aggregates need, so the table (or index) is read at its two ends instead of whole (what
-/// chunk splitters ask before they split).
-fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Option<Source>> {
+/// first non-NULL matching row read upwards (for MIN) and the first read downwards (for MAX)
+/// are all the aggregates need, so the table (or index) is read at those ends instead of
+/// whole (what chunk splitters ask before they split).
+fn key_ends(
+    ctx: &QueryCtx<'_>,
+    sel: &ast::Select,
+    single: bool,
+    refs: Option<&Refs>,
+) -> Result<Option<Source>> {
     let no_group =
         matches!(&sel.group_by, GroupByExpr::Expressions(es, m) if es.is_empty() && m.is_empty());
     if !single || !no_group {
@@ -366,13 +380,21 @@ fn key_ends(ctx: &QueryCtx<'_>, sel: &ast::Select, single: bool) -> Result<Optio
     if !min_max {
         return Ok(None);
     }
+    // MIN needs the low end only, MAX the high end only.
+    let wants = |f: &str| calls.iter().any(|(_, name, ..)| name == f);
+    let sides: Vec<bool> = [(false, "MIN"), (true, "MAX")]
+        .into_iter()
+        .filter(|(_, f)| wants(f))
+        .map(|(desc, _)| desc)
+        .collect();
     let mut ends: Vec<Box<dyn Operator>> = Vec::with_capacity(2);
     let mut scope_out = None;
-    for desc in [false, true] {
+    for desc in sides {
         let keys = [OrderKey { expr: first, desc }];
         let wanted = Wanted {
             order: &keys,
             rows: Some(1),
+            refs,
         };
         let (op, scope, order) = filtered_from(ctx, sel, true, wanted)?;
         if order.is_none() {
@@ -1246,10 +1268,14 @@ fn tidb_table(
             "no snapshot point yet: the binlog has no checkpoint to read tables at",
         )
     })?;
+    let columns = wanted
+        .refs
+        .and_then(|r| r.mask(meta.columns.iter().map(|c| c.name.as_str())));
     let request = ScanRequest {
         access,
         order,
         rows,
+        columns,
     };
     let stream = source.scan(&meta, ts, request)?;
     Ok((

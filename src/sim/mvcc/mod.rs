@@ -352,6 +352,28 @@ impl MvccStore {
             .map(|(k, e)| (k.as_slice(), e))
     }
 
+    /// Keys in `[start, end)` (`end` empty: no bound) in ascending raw order; the end is
+    /// found once, not compared with every key.
+    pub fn entries_in<'a>(
+        &'a self,
+        start: &[u8],
+        end: &[u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a KeyEntry)> + 'a {
+        use std::ops::Bound;
+        let upper = if end.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Excluded(end)
+        };
+        // An empty range (start at or past the end) is no keys, not a panic.
+        let empty = !end.is_empty() && start >= end;
+        (!empty)
+            .then(|| self.keys.range::<[u8], _>((Bound::Included(start), upper)))
+            .into_iter()
+            .flatten()
+            .map(|(k, e)| (k.as_slice(), e))
+    }
+
     /// Keys below `end` (exclusive; empty: no bound) in descending raw order.
     pub fn entries_below<'a>(
         &'a self,

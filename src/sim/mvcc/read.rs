@@ -86,8 +86,8 @@ impl MvccStore {
     ) -> Result<()> {
         self.check_read_ts(ts)?;
         let mut n = 0;
-        for (key, e) in self.entries_from(start) {
-            if (!end.is_empty() && key >= end) || (limit != 0 && n >= limit) {
+        for (key, e) in self.entries_in(start, end) {
+            if limit != 0 && n >= limit {
                 break;
             }
             let found = match blocking_lock(key, e, ts, bypass_locks) {
@@ -118,10 +118,7 @@ impl MvccStore {
     ) -> Result<Vec<KvPair>> {
         self.check_read_ts(ts)?;
         let mut out = Vec::new();
-        for (key, e) in self.entries_from(start) {
-            if !end.is_empty() && key >= end {
-                break;
-            }
+        for (key, e) in self.entries_in(start, end) {
             if limit != 0 && out.len() >= limit {
                 break;
             }

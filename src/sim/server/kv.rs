@@ -348,6 +348,11 @@ impl KvService {
         let raw_end = raw_bound(&region.region.end_key);
         let mut bytes = bytes::BytesMut::with_capacity(64 << 10);
         let mut found = Vec::new();
+        // A raw region end bounds the store's range itself (found once, not compared per key).
+        let upper = match &raw_end {
+            Some(e) if !e.is_empty() && (upper.is_empty() || e.as_slice() < upper) => e,
+            _ => upper,
+        };
         let r = self.shared.lock().core.mvcc.scan_visit(
             lower,
             upper,
@@ -355,10 +360,7 @@ impl KvService {
             Ts(req.version),
             &resolved_locks(req.context.as_ref()),
             |key, result| {
-                let inside = match &raw_end {
-                    Some(end) => end.is_empty() || key < end.as_slice(),
-                    None => region.contains_encoded(&encode_key(key)),
-                };
+                let inside = raw_end.is_some() || region.contains_encoded(&encode_key(key));
                 if !inside {
                     return false;
                 }

@@ -217,6 +217,18 @@ impl RowCodec {
         handle: Option<&Handle>,
         out: &mut Vec<Value>,
     ) -> Result<()> {
+        self.decode_columns(row, handle, None, out)
+    }
+
+    /// [`decode_into`](Self::decode_into) of the columns `wanted` marks (`None`: all); the
+    /// others are left NULL without being read.
+    pub fn decode_columns(
+        &self,
+        row: &[u8],
+        handle: Option<&Handle>,
+        wanted: Option<&[bool]>,
+        out: &mut Vec<Value>,
+    ) -> Result<()> {
         if row.is_empty() {
             return Err(Error::Truncated {
                 what: "row value",
@@ -230,7 +242,11 @@ impl RowCodec {
         let mut common: Option<Vec<DatumRef<'_>>> = None;
         if row[0] == v2::CODEC_VER {
             let r = RowSliceV2::parse(row)?;
-            for (plan, slot) in self.cols.iter().zip(out.iter_mut()) {
+            for (i, (plan, slot)) in self.cols.iter().zip(out.iter_mut()).enumerate() {
+                if skipped(wanted, i) {
+                    *slot = Value::Null;
+                    continue;
+                }
                 let col = r.get(plan.id);
                 if plan.handle == HandleSource::Int && handle.is_some() {
                     int_handle(plan, handle, slot)?;
@@ -244,7 +260,11 @@ impl RowCodec {
             }
         } else {
             let pairs: Vec<(i64, DatumRef<'_>)> = v1::iter(row).collect::<Result<_>>()?;
-            for (plan, slot) in self.cols.iter().zip(out.iter_mut()) {
+            for (i, (plan, slot)) in self.cols.iter().zip(out.iter_mut()).enumerate() {
+                if skipped(wanted, i) {
+                    *slot = Value::Null;
+                    continue;
+                }
                 if plan.handle == HandleSource::Int && handle.is_some() {
                     int_handle(plan, handle, slot)?;
                     continue;
@@ -317,6 +337,11 @@ pub fn encode_row_v2(table: &TableInfo, values: &[Value]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     RowCodec::new(table).encode_v2(values, &mut out)?;
     Ok(out)
+}
+
+/// Whether column `i` is left out of a decode of the `wanted` columns.
+fn skipped(wanted: Option<&[bool]>, i: usize) -> bool {
+    wanted.is_some_and(|w| !w.get(i).copied().unwrap_or(true))
 }
 
 fn int_handle(plan: &ColPlan, handle: Option<&Handle>, slot: &mut Value) -> Result<()> {

@@ -510,6 +510,27 @@ proptest! {
     }
 
     #[test]
+    fn a_decode_of_some_columns_gives_those_and_nulls(vals in arb_values(), picks: u64) {
+        let t = all_types_table();
+        let codec = RowCodec::new(&t);
+        let wanted: Vec<bool> = (0..vals.len()).map(|i| picks >> (i % 64) & 1 == 1).collect();
+        let expect: Vec<Value> = vals
+            .iter()
+            .zip(&wanted)
+            .map(|(v, &w)| if w { v.clone() } else { Value::Null })
+            .collect();
+        let mut row = Vec::new();
+        codec.encode_v2(&vals, &mut row).unwrap();
+        let mut out = vec![Value::Bytes(b"stale".to_vec()); vals.len()];
+        codec.decode_columns(&row, None, Some(&wanted), &mut out).unwrap();
+        prop_assert_eq!(&out, &expect);
+        let mut v1row = Vec::new();
+        codec.encode_v1(&vals, &mut v1row).unwrap();
+        codec.decode_columns(&v1row, None, Some(&wanted), &mut out).unwrap();
+        prop_assert_eq!(&out, &expect);
+    }
+
+    #[test]
     fn small_layout_roundtrip(a: i64, s in ".{0,30}", d in arb_datetime()) {
         let t = table(vec![col(1, TYPE_LONGLONG, 0, 20, 0), col(2, TYPE_VARCHAR, 0, 30, 0), col(3, TYPE_DATETIME, 0, 26, 6)]);
         let vals = vec![Value::Int(a), Value::Bytes(s.into_bytes()), Value::DateTime(d)];
