@@ -14,11 +14,13 @@
 //! `cargo bench --bench keyed`.
 //!
 //! Measured (2 cores; simulator, server and client in one process), 10,000,000 rows:
-//! - clustered: `DESC LIMIT 1` 0.6 ms; full scan 7.1 s (RSS +7.8 MB); Flink's chunks 25.9 s,
-//!   3.64× the full scan (RSS +2.6 MB; per chunk: bound 8.9 ms, next start 1.2 ms, read
-//!   10.9 ms);
-//! - non-clustered (index lookups): `DESC LIMIT 1` 0.8 ms; full scan 6.1 s; chunks 126.9 s,
-//!   20.8× (per chunk: bound 47.7 ms, read 53.0 ms: a batch read of 8,096 rows per chunk).
+//! - clustered: `DESC LIMIT 1` 0.9 ms; full scan 7.7 s (RSS +7.3 MB); Flink's chunks 24.1 s,
+//!   3.12× the full scan (RSS +1.9 MB; per chunk: bound 8.3 ms, next start 1.1 ms, read
+//!   10.1 ms). Every row is read twice (once to find its chunk's end, once in the chunk), by
+//!   three statements per chunk;
+//! - non-clustered (index lookups): `DESC LIMIT 1` 1.0 ms; full scan 7.3 s; chunks 130.0 s,
+//!   17.7× (per chunk: bound 49.6 ms, read 54.1 ms: the bound query fetches the rows of 8,096
+//!   index entries although the index holds the key).
 
 use std::time::Instant;
 
