@@ -111,9 +111,9 @@ fn cmp_int(a: i128, b: i128) -> Ordering {
     a.cmp(&b)
 }
 
-/// The value as an integer if it is one (integer kinds, YEAR, BIT, ENUM index, SET mask), or a
-/// string/decimal/double with an integral value.
-pub fn to_int(v: &Value, t: &SqlType) -> Option<i128> {
+/// The value in integer context: integer kinds, YEAR, BIT, ENUM index and SET mask as they
+/// are; a double or decimal rounded half away from zero; a string by its integer prefix.
+pub fn to_int(v: &Value, _t: &SqlType) -> Option<i128> {
     Some(match v {
         Value::Int(i) => i128::from(*i),
         Value::UInt(u) | Value::Bit(u) | Value::Set(u) => i128::from(*u),
@@ -122,12 +122,31 @@ pub fn to_int(v: &Value, t: &SqlType) -> Option<i128> {
         Value::Double(f) => round_half_away(*f)?,
         Value::Float(f) => round_half_away(f64::from(*f))?,
         Value::Decimal(d) => round_half_away(d.parse::<f64>().ok()?)?,
-        Value::Bytes(_) => {
-            let f = to_f64(v, t);
-            round_half_away(f)?
-        }
+        Value::Bytes(b) => int_prefix(b),
         _ => return None,
     })
+}
+
+/// A string in integer context, as MySQL reads it: the integer its leading blanks, sign and
+/// digits spell (`'12abc'` 12, `'1.9'` 1, `'1e3'` 1, no digits 0), exactly — not through a
+/// double, which loses digits past 2^53 (an MD5 half read by `CONV` and `CAST … AS UNSIGNED`)
+/// — and saturated at the 64-bit ends.
+fn int_prefix(b: &[u8]) -> i128 {
+    let b = &b[b.iter().take_while(|c| c.is_ascii_whitespace()).count()..];
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let mut n: i128 = 0;
+    for d in digits.iter().take_while(|c| c.is_ascii_digit()) {
+        n = (n * 10 + i128::from(d - b'0')).min(i128::from(u64::MAX) + 1);
+    }
+    if neg {
+        (-n).max(i128::from(i64::MIN))
+    } else {
+        n.min(i128::from(u64::MAX))
+    }
 }
 
 fn round_half_away(f: f64) -> Option<i128> {
@@ -381,6 +400,21 @@ pub fn is_true(v: &Value, t: &SqlType) -> bool {
 mod tests {
     use super::*;
     use crate::sql::charset::{UTF8MB4_BIN, UTF8MB4_GENERAL_CI};
+
+    #[test]
+    fn strings_read_as_integers_exactly_by_their_integer_prefix() {
+        let t = SqlType::varchar(30, UTF8MB4_BIN);
+        let int = |s: &str| to_int(&Value::Bytes(s.as_bytes().to_vec()), &t);
+        assert_eq!(int("9295841150795136291"), Some(9_295_841_150_795_136_291));
+        assert_eq!(int(" -12abc"), Some(-12));
+        assert_eq!(int("+7"), Some(7));
+        assert_eq!(int("1.9"), Some(1));
+        assert_eq!(int("1e3"), Some(1));
+        assert_eq!(int("abc"), Some(0));
+        assert_eq!(int(""), Some(0));
+        assert_eq!(int("99999999999999999999999"), Some(i128::from(u64::MAX)));
+        assert_eq!(int("-99999999999999999999999"), Some(i128::from(i64::MIN)));
+    }
 
     #[test]
     fn modes_follow_mysql() {

@@ -1,5 +1,5 @@
-//! The chunk checksum queries of the drift checkers users run (TiDB's sync-diff-inspector,
-//! Percona's pt-table-checksum), run against tibinlog and a replica of it: on the same rows
+//! The chunk checksum queries of the drift checkers users run (TiDB's sync-diff-inspector, in
+//! its older CRC32 form and its MD5 form of today; Percona's pt-table-checksum), run against tibinlog and a replica of it: on the same rows
 //! both must give the same count and checksum, so that a check of a replica against tibinlog
 //! reports nothing when there is nothing to report.
 
@@ -40,6 +40,16 @@ pub fn sync_diff_query(db: &str, t: &str, cols: &[&str]) -> String {
     )
 }
 
+/// sync-diff-inspector's chunk checksum of today (`GetCountAndMd5Checksum`): each row's MD5
+/// read as two 64-bit halves XORed together, the rows' values XORed.
+pub fn sync_diff_md5_query(db: &str, t: &str, cols: &[&str]) -> String {
+    let (list, nulls) = quoted(cols);
+    let row = format!("MD5(CONCAT_WS(',', {list}, CONCAT({nulls})))");
+    format!(
+        "SELECT COUNT(*) as CNT, BIT_XOR(CAST(CONV(SUBSTRING({row}, 1, 16), 16, 10) AS UNSIGNED) ^ CAST(CONV(SUBSTRING({row}, 17, 16), 16, 10) AS UNSIGNED)) as CHECKSUM FROM `{db}`.`{t}` WHERE TRUE"
+    )
+}
+
 /// pt-table-checksum's chunk query over `cols` (its `#` separator, hexadecimal result).
 pub fn pt_checksum_query(db: &str, t: &str, cols: &[&str]) -> String {
     let (list, nulls) = quoted(cols);
@@ -74,6 +84,7 @@ pub async fn compare(
         let names: Vec<&str> = cols.iter().map(|(c, _)| c.as_str()).collect();
         for query in [
             sync_diff_query(db, t, &names),
+            sync_diff_md5_query(db, t, &names),
             pt_checksum_query(db, t, &names),
         ] {
             let (a, b) = (run(ours, &query).await, run(theirs, &query).await);
