@@ -5,6 +5,7 @@ pub mod binlog_store;
 pub mod budget;
 pub mod capture;
 pub mod changefeed;
+pub mod check;
 pub mod ha;
 pub mod inspect;
 pub mod metrics;

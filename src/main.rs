@@ -61,6 +61,10 @@ enum Command {
     },
     /// Serve a TiDB cluster's row changes as a MySQL binlog master.
     Server(tibinlog::app::config::ServerArgs),
+    /// Compare a downstream copy (a MySQL or MariaDB replica, or a database loaded from the
+    /// binlog) with TiDB at the same binlog position: exit 0 when equal, 1 with the differing
+    /// rows listed, 2 when the check could not run.
+    Check(tibinlog::check::CheckArgs),
     /// Run the server on an embedded simulated TiDB cluster with a live workload.
     Demo(tibinlog::app::demo::DemoArgs),
     /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
@@ -154,8 +158,8 @@ fn main() -> ExitCode {
         eprintln!("error: {e:#}");
         return ExitCode::FAILURE;
     }
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    match run(cli.command) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -163,8 +167,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+/// `tibinlog check`, with its own exit statuses (0 equal, 1 different, 2 could not run).
+fn check(args: tibinlog::check::CheckArgs) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => ExitCode::from(rt.block_on(tibinlog::check::main(args))),
+        Err(e) => {
+            eprintln!("error: start the async runtime: {e}");
+            ExitCode::from(tibinlog::check::EXIT_ERROR)
+        }
+    }
+}
+
+/// Runs one subcommand; its exit status.
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    let done = match command {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
         Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
         Command::Certs {
@@ -207,7 +226,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = config::settings(&args, &config::process_env)?;
             if args.print_config {
                 print!("{}", config::render(&settings));
-                return Ok(());
+                return Ok(ExitCode::SUCCESS);
             }
             let cfg = config::app_config(&settings)?;
             run_until_signal(|shutdown| async move {
@@ -219,7 +238,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo(args) => {
             run_until_signal(|shutdown| tibinlog::app::demo::run(args, shutdown))
         }
-    }
+        Command::Check(args) => return Ok(check(args)),
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }
 
 /// Runs `f` on a multi-threaded runtime with a token that Ctrl-C or SIGTERM cancels.

@@ -16,6 +16,8 @@
 //! workload's first DDL, so a replica set up at `binlog.000001:4` gets every table from the
 //! stream.
 
+#[path = "mariadb_peers/check.rs"]
+mod check;
 mod common;
 
 use std::collections::BTreeMap;

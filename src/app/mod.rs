@@ -726,6 +726,7 @@ impl App {
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
+        history.keep_for(shared.registry.snapshot_hold());
         // GC holds for SQL reads: the snapshots sessions pinned on either listener (one
         // registry), and every running scan, each under a service id of its own (PD keeps the
         // oldest of all).

@@ -25,11 +25,21 @@ struct Version {
 }
 
 /// Catalog versions by the binlog position they hold from, oldest first. Versions that the
-/// snapshot point (where reads stand) has passed are dropped, except the newest of them.
+/// snapshot point (where reads stand) has passed are dropped, except the newest of them, the
+/// one a session pinned at an older timestamp still reads (`@@tidb_snapshot`, a consistent
+/// snapshot: the registry's oldest hold), and the newest [`KEEP_NEWEST`] (a reader that chose
+/// a position a moment ago and pins it now).
 #[derive(Debug)]
 pub struct SchemaHistory {
     versions: Mutex<VecDeque<Version>>,
+    /// The oldest TiDB timestamp an open session reads at, once the server runs.
+    held: OnceLock<tokio::sync::watch::Receiver<Option<u64>>>,
+    /// [`KEEP_NEWEST`] (fewer in tests).
+    keep_newest: usize,
 }
+
+/// Catalog versions always kept, however far the snapshot point has moved past them.
+pub const KEEP_NEWEST: usize = 64;
 
 impl SchemaHistory {
     /// A history whose only version, `start`, holds from the beginning of the binlog.
@@ -40,7 +50,15 @@ impl SchemaHistory {
                 ddl: None,
                 catalog: start,
             }])),
+            held: OnceLock::new(),
+            keep_newest: KEEP_NEWEST,
         }
+    }
+
+    /// The watch of the oldest timestamp sessions read at (the server's registry): versions
+    /// they read stay.
+    pub fn keep_for(&self, held: tokio::sync::watch::Receiver<Option<u64>>) {
+        let _ = self.held.set(held);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Version>> {
@@ -58,9 +76,18 @@ impl SchemaHistory {
     /// `catalog`; `oldest` is the oldest position a reader can still ask for (versions before
     /// the one that holds there are dropped).
     pub fn push(&self, from: BinlogPos, ddl: TxnOrder, catalog: Catalog, oldest: BinlogPos) {
+        let held = self.held.get().and_then(|h| *h.borrow());
         let mut v = self.lock();
         let visible = v.partition_point(|x| x.from <= oldest);
-        v.drain(..visible.saturating_sub(1));
+        let mut dropped = visible.saturating_sub(1);
+        if let Some(ts) = held {
+            // The version a read at `ts` uses: the newest made by a DDL committed at or
+            // before it.
+            let read = v.partition_point(|x| x.ddl.is_none_or(|(commit, _, _)| commit.0 <= ts));
+            dropped = dropped.min(read.saturating_sub(1));
+        }
+        dropped = dropped.min((v.len() + 1).saturating_sub(self.keep_newest));
+        v.drain(..dropped);
         v.push_back(Version {
             from,
             ddl: Some(ddl),
@@ -190,7 +217,8 @@ mod tests {
         let (c0, c1, c2, c3) = (cat(), cat(), cat(), cat());
         let pos = |f, o| BinlogPos::new(f, o);
         let key = |n: u64| (Ts(n), Ts(n - 1), 0);
-        let h = SchemaHistory::new(c0.clone());
+        let mut h = SchemaHistory::new(c0.clone());
+        h.keep_newest = 1;
         assert!(Arc::ptr_eq(&h.at(pos(1, 4)), &c0));
         // A DDL ending at (1, 500), not yet durable (durable end (1, 300)).
         h.push(pos(1, 500), key(10), c1.clone(), pos(1, 300));
@@ -210,5 +238,34 @@ mod tests {
         h.replayed(key(5), c3.clone());
         assert!(Arc::ptr_eq(&h.at(pos(1, 4)), &c3));
         assert!(Arc::ptr_eq(&h.at(pos(9, 4)), &c3));
+    }
+
+    #[test]
+    fn versions_a_pinned_session_reads_stay_until_it_lets_go() {
+        let cat = || -> Catalog { Arc::new(Vec::new()) };
+        let pos = |o| BinlogPos::new(1, o);
+        let key = |n: u64| (Ts(n), Ts(n - 1), 0);
+        let c: Vec<Catalog> = (0..6).map(|_| cat()).collect();
+        let mut h = SchemaHistory::new(c[0].clone());
+        h.keep_newest = 2;
+        let (tx, rx) = tokio::sync::watch::channel(Some(15));
+        h.keep_for(rx);
+        // DDLs at ts 10, 20, 30, 40; reads stand past each as it comes. A session reads at
+        // ts 15 (the version of the DDL at 10, from position 100).
+        for (i, ts) in [10, 20, 30, 40].into_iter().enumerate() {
+            let from = pos(100 * (i as u64 + 1));
+            h.push(from, key(ts), c[i + 1].clone(), from);
+        }
+        assert!(
+            Arc::ptr_eq(&h.at(pos(150)), &c[1]),
+            "the pinned version stays"
+        );
+        assert!(Arc::ptr_eq(&h.at(pos(450)), &c[4]));
+        // Let go: the next DDL drops what nobody reads, keeping the newest two.
+        tx.send(None).expect("watch");
+        h.push(pos(500), key(50), c[5].clone(), pos(500));
+        assert_eq!(h.lock().len(), 2);
+        assert!(Arc::ptr_eq(&h.at(pos(450)), &c[4]));
+        assert!(Arc::ptr_eq(&h.at(pos(500)), &c[5]));
     }
 }

@@ -313,6 +313,9 @@ impl Ctx<'_> {
     /// The catalog this session sees: its transaction's snapshot, the one it locked, or the
     /// current one.
     fn schema(&self, session: &Session) -> std::sync::Arc<dyn super::source::SchemaProvider> {
+        if let Some(p) = self.chosen_snapshot(session) {
+            return p.schema;
+        }
         if let Some(snap) = session
             .transaction
             .as_ref()

@@ -262,3 +262,86 @@ async fn descending_key_order_comes_from_a_reverse_scan() {
     app.stop().await.expect("clean stop");
     cluster.run.sim.shutdown().await.expect("sim shutdown");
 }
+
+/// Waits until `SHOW MASTER STATUS` on `conn` shows `n` transactions; returns its position.
+async fn wait_gtids(conn: &mut mysql_async::Conn, uuid: &str, n: usize) -> (String, u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (file, pos, gtids) = crate::status_on(conn).await;
+        if gtids == dense_set(uuid, n) {
+            return (file, pos);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} transactions reach the binlog"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A session that pinned `@@tidb_snapshot` reads the tables as they were at that timestamp
+/// however many DDLs the binlog has written since (the catalog versions it reads are kept
+/// while it holds them), and a session that pins that timestamp afterwards sees the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pinned_snapshot_keeps_its_catalog_across_later_ddl() {
+    use tibinlog::sim::tidb::types as ty;
+    use tibinlog::sim::tidb::{ColumnDef, Ddl};
+    use tibinlog::tidb::schema::mysql;
+
+    let cluster = start_scripted(1, 43).await;
+    cluster.ddl(Ddl::CreateTable {
+        db: "test".into(),
+        table: crate::common::sim::small_table("pinned", None),
+    });
+    cluster.txn(|t| {
+        t.insert(
+            "test",
+            "pinned",
+            &[Value::Int(1), Value::Bytes(b"v".to_vec())],
+        )
+        .expect("insert")
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let app = start_app(&cluster.run, &dir.path().join("data")).await;
+    let uuid = app.server_uuid().to_string();
+    let mut conn = mysql_async::Conn::new(opts(app.local_addr(), "root"))
+        .await
+        .expect("connect");
+    let (file, pos) = wait_gtids(&mut conn, &uuid, 2).await;
+    let ts: Option<u64> = conn
+        .query_first(format!("SELECT TIBINLOG_TS_FOR_POS('{file}', {pos})"))
+        .await
+        .expect("ts for the position")
+        .flatten();
+    let ts = ts.expect("the newest position has a timestamp");
+    conn.query_drop(format!("SET @@tidb_snapshot = {ts}"))
+        .await
+        .expect("pin");
+    let before = crate::create_table(&mut conn, "pinned").await;
+    // More columns added than the versions always kept, each DDL durable (and passed by the
+    // snapshot point) before the next.
+    let mut other = mysql_async::Conn::new(opts(app.local_addr(), "root"))
+        .await
+        .expect("connect");
+    let added = tibinlog::app::schema::KEEP_NEWEST + 2;
+    for n in 0..added {
+        cluster.ddl(Ddl::AddColumn {
+            db: "test".into(),
+            table: "pinned".into(),
+            column: ColumnDef::new(&format!("c{n}"), ty::int(mysql::TYPE_LONG, false)),
+        });
+        wait_gtids(&mut other, &uuid, 3 + n).await;
+    }
+    let now = crate::create_table(&mut other, "pinned").await;
+    assert!(now.contains(&format!("`c{}`", added - 1)), "{now}");
+    assert_eq!(crate::create_table(&mut conn, "pinned").await, before);
+    let row: Vec<mysql_async::Row> = conn.query("SELECT * FROM test.pinned").await.expect("read");
+    assert_eq!(row.len(), 1);
+    assert_eq!(row[0].columns_ref().len(), 2, "the row as it was at {ts}");
+    other
+        .query_drop(format!("SET @@tidb_snapshot = {ts}"))
+        .await
+        .expect("pin afterwards");
+    assert_eq!(crate::create_table(&mut other, "pinned").await, before);
+    app.stop().await.expect("app stops");
+}
