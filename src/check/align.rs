@@ -285,15 +285,26 @@ pub async fn run_to(
     }
 }
 
-/// Lets a held replica go on as it did before the check.
+/// Lets a held replica go on as it did before the check: its applier stopped (also ending a
+/// run to the position still under way, with its UNTIL condition), then started again if it
+/// ran before.
 pub async fn release(conn: &mut mysql_async::Conn, hold: &Hold) -> Result<(), CheckError> {
-    if !hold.restart {
-        return Ok(());
+    let mut statements = vec![format!(
+        "STOP SLAVE{} SQL_THREAD",
+        channel(&hold.connection)
+    )];
+    if hold.restart {
+        statements.push(format!(
+            "START SLAVE{} SQL_THREAD",
+            channel(&hold.connection)
+        ));
     }
-    let sql = format!("START SLAVE{} SQL_THREAD", channel(&hold.connection));
-    conn.query_drop(&sql)
-        .await
-        .map_err(|e| CheckError::target(&sql, e))
+    for sql in statements {
+        conn.query_drop(&sql)
+            .await
+            .map_err(|e| CheckError::target(&sql, e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

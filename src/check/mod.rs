@@ -131,7 +131,25 @@ pub const EXIT_ERROR: u8 = 2;
 /// Runs `tibinlog check`: the report on stdout (and as JSON with `--json`), progress on
 /// stderr; returns the exit status.
 pub async fn main(args: CheckArgs) -> u8 {
-    let report = match run::check(&args, &mut std::io::stderr()).await {
+    // Ctrl-C or SIGTERM end the check, a held replica let go on first.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+        on_signal.cancel();
+    });
+    let report = match run::check(&args, &mut std::io::stderr(), &stop).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("tibinlog check: {e}");

@@ -94,9 +94,11 @@ pub struct TableReport {
     pub differences: u64,
     /// The first `--max-listed` of them.
     pub rows: Vec<RowReport>,
-    /// With `--repair`: the statements, one transaction per chunk.
+    /// With `--repair`: the statements, one transaction per chunk (the first `--max-listed`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repair: Vec<String>,
+    /// Every repair statement, counted.
+    pub repair_statements: u64,
 }
 
 impl TableReport {
@@ -171,9 +173,17 @@ impl Report {
         }
         let repairs: Vec<&String> = self.tables.iter().flat_map(|t| &t.repair).collect();
         if !repairs.is_empty() {
-            writeln!(out, "-- repair ({} statements)", repairs.len())?;
-            for s in repairs {
-                writeln!(out, "{s}")?;
+            let all: u64 = self.tables.iter().map(|t| t.repair_statements).sum();
+            writeln!(out, "-- repair ({all} statements)")?;
+            for s in &repairs {
+                writeln!(out, "{s};")?;
+            }
+            if all > repairs.len() as u64 {
+                writeln!(
+                    out,
+                    "-- … and {} more (--max-listed shows more; --apply runs them all)",
+                    all - repairs.len() as u64
+                )?;
             }
         }
         let differing = self.tables.iter().filter(|t| !t.equal()).count();

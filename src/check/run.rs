@@ -133,8 +133,13 @@ fn filter(args: &CheckArgs) -> Result<Filter, CheckError> {
     })
 }
 
-/// Runs a check (see the module's header); progress lines go to `progress`.
-pub async fn check(args: &CheckArgs, progress: &mut dyn Write) -> Result<Report, CheckError> {
+/// Runs a check (see the module's header); progress lines go to `progress`. Cancelling
+/// `stop` ends it with an error, after letting a held replica go on.
+pub async fn check(
+    args: &CheckArgs,
+    progress: &mut dyn Write,
+    stop: &tokio_util::sync::CancellationToken,
+) -> Result<Report, CheckError> {
     let started = Instant::now();
     let filter = filter(args)?;
     let at = args
@@ -188,7 +193,10 @@ pub async fn check(args: &CheckArgs, progress: &mut dyn Write) -> Result<Report,
         ))),
         (None, Some(at)) => {
             let point = point_at(&mut src, &sides.source, at).await?;
-            check_at(args, &sides, point, &filter, started, progress).await
+            tokio::select! {
+                r = check_at(args, &sides, point, &filter, started, progress) => r,
+                () = stop.cancelled() => Err(CheckError::Setup("interrupted".into())),
+            }
         }
         (Some(state), None) => {
             let (hold, stopped) = align::stop_applier(&mut tgt, &state, &id).await?;
@@ -198,8 +206,11 @@ pub async fn check(args: &CheckArgs, progress: &mut dyn Write) -> Result<Report,
                     align::run_to(&mut tgt, &hold, &point.position, &id).await?;
                 }
                 check_at(args, &sides, point, &filter, started, progress).await
-            }
-            .await;
+            };
+            let checked = tokio::select! {
+                r = checked => r,
+                () = stop.cancelled() => Err(CheckError::Setup("interrupted".into())),
+            };
             let released = align::release(&mut tgt, &hold).await;
             let report = checked?;
             released?;
@@ -462,7 +473,9 @@ impl Aggregate {
                 t.differences += differences;
                 let room = max_listed.saturating_sub(t.rows.len());
                 t.rows.extend(diffs.into_iter().take(room));
-                t.repair.extend(repair);
+                let room = max_listed.saturating_sub(t.repair.len());
+                t.repair_statements += repair.len() as u64;
+                t.repair.extend(repair.into_iter().take(room));
                 if unlisted {
                     t.shape.push(format!(
                         "rows differ ({} on the source, {} on the target) but a table without \

@@ -43,7 +43,8 @@ fn args(source: std::net::SocketAddr, target_port: u16) -> CheckArgs {
 
 async fn check(args: &CheckArgs) -> Result<(Report, String), String> {
     let mut progress = Vec::new();
-    let report = tibinlog::check::run::check(args, &mut progress)
+    let stop = tokio_util::sync::CancellationToken::new();
+    let report = tibinlog::check::run::check(args, &mut progress, &stop)
         .await
         .map_err(|e| e.to_string())?;
     let mut text = Vec::new();
@@ -333,6 +334,105 @@ async fn inject_one_delete(db: &MariaDb) -> ((String, &'static str), Key) {
     panic!("no table with a row and a key");
 }
 
+/// A check interrupted (SIGTERM) while it waits for the replica to reach its position exits
+/// with 2 and leaves the replica's applier running, with no UNTIL condition left.
+async fn interrupted_check_lets_the_replica_go_on(db: &MariaDb, base: &CheckArgs, seed: u64) {
+    // Without its I/O thread the replica cannot reach a newer position: the check waits.
+    sql(db, "STOP SLAVE IO_THREAD").await;
+    let read = db.slave_status().await.expect("status").read_master_log_pos;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let source = mysql_async::Conn::new(
+            mysql_async::Opts::from_url(&format!("mysql://root@{}", base.source)).expect("url"),
+        );
+        let mut source = source.await.expect("connect");
+        let row: mysql_async::Row = source
+            .query_first("SHOW MASTER STATUS")
+            .await
+            .expect("status")
+            .expect("row");
+        let pos: u64 = row.get(1).expect("pos");
+        let _ = source.disconnect().await;
+        if pos != read {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the workload writes on");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
+        .args([
+            "check",
+            "--source",
+            &base.source,
+            "--target",
+            &base.target,
+            "--databases",
+            "wl",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run tibinlog check");
+    // Waiting: the applier runs with the check's UNTIL condition.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut conn = db.conn().await;
+        let row: mysql_async::Row = conn
+            .query_first("SHOW SLAVE STATUS")
+            .await
+            .expect("status")
+            .expect("row");
+        let until: String = row.get("Until_Condition").expect("Until_Condition");
+        let _ = conn.disconnect().await;
+        if until != "None" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "seed {seed}: the check never ran the replica UNTIL"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = tokio::task::spawn_blocking(move || {
+        let status = child.wait().expect("wait");
+        let mut err = String::new();
+        use std::io::Read as _;
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("stderr");
+        (status, err)
+    })
+    .await
+    .expect("join");
+    assert_eq!(out.0.code(), Some(2), "{}", out.1);
+    assert!(out.1.contains("interrupted"), "{}", out.1);
+    let mut conn = db.conn().await;
+    let row: mysql_async::Row = conn
+        .query_first("SHOW SLAVE STATUS")
+        .await
+        .expect("status")
+        .expect("row");
+    let (sql_running, until): (String, String) = (
+        row.get("Slave_SQL_Running").expect("sql"),
+        row.get("Until_Condition").expect("until"),
+    );
+    let _ = conn.disconnect().await;
+    assert_eq!(
+        (sql_running.as_str(), until.as_str()),
+        ("Yes", "None"),
+        "seed {seed}: the replica goes on after an interrupted check"
+    );
+    sql(db, "START SLAVE IO_THREAD").await;
+}
+
 fn found(report: &Report) -> Vec<Expected> {
     let mut out: Vec<Expected> = report
         .tables
@@ -418,6 +518,8 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
         ("Yes", "Yes"),
         "seed {seed}: the replica runs on after the checks: {s:?}"
     );
+
+    interrupted_check_lets_the_replica_go_on(&db, &base, seed).await;
 
     sim.handle.end_workload();
     tokio::time::timeout(WAIT, sim.handle.workload_done())
