@@ -353,6 +353,7 @@ async fn check_at(
         })
         .collect();
     let mut walks = Vec::new();
+    let mut created = 0;
     for (table, p) in plans.into_iter().enumerate() {
         let Some(shape) = p.shape else { continue };
         if p.absent_on_target {
@@ -362,6 +363,8 @@ async fn check_at(
             }
             let create = create_on_target(&mut src, sides, &shape, args.apply).await?;
             tables[table].repair.push(create);
+            tables[table].repair_statements += 1;
+            created += u64::from(args.apply);
         }
         walks.push(Walk {
             table,
@@ -427,7 +430,7 @@ async fn check_at(
         rows_source: tables.iter().map(|t| t.rows_source).sum(),
         rows_target: tables.iter().map(|t| t.rows_target).sum(),
         differences,
-        repaired: agg.applied,
+        repaired: agg.applied + created,
         seconds: started.elapsed().as_secs_f64(),
         tables,
     })

@@ -536,6 +536,7 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
         "seed {seed}: drift injected: {expected:?}"
     );
     let (report, text) = check(&base).await.expect("check with drift");
+    eprintln!("{text}");
     assert!(!report.equal, "{text}");
     assert_eq!(
         found(&report),
@@ -561,11 +562,13 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
     repair.repair = true;
     repair.apply = true;
     let (fixed, text) = check(&repair).await.expect("repair");
+    eprintln!("{text}");
     assert!(
         fixed.repaired as usize >= expected.len(),
         "seed {seed}: {text}"
     );
     let (after, text) = check(&base).await.expect("check after the repair");
+    eprintln!("{text}");
     assert!(after.equal, "seed {seed}: after the repair:\n{text}");
     caught_up(&db, &app).await;
     let s = db.slave_status().await.expect("replicating");
