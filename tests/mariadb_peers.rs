@@ -16,8 +16,6 @@
 //! workload's first DDL, so a replica set up at `binlog.000001:4` gets every table from the
 //! stream.
 
-#[path = "mariadb_peers/check.rs"]
-mod check;
 mod common;
 
 use std::collections::BTreeMap;
@@ -777,6 +775,22 @@ async fn mariadb_replica_stops_at_until_master_gtid_pos() {
     );
     common::app::assert_all_answered(&demo.app, "MariaDB tools and replicas");
     demo.stop().await;
+}
+
+/// `tibinlog check` against a MariaDB replica under the running workload (`common::check`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_repairs_it() {
+    let replica = tokio::task::spawn_blocking(|| {
+        MariaDb::start_tcp_with(&[&format!("--server-id={}", REPLICA_SERVER_ID + 10)])
+    });
+    let Some((_db, port)) = replica.await.expect("start MariaDB") else {
+        return;
+    };
+    let db = common::check::Replica {
+        port,
+        mysql8: false,
+    };
+    common::check::scenario(&db, "check_a_mariadb_replica").await;
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod canal;
+pub mod check;
 pub mod checksum;
 pub mod cut;
 pub mod debezium;

@@ -320,3 +320,36 @@ async fn mysql8_replicas_from_a_dump_follow_by_gtid_and_position_through_stops_a
     crate::common::app::assert_all_answered(&demo.app, "MySQL 8.0 replicas and mariadb-dump");
     demo.stop().await;
 }
+
+/// `tibinlog check` against a MySQL 8.0 replica (GTID auto-position, parallel applier, JSON
+/// columns) under the running workload: the scenario of `common::check`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn check_a_mysql8_replica_under_the_workload_finds_exactly_the_drift_and_repairs_it() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let opts = [
+        "--skip-networking=OFF".to_owned(),
+        format!("--port={port}"),
+        "--bind-address=127.0.0.1".to_owned(),
+    ];
+    let started = tokio::task::spawn_blocking(move || {
+        let mut all: Vec<&str> = REPLICA_OPTS.to_vec();
+        all.extend(opts.iter().map(String::as_str));
+        Mysql8::start(BY_POS_ID + 10, &all)
+    });
+    let Some(server) = started.await.expect("start MySQL 8.0") else {
+        return;
+    };
+    // Root over TCP from 127.0.0.1 (the initialised root is root@localhost).
+    server
+        .sql(
+            "CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY ''; \
+             GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION",
+        )
+        .await;
+    let db = crate::common::check::Replica { port, mysql8: true };
+    crate::common::check::scenario(&db, "check_a_mysql8_replica").await;
+    drop(server);
+}

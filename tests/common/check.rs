@@ -1,8 +1,10 @@
-//! `tibinlog check` against a MariaDB replica of the server, replicating the running workload
-//! (the whole DDL mix): checks during the workload report nothing; drift written on the
-//! replica is reported row for row, `--repair --apply` removes it and the next check passes;
-//! a target that is not a replica needs `--at`, and bad credentials or addresses are clear
-//! errors.
+//! `tibinlog check` against a replica of the server (MariaDB 10.11, or MySQL 8.0), replicating
+//! the running workload (the whole DDL mix): checks during the workload report nothing; drift
+//! written on the replica is reported row for row, `--repair --apply` removes it and the next
+//! check passes; an interrupted check lets the replica go on; a target that is not a replica
+//! needs `--at`, and bad credentials or addresses are clear errors.
+
+#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -17,9 +19,50 @@ use tibinlog::sim::cli::SimArgs;
 use crate::common;
 use crate::common::app::{master_status, max_commit_ts, wait_checkpoint, Sim};
 use crate::common::demo::{fresh_seed, log_warnings, WAIT};
-use crate::common::mariadb::MariaDb;
 
-const REPLICA_SERVER_ID: u32 = 12;
+/// A replica the scenario drives, over TCP as root.
+pub struct Replica {
+    pub port: u16,
+    /// MySQL 8.0 (else MariaDB): its statements to set up replication.
+    pub mysql8: bool,
+}
+
+impl Replica {
+    pub async fn conn(&self) -> mysql_async::Conn {
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .pass(Some(""))
+            .prefer_socket(false);
+        mysql_async::Conn::new(opts)
+            .await
+            .expect("connect to the replica")
+    }
+
+    /// Its replication state from the source (`SHOW REPLICA STATUS`, either flavour's names).
+    async fn status(&self) -> tibinlog::check::align::ReplicaState {
+        let mut conn = self.conn().await;
+        let rows = tibinlog::check::align::status_rows(&mut conn)
+            .await
+            .expect("SHOW REPLICA STATUS");
+        let _ = conn.disconnect().await;
+        tibinlog::check::align::state(rows.first().expect("replicating"))
+    }
+
+    /// One column of `SHOW REPLICA STATUS`.
+    async fn status_field(&self, name: &str) -> String {
+        let mut conn = self.conn().await;
+        let rows = tibinlog::check::align::status_rows(&mut conn)
+            .await
+            .expect("SHOW REPLICA STATUS");
+        let _ = conn.disconnect().await;
+        rows.first()
+            .and_then(|r| r.get(name))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
 
 fn args(source: std::net::SocketAddr, target_port: u16) -> CheckArgs {
     CheckArgs {
@@ -52,9 +95,9 @@ async fn check(args: &CheckArgs) -> Result<(Report, String), String> {
     Ok((report, String::from_utf8_lossy(&text).into_owned()))
 }
 
-/// The simulated cluster with its workload running (no JSON columns: MariaDB's replica cannot
-/// apply them), and the app serving it from before the workload's first DDL.
-async fn live(seed: u64, dir: &std::path::Path) -> (Sim, App) {
+/// The simulated cluster with its workload running (JSON columns only with `json`: MariaDB's
+/// replica cannot apply them), and the app serving it from before the workload's first DDL.
+async fn live(seed: u64, dir: &std::path::Path, json: bool) -> (Sim, App) {
     log_warnings();
     let sim = common::app::start_sim_paused_with(SimArgs {
         stores: 2,
@@ -64,7 +107,7 @@ async fn live(seed: u64, dir: &std::path::Path) -> (Sim, App) {
         seed: Some(seed),
         resolved_ts_interval: Duration::from_millis(50),
         progress_interval: Duration::from_secs(3600),
-        no_json: true,
+        no_json: !json,
         ..SimArgs::default()
     })
     .await;
@@ -84,7 +127,7 @@ async fn live(seed: u64, dir: &std::path::Path) -> (Sim, App) {
     (sim, app)
 }
 
-async fn sql(db: &MariaDb, statement: &str) {
+async fn sql(db: &Replica, statement: &str) {
     let mut conn = db.conn().await;
     conn.query_drop(statement)
         .await
@@ -93,13 +136,13 @@ async fn sql(db: &MariaDb, statement: &str) {
 }
 
 /// Waits until the replica has executed everything the app wrote.
-async fn caught_up(db: &MariaDb, app: &App) {
+async fn caught_up(db: &Replica, app: &App) {
     let end = master_status(app.local_addr()).await.expect("status");
     let deadline = Instant::now() + WAIT;
     loop {
-        let s = db.slave_status().await.expect("replicating");
-        assert!(s.last_error.is_empty(), "replica error: {s:?}");
-        if s.relay_master_log_file == end.file && s.exec_master_log_pos == end.position {
+        let s = db.status().await;
+        assert!(s.last_sql_error.is_empty(), "replica error: {s:?}");
+        if s.executed.file == end.file && s.executed.pos == end.position {
             return;
         }
         assert!(
@@ -178,7 +221,7 @@ async fn columns_of(conn: &mut mysql_async::Conn, condition: &str) -> Vec<(Strin
 /// Writes drift on the replica: one changed value per kind of column, a deleted row, an
 /// inserted row, a changed row of a partitioned table, a dropped table. Returns what the
 /// check must report, and the dropped table.
-async fn inject_drift(db: &MariaDb) -> (Vec<Expected>, String) {
+async fn inject_drift(db: &Replica) -> (Vec<Expected>, String) {
     let mut conn = db.conn().await;
     conn.query_drop("SET SESSION sql_mode = ''")
         .await
@@ -192,6 +235,8 @@ async fn inject_drift(db: &MariaDb) -> (Vec<Expected>, String) {
         ("DATA_TYPE = 'float'", "IF(`{c}` <=> 0.5, 0.25, 0.5)"),
         ("DATA_TYPE = 'varchar' AND CHARACTER_MAXIMUM_LENGTH >= 5", "IF(`{c}` <=> 'drift', 'other', 'drift')"),
         ("DATA_TYPE IN ('int', 'bigint') AND IS_NULLABLE = 'YES'", "IF(`{c}` IS NULL, 0, NULL)"),
+        // MySQL's JSON only (MariaDB's replica gets no JSON columns).
+        ("DATA_TYPE = 'json'", "IF(`{c}` <=> CAST('{\"drift\": 1}' AS JSON), CAST('{\"drift\": 2}' AS JSON), CAST('{\"drift\": 1}' AS JSON))"),
     ];
     for (condition, value) in kinds {
         let candidates = columns_of(&mut conn, condition).await;
@@ -317,7 +362,7 @@ async fn inject_drift(db: &MariaDb) -> (Vec<Expected>, String) {
 }
 
 /// Deletes one row of the first table with a key: (table, key).
-async fn inject_one_delete(db: &MariaDb) -> ((String, &'static str), Key) {
+async fn inject_one_delete(db: &Replica) -> ((String, &'static str), Key) {
     let mut conn = db.conn().await;
     let tables: Vec<String> = conn
         .query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'wl' AND TABLE_TYPE = 'BASE TABLE' ORDER BY 1")
@@ -336,10 +381,15 @@ async fn inject_one_delete(db: &MariaDb) -> ((String, &'static str), Key) {
 
 /// A check interrupted (SIGTERM) while it waits for the replica to reach its position exits
 /// with 2 and leaves the replica's applier running, with no UNTIL condition left.
-async fn interrupted_check_lets_the_replica_go_on(db: &MariaDb, base: &CheckArgs, seed: u64) {
+async fn interrupted_check_lets_the_replica_go_on(db: &Replica, base: &CheckArgs, seed: u64) {
     // Without its I/O thread the replica cannot reach a newer position: the check waits.
     sql(db, "STOP SLAVE IO_THREAD").await;
-    let read = db.slave_status().await.expect("status").read_master_log_pos;
+    let read = db.status_field("Read_Source_Log_Pos").await;
+    let read = match read.is_empty() {
+        true => db.status_field("Read_Master_Log_Pos").await,
+        false => read,
+    };
+    let read: u64 = read.parse().expect("read position");
     let deadline = Instant::now() + WAIT;
     loop {
         let source = mysql_async::Conn::new(
@@ -376,14 +426,7 @@ async fn interrupted_check_lets_the_replica_go_on(db: &MariaDb, base: &CheckArgs
     // Waiting: the applier runs with the check's UNTIL condition.
     let deadline = Instant::now() + WAIT;
     loop {
-        let mut conn = db.conn().await;
-        let row: mysql_async::Row = conn
-            .query_first("SHOW SLAVE STATUS")
-            .await
-            .expect("status")
-            .expect("row");
-        let until: String = row.get("Until_Condition").expect("Until_Condition");
-        let _ = conn.disconnect().await;
+        let until = db.status_field("Until_Condition").await;
         if until != "None" {
             break;
         }
@@ -414,20 +457,13 @@ async fn interrupted_check_lets_the_replica_go_on(db: &MariaDb, base: &CheckArgs
     .expect("join");
     assert_eq!(out.0.code(), Some(2), "{}", out.1);
     assert!(out.1.contains("interrupted"), "{}", out.1);
-    let mut conn = db.conn().await;
-    let row: mysql_async::Row = conn
-        .query_first("SHOW SLAVE STATUS")
-        .await
-        .expect("status")
-        .expect("row");
-    let (sql_running, until): (String, String) = (
-        row.get("Slave_SQL_Running").expect("sql"),
-        row.get("Until_Condition").expect("until"),
+    let (running, until) = (
+        db.status().await.sql_running,
+        db.status_field("Until_Condition").await,
     );
-    let _ = conn.disconnect().await;
     assert_eq!(
-        (sql_running.as_str(), until.as_str()),
-        ("Yes", "None"),
+        (running, until.as_str()),
+        (true, "None"),
         "seed {seed}: the replica goes on after an interrupted check"
     );
     sql(db, "START SLAVE IO_THREAD").await;
@@ -452,29 +488,29 @@ fn found(report: &Report) -> Vec<Expected> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_repairs_it() {
+/// The whole scenario (see the module's header) against `db`, a fresh server that is not
+/// replicating yet: MariaDB replicates by file and position, MySQL 8.0 by GTID
+/// auto-positioning (and with the workload's JSON columns, which MariaDB cannot apply).
+pub async fn scenario(db: &Replica, test: &str) {
     let started = Instant::now();
-    let replica = tokio::task::spawn_blocking(|| {
-        MariaDb::start_tcp_with(&[&format!("--server-id={REPLICA_SERVER_ID}")])
-    });
-    let Some((db, port)) = replica.await.expect("start MariaDB") else {
-        return;
-    };
-    let seed = fresh_seed("check");
+    let seed = fresh_seed(test);
     let dir = tempfile::tempdir().expect("tempdir");
-    let (sim, app) = live(seed, dir.path()).await;
-    sql(
-        &db,
-        &format!(
-            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, MASTER_USER='root', \
-             MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
-             MASTER_USE_GTID=no; START SLAVE",
-            app.local_addr().port()
+    let (sim, app) = live(seed, dir.path(), db.mysql8).await;
+    let port = app.local_addr().port();
+    let setup = match db.mysql8 {
+        true => format!(
+            "CHANGE REPLICATION SOURCE TO SOURCE_HOST='127.0.0.1', SOURCE_PORT={port}, \
+             SOURCE_USER='root', SOURCE_PASSWORD='', SOURCE_AUTO_POSITION=1, \
+             GET_SOURCE_PUBLIC_KEY=1; START REPLICA"
         ),
-    )
-    .await;
-    let base = args(app.local_addr(), port);
+        false => format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={port}, MASTER_USER='root', \
+             MASTER_PASSWORD='', MASTER_LOG_FILE='binlog.000001', MASTER_LOG_POS=4, \
+             MASTER_USE_GTID=no; START SLAVE"
+        ),
+    };
+    sql(db, &setup).await;
+    let base = args(app.local_addr(), db.port);
 
     // Checks while the workload runs: each holds the replica at a position and compares.
     let mut points = Vec::new();
@@ -512,24 +548,24 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
         moved >= 10,
         "seed {seed}: the checks ran at moving positions: {points:?}"
     );
-    let s = db.slave_status().await.expect("replicating");
+    let s = db.status().await;
     assert_eq!(
-        (s.io_running.as_str(), s.sql_running.as_str()),
-        ("Yes", "Yes"),
+        (s.io_running, s.sql_running),
+        (true, true),
         "seed {seed}: the replica runs on after the checks: {s:?}"
     );
 
-    interrupted_check_lets_the_replica_go_on(&db, &base, seed).await;
+    interrupted_check_lets_the_replica_go_on(db, &base, seed).await;
 
     sim.handle.end_workload();
     tokio::time::timeout(WAIT, sim.handle.workload_done())
         .await
         .expect("workload ends");
     wait_checkpoint(&app, max_commit_ts(&sim.truth.lines())).await;
-    caught_up(&db, &app).await;
+    caught_up(db, &app).await;
 
     // Drift on the replica: reported exactly, then repaired.
-    let (mut expected, dropped) = inject_drift(&db).await;
+    let (mut expected, dropped) = inject_drift(db).await;
     expected.sort();
     assert!(
         expected.len() >= 6,
@@ -570,12 +606,12 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
     let (after, text) = check(&base).await.expect("check after the repair");
     eprintln!("{text}");
     assert!(after.equal, "seed {seed}: after the repair:\n{text}");
-    caught_up(&db, &app).await;
-    let s = db.slave_status().await.expect("replicating");
-    assert_eq!(s.sql_running, "Yes", "seed {seed}: {s:?}");
+    caught_up(db, &app).await;
+    let s = db.status().await;
+    assert!(s.sql_running, "seed {seed}: {s:?}");
 
     // Not a replica: refused without --at, equal with the position it stopped at.
-    sql(&db, "STOP SLAVE; RESET SLAVE ALL").await;
+    sql(db, "STOP SLAVE; RESET SLAVE ALL").await;
     let err = check(&base).await.expect_err("refused");
     assert!(
         err.contains("does not replicate from the source") && err.contains("--at"),
@@ -651,7 +687,7 @@ async fn check_a_mariadb_replica_under_the_workload_finds_exactly_the_drift_and_
     };
     let out = cli(&[]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let ((table, _), _) = inject_one_delete(&db).await;
+    let ((table, _), _) = inject_one_delete(db).await;
     let json = dir.path().join("report.json");
     let out = cli(&["--json", json.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
