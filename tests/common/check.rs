@@ -511,12 +511,35 @@ pub async fn scenario(db: &Replica, test: &str) {
     };
     sql(db, &setup).await;
     let base = args(app.local_addr(), db.port);
+    let rows = checks_under_the_workload(db, &base, &sim, seed).await;
+    interrupted_check_lets_the_replica_go_on(db, &base, seed).await;
 
-    // Checks while the workload runs: each holds the replica at a position and compares.
+    sim.handle.end_workload();
+    tokio::time::timeout(WAIT, sim.handle.workload_done())
+        .await
+        .expect("workload ends");
+    wait_checkpoint(&app, max_commit_ts(&sim.truth.lines())).await;
+    caught_up(db, &app).await;
+    let drift = drift_found_and_repaired(db, &base, &app, seed).await;
+    let at = not_a_replica_needs_at(db, &base, &app, seed).await;
+    errors_are_clear(&base, &at).await;
+    command_line(db, &base, &at, dir.path()).await;
+    eprintln!(
+        "seed {seed}: 20 checks under the workload ({rows} rows in the last), {drift} \
+         differences found and repaired, in {:?}",
+        started.elapsed()
+    );
+    app.stop().await.expect("app stops");
+    sim.handle.shutdown().await.expect("sim shutdown");
+}
+
+/// Twenty checks while the workload runs: each holds the replica at a position and finds
+/// nothing. Returns the rows of the last.
+async fn checks_under_the_workload(db: &Replica, base: &CheckArgs, sim: &Sim, seed: u64) -> u64 {
     let mut points = Vec::new();
     let mut rows = 0;
     for i in 0..20 {
-        let (report, text) = check(&base)
+        let (report, text) = check(base)
             .await
             .unwrap_or_else(|e| panic!("seed {seed}: check {i}: {e}"));
         if !report.equal {
@@ -554,24 +577,19 @@ pub async fn scenario(db: &Replica, test: &str) {
         (true, true),
         "seed {seed}: the replica runs on after the checks: {s:?}"
     );
+    rows
+}
 
-    interrupted_check_lets_the_replica_go_on(db, &base, seed).await;
-
-    sim.handle.end_workload();
-    tokio::time::timeout(WAIT, sim.handle.workload_done())
-        .await
-        .expect("workload ends");
-    wait_checkpoint(&app, max_commit_ts(&sim.truth.lines())).await;
-    caught_up(db, &app).await;
-
-    // Drift on the replica: reported exactly, then repaired.
+/// Drift written on the replica is reported exactly; `--repair --apply` removes it and the
+/// next check passes. Returns the differences injected.
+async fn drift_found_and_repaired(db: &Replica, base: &CheckArgs, app: &App, seed: u64) -> usize {
     let (mut expected, dropped) = inject_drift(db).await;
     expected.sort();
     assert!(
         expected.len() >= 6,
         "seed {seed}: drift injected: {expected:?}"
     );
-    let (report, text) = check(&base).await.expect("check with drift");
+    let (report, text) = check(base).await.expect("check with drift");
     eprintln!("{text}");
     assert!(!report.equal, "{text}");
     assert_eq!(
@@ -593,40 +611,47 @@ pub async fn scenario(db: &Replica, test: &str) {
         )],
         "seed {seed}: {text}"
     );
-
     let mut repair = base.clone();
     repair.repair = true;
     repair.apply = true;
     let (fixed, text) = check(&repair).await.expect("repair");
     eprintln!("{text}");
     assert!(
-        fixed.repaired as usize >= expected.len(),
+        fixed.repaired as usize > expected.len(),
         "seed {seed}: {text}"
     );
-    let (after, text) = check(&base).await.expect("check after the repair");
+    let (after, text) = check(base).await.expect("check after the repair");
     eprintln!("{text}");
     assert!(after.equal, "seed {seed}: after the repair:\n{text}");
-    caught_up(db, &app).await;
+    caught_up(db, app).await;
     let s = db.status().await;
     assert!(s.sql_running, "seed {seed}: {s:?}");
+    expected.len() + 1
+}
 
-    // Not a replica: refused without --at, equal with the position it stopped at.
+/// Once the replica replicates no more, a check needs `--at`: refused without it, equal at the
+/// position it stopped at, refused at a position that is no transaction's end. Returns the
+/// arguments with that `--at`.
+async fn not_a_replica_needs_at(db: &Replica, base: &CheckArgs, app: &App, seed: u64) -> CheckArgs {
     sql(db, "STOP SLAVE; RESET SLAVE ALL").await;
-    let err = check(&base).await.expect_err("refused");
+    let err = check(base).await.expect_err("refused");
     assert!(
         err.contains("does not replicate from the source") && err.contains("--at"),
         "{err}"
     );
     let end = master_status(app.local_addr()).await.expect("status");
     let mut at = base.clone();
-    at.at = Some(format!("{}:{}", end.file, end.position));
-    let (report, text) = check(&at).await.expect("check --at");
-    assert!(report.equal, "seed {seed}: --at the end:\n{text}");
     at.at = Some(format!("{}:{}", end.file, end.position + 1));
     let err = check(&at).await.expect_err("not a position");
     assert!(err.contains("no TiDB timestamp"), "{err}");
+    at.at = Some(format!("{}:{}", end.file, end.position));
+    let (report, text) = check(&at).await.expect("check --at");
+    assert!(report.equal, "seed {seed}: --at the end:\n{text}");
+    at
+}
 
-    // Bad credentials and addresses.
+/// A wrong password, an unreachable target and a table on neither side are clear messages.
+async fn errors_are_clear(base: &CheckArgs, at: &CheckArgs) {
     let mut wrong = base.clone();
     wrong.target_password = "wrong".into();
     let err = check(&wrong).await.expect_err("bad password");
@@ -639,7 +664,6 @@ pub async fn scenario(db: &Replica, test: &str) {
     let err = check(&nowhere).await.expect_err("unreachable");
     assert!(err.starts_with("target 127.0.0.1:1:"), "{err}");
     let mut missing = at.clone();
-    missing.at = Some(format!("{}:{}", end.file, end.position));
     missing.tables = vec!["wl.no_such_table".into()];
     missing.databases = Vec::new();
     let (report, text) = check(&missing).await.expect("check of a missing table");
@@ -647,27 +671,11 @@ pub async fn scenario(db: &Replica, test: &str) {
         !report.equal && text.contains("wl.no_such_table: table on neither side"),
         "{text}"
     );
+}
 
-    // The command line: exit 2 with the reason.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
-        .args([
-            "check",
-            "--source",
-            &base.source,
-            "--target",
-            &base.target,
-            "--databases",
-            "wl",
-        ])
-        .output()
-        .expect("run tibinlog check");
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("--at"),
-        "{out:?}"
-    );
-    let at_end = format!("{}:{}", end.file, end.position);
-    let cli = |extra: &[&str]| {
+/// The command line's exit statuses (2 refused, 0 equal, 1 different) and its JSON report.
+async fn command_line(db: &Replica, base: &CheckArgs, at: &CheckArgs, dir: &std::path::Path) {
+    let run = |extra: &[&str]| {
         let mut a = vec![
             "check",
             "--source",
@@ -676,8 +684,6 @@ pub async fn scenario(db: &Replica, test: &str) {
             &base.target,
             "--databases",
             "wl",
-            "--at",
-            &at_end,
         ];
         a.extend_from_slice(extra);
         std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
@@ -685,11 +691,23 @@ pub async fn scenario(db: &Replica, test: &str) {
             .output()
             .expect("run tibinlog check")
     };
-    let out = cli(&[]);
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--at"),
+        "{out:?}"
+    );
+    let at_end = at.at.clone().expect("--at");
+    let out = run(&["--at", &at_end]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let ((table, _), _) = inject_one_delete(db).await;
-    let json = dir.path().join("report.json");
-    let out = cli(&["--json", json.to_str().expect("utf-8 path")]);
+    let json = dir.join("report.json");
+    let out = run(&[
+        "--at",
+        &at_end,
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -700,12 +718,4 @@ pub async fn scenario(db: &Replica, test: &str) {
         serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("json");
     assert_eq!(written["differences"], 1, "{written}");
     assert_eq!(written["equal"], false, "{written}");
-    eprintln!(
-        "seed {seed}: 20 checks under the workload ({rows} rows in the last), {} differences \
-         found and repaired, in {:?}",
-        expected.len() + 1,
-        started.elapsed()
-    );
-    app.stop().await.expect("app stops");
-    sim.handle.shutdown().await.expect("sim shutdown");
 }
