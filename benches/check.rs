@@ -175,12 +175,18 @@ async fn run() {
         apply: false,
         json: None,
         max_listed: 100,
+        status_addr: None,
     };
     let base = rss();
     let peak = RssPeak::start();
     let began = Instant::now();
     let stop = tokio_util::sync::CancellationToken::new();
-    let report = tibinlog::check::run::check(&args, &mut std::io::stderr(), &stop)
+    let mut progress = std::io::stderr();
+    let watch = tibinlog::check::run::Watch::new(
+        &mut progress,
+        tibinlog::check::metrics::CheckMetrics::default(),
+    );
+    let report = tibinlog::check::run::check(&args, watch, &stop)
         .await
         .expect("check");
     let secs = began.elapsed().as_secs_f64();

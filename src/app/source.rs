@@ -300,6 +300,31 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
         Ok(BinlogPosition::new(self.files.file_name(seq), 4))
     }
 
+    fn position_for_gtids(&self, have: &GtidSet) -> Result<BinlogPosition, SourceError> {
+        // One position stands for `have` only if it holds every transaction of this server's
+        // up to some N and none after (a set with a hole is no single position).
+        let sid = self.files.server_uuid();
+        let own: Vec<(u64, u64)> = have
+            .iter()
+            .filter(|(s, _)| **s == sid)
+            .flat_map(|(_, ivs)| ivs.iter().copied())
+            .collect();
+        match own.as_slice() {
+            [] | [(1, _)] => {}
+            _ => {
+                return Err(SourceError::Refused(format!(
+                    "{have} is not the transactions of {sid} up to one of them (from 1 on, \
+                     without a gap): it stands for no single position"
+                )))
+            }
+        }
+        let at = self.files.locate_gtid(have).map_err(source_error)?;
+        Ok(BinlogPosition::new(
+            self.files.file_name(at.file_seq),
+            at.offset,
+        ))
+    }
+
     fn purge_to(&self, file: &str) -> PurgeAnswer {
         self.purge(Purge::To(file.to_owned()))
     }

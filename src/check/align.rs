@@ -121,11 +121,13 @@ pub fn state(row: &StatusRow) -> ReplicaState {
     }
 }
 
-/// What `--at` names: a position of the source's binlog or a TiDB timestamp (`ts:N`).
+/// What `--at` names: a position of the source's binlog, a TiDB timestamp (`ts:N`), or the
+/// GTID set the target has applied (`uuid:1-N`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum At {
     Position(Position),
     Ts(u64),
+    Gtids(String),
 }
 
 impl At {
@@ -137,15 +139,18 @@ impl At {
                 .map(At::Ts)
                 .map_err(|_| format!("--at {text:?}: ts: takes a TiDB timestamp (a TSO number)"));
         }
-        let uuid_like = |f: &str| f.len() == 36 && f.bytes().filter(|&b| b == b'-').count() == 4;
+        let uuid_like = |f: &str| {
+            let f = f.trim();
+            f.len() == 36 && f.bytes().filter(|&b| b == b'-').count() == 4
+        };
         if text.split(':').next().is_some_and(uuid_like) {
-            return Err(format!(
-                "--at {text:?}: a GTID set is not taken yet; give the position it ends at \
-                 (FILE:POS of the source's binlog, as SHOW MASTER STATUS showed it)"
-            ));
+            return Ok(At::Gtids(text.trim().to_owned()));
         }
         Position::parse(text).map(At::Position).ok_or_else(|| {
-            format!("--at {text:?}: expected FILE:POS of the source's binlog (binlog.000003:1234) or ts:TSO")
+            format!(
+                "--at {text:?}: expected FILE:POS of the source's binlog (binlog.000003:1234), \
+                 a GTID set (uuid:1-N) or ts:TSO"
+            )
         })
     }
 }
@@ -382,10 +387,13 @@ mod tests {
         assert_eq!(Position::parse("a:b:1"), None);
         assert_eq!(At::parse("ts:42"), Ok(At::Ts(42)));
         assert!(At::parse("ts:x").is_err());
-        assert!(At::parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5")
+        assert_eq!(
+            At::parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5"),
+            Ok(At::Gtids("3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5".into()))
+        );
+        assert!(At::parse("binlog:x")
             .expect_err("refused")
             .contains("FILE:POS"));
-        assert!(At::parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:5").is_err());
         assert_eq!(
             At::parse("binlog.000002:77"),
             Ok(At::Position(p("binlog.000002:77")))

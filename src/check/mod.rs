@@ -12,8 +12,10 @@
 //! - [`run`]: the async shell: connections, alignment, catalogs, progress.
 //! - [`worker`]: chunk boundaries from the source's key, and the workers that check chunks.
 //! - [`report`]: the summary, the differences and the repair, as text and JSON.
+//! - [`metrics`]: its figures on `/metrics` (`--status-addr`) while it runs.
 
 pub mod align;
+pub mod metrics;
 pub mod plan;
 pub mod report;
 pub mod run;
@@ -54,7 +56,7 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub threads: u64,
     /// The position the target reflects, for a target that does not replicate from the
-    /// source: FILE:POS of the source's binlog, or ts:TSO.
+    /// source: FILE:POS of the source's binlog, the GTID set it has applied, or ts:TSO.
     #[arg(long)]
     pub at: Option<String>,
     /// Write the statements that make the target equal (REPLACE / DELETE by key, one
@@ -70,6 +72,9 @@ pub struct CheckArgs {
     /// Differences listed per table (all are counted and repaired).
     #[arg(long, default_value_t = 10_000)]
     pub max_listed: usize,
+    /// Serve the check's figures on `/metrics` (Prometheus) at this address while it runs.
+    #[arg(long)]
+    pub status_addr: Option<std::net::SocketAddr>,
 }
 
 /// Why a check could not run (exit status 2).
@@ -149,7 +154,26 @@ pub async fn main(args: CheckArgs) -> u8 {
         }
         on_signal.cancel();
     });
-    let report = match run::check(&args, &mut std::io::stderr(), &stop).await {
+    let metrics = metrics::CheckMetrics::default();
+    let served = match args.status_addr {
+        Some(addr) => match metrics::serve(addr, std::sync::Arc::new(metrics.clone())).await {
+            Ok((local, task)) => {
+                eprintln!("tibinlog check: metrics on http://{local}/metrics");
+                Some(task)
+            }
+            Err(e) => {
+                eprintln!("tibinlog check: --status-addr {addr}: {e}");
+                return EXIT_ERROR;
+            }
+        },
+        None => None,
+    };
+    let mut stderr = std::io::stderr();
+    let checked = run::check(&args, run::Watch::new(&mut stderr, metrics), &stop).await;
+    if let Some(task) = served {
+        task.abort();
+    }
+    let report = match checked {
         Ok(r) => r,
         Err(e) => {
             eprintln!("tibinlog check: {e}");

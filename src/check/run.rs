@@ -11,6 +11,7 @@ use mysql_async::prelude::Queryable as _;
 use tokio::sync::{mpsc, Mutex};
 
 use super::align::{self, At, Point, Position};
+use super::metrics::CheckMetrics;
 use super::report::{Report, TableReport};
 use super::shape::{self, Filter};
 use super::sql::TableShape;
@@ -133,14 +134,30 @@ fn filter(args: &CheckArgs) -> Result<Filter, CheckError> {
     })
 }
 
-/// Runs a check (see the module's header); progress lines go to `progress`. Cancelling
+/// Where a running check shows how far it is: progress lines, and its metrics.
+pub struct Watch<'a> {
+    pub progress: &'a mut dyn Write,
+    pub metrics: CheckMetrics,
+    started: Instant,
+}
+
+impl<'a> Watch<'a> {
+    pub fn new(progress: &'a mut dyn Write, metrics: CheckMetrics) -> Self {
+        Watch {
+            progress,
+            metrics,
+            started: Instant::now(),
+        }
+    }
+}
+
+/// Runs a check (see the module's header), showing its progress on `watch`. Cancelling
 /// `stop` ends it with an error, after letting a held replica go on.
 pub async fn check(
     args: &CheckArgs,
-    progress: &mut dyn Write,
+    watch: Watch<'_>,
     stop: &tokio_util::sync::CancellationToken,
 ) -> Result<Report, CheckError> {
-    let started = Instant::now();
     let filter = filter(args)?;
     let at = args
         .at
@@ -194,7 +211,7 @@ pub async fn check(
         (None, Some(at)) => {
             let point = point_at(&mut src, &sides.source, at).await?;
             tokio::select! {
-                r = check_at(args, &sides, point, &filter, started, progress) => r,
+                r = check_at(args, &sides, point, &filter, watch) => r,
                 () = stop.cancelled() => Err(CheckError::Setup("interrupted".into())),
             }
         }
@@ -205,7 +222,7 @@ pub async fn check(
                 if point.position != stopped.executed {
                     align::run_to(&mut tgt, &hold, &point.position, &id).await?;
                 }
-                check_at(args, &sides, point, &filter, started, progress).await
+                check_at(args, &sides, point, &filter, watch).await
             };
             let checked = tokio::select! {
                 r = checked => r,
@@ -301,6 +318,26 @@ async fn point_at(
             })?;
             (p, ts)
         }
+        At::Gtids(set) => {
+            let sql = format!(
+                "SELECT TIBINLOG_POS_FOR_GTIDS('{}')",
+                set.replace('\'', "''")
+            );
+            let text: Option<String> = src
+                .query_first(&sql)
+                .await
+                .map_err(|e| CheckError::Setup(format!("--at {set}: {e}")))?;
+            let p = text
+                .as_deref()
+                .and_then(Position::parse)
+                .ok_or_else(|| source.err(&sql, "no position"))?;
+            let ts = ts_for(src, source, &p).await?.ok_or_else(|| {
+                CheckError::Setup(format!(
+                    "--at {set}: the source has no TiDB timestamp for {p}, where that set ends"
+                ))
+            })?;
+            (p, ts)
+        }
         At::Ts(ts) => {
             let sql = format!("SELECT TIBINLOG_POS_FOR_TS({ts})");
             let text: Option<String> = src
@@ -335,9 +372,14 @@ async fn check_at(
     sides: &Sides,
     point: Point,
     filter: &Filter,
-    started: Instant,
-    progress: &mut dyn Write,
+    watch: Watch<'_>,
 ) -> Result<Report, CheckError> {
+    let Watch {
+        progress,
+        metrics,
+        started,
+    } = watch;
+    metrics.aligned.set(1);
     let mut src = sides.source.connect_at(point.ts).await?;
     let mut tgt = sides.target.connect().await?;
     let source_catalog = shape::read_catalog(&mut src, filter, "source").await?;
@@ -377,6 +419,7 @@ async fn check_at(
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     let (results_tx, mut results) = mpsc::unbounded_channel();
     let mut tasks = tokio::task::JoinSet::new();
+    let walked: Vec<usize> = walks.iter().map(|w| w.table).collect();
     let workers = if walks.is_empty() { 0 } else { threads };
     tasks.spawn(produce(
         src,
@@ -403,13 +446,22 @@ async fn check_at(
         });
     }
     drop(results_tx);
-    let mut agg = Aggregate::new(tables.len());
+    let mut agg = Aggregate::new(tables.len(), metrics.clone());
+    for (i, p) in agg.produced.iter_mut().enumerate() {
+        // Tables reported by their shape alone have no chunks.
+        if !walked.contains(&i) {
+            *p = Some(0);
+        }
+    }
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
     tick.tick().await;
     loop {
         tokio::select! {
             msg = results.recv() => match msg {
-                Some(Ok(m)) => agg.add(&mut tables, m, args.max_listed),
+                Some(Ok(m)) => {
+                    agg.add(&mut tables, m, args.max_listed);
+                    metrics.tables_done.set(agg.tables_done() as i64);
+                }
                 Some(Err(e)) => {
                     tasks.abort_all();
                     return Err(e);
@@ -422,6 +474,8 @@ async fn check_at(
     while let Some(done) = tasks.join_next().await {
         done.map_err(|e| CheckError::Setup(format!("a check task failed: {e}")))?;
     }
+    metrics.tables_done.set(agg.tables_done() as i64);
+    metrics.repaired.inc_by(created);
     let differences = tables.iter().map(|t| t.differences).sum();
     Ok(Report {
         point,
@@ -442,19 +496,31 @@ struct Aggregate {
     done: Vec<u64>,
     rows: u64,
     applied: u64,
+    metrics: CheckMetrics,
 }
 
 impl Aggregate {
-    fn new(tables: usize) -> Self {
+    fn new(tables: usize, metrics: CheckMetrics) -> Self {
+        metrics.tables.set(tables as i64);
         Aggregate {
             produced: vec![None; tables],
             done: vec![0; tables],
             rows: 0,
             applied: 0,
+            metrics,
         }
     }
 
+    fn tables_done(&self) -> usize {
+        self.produced
+            .iter()
+            .zip(&self.done)
+            .filter(|(p, d)| **p == Some(**d))
+            .count()
+    }
+
     fn add(&mut self, tables: &mut [TableReport], m: Msg, max_listed: usize) {
+        self.count(&m);
         match m {
             Msg::Produced { table, chunks } => self.produced[table] = Some(chunks),
             Msg::Chunk {
@@ -490,13 +556,26 @@ impl Aggregate {
         }
     }
 
+    /// The metrics of one result.
+    fn count(&self, m: &Msg) {
+        if let Msg::Chunk {
+            rows,
+            differences,
+            applied,
+            ..
+        } = m
+        {
+            let metrics = &self.metrics;
+            metrics.chunks.inc();
+            metrics.rows_source.inc_by(rows.0);
+            metrics.rows_target.inc_by(rows.1);
+            metrics.differences.inc_by(*differences);
+            metrics.repaired.inc_by(*applied);
+        }
+    }
+
     fn progress(&self, out: &mut dyn Write, started: Instant) {
-        let tables_done = self
-            .produced
-            .iter()
-            .zip(&self.done)
-            .filter(|(p, d)| **p == Some(**d))
-            .count();
+        let tables_done = self.tables_done();
         let secs = started.elapsed().as_secs_f64().max(0.001);
         let _ = writeln!(
             out,

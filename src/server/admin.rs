@@ -1526,6 +1526,26 @@ impl Env for SqlEnv<'_> {
                     }
                 }
             }
+            "TIBINLOG_POS_FOR_GTIDS" if args.len() == 1 => {
+                let found = GtidSet::parse(text(0).trim())
+                    .map_err(|e| e.to_string())
+                    .and_then(|set| {
+                        self.ctx
+                            .shared
+                            .source
+                            .position_for_gtids(&set)
+                            .map_err(|e| e.to_string())
+                    });
+                match found {
+                    Ok(p) => string(format!("{}:{}", p.file, p.pos)),
+                    Err(e) => {
+                        return Some(Err(SqlError::new(
+                            ER_UNKNOWN_ERROR,
+                            format!("no binlog position for GTID set '{}': {e}", text(0)),
+                        )))
+                    }
+                }
+            }
             "TIBINLOG_TS_FOR_POS" if args.len() == 2 => {
                 let pos = super::source::BinlogPosition::new(
                     text(0),

@@ -139,6 +139,13 @@ pub trait BinlogSource: Send + Sync + 'static {
     /// PREVIOUS_GTIDS is a subset of `have` (position 4). [`SourceError::Purged`] if a needed
     /// transaction is no longer in any file.
     fn locate_gtid_start(&self, have: &GtidSet) -> Result<BinlogPosition, SourceError>;
+    /// The position a copy that has applied exactly `have` stands at: the start of the first
+    /// transaction not in it (or the end). Refused where this source cannot tell.
+    fn position_for_gtids(&self, _have: &GtidSet) -> Result<BinlogPosition, SourceError> {
+        Err(SourceError::Refused(
+            "no GTID positions in this binlog".into(),
+        ))
+    }
     /// `PURGE BINARY LOGS TO 'file'`: delete every file before `file`. Returns the warnings
     /// of a purge that stopped early (a file being read).
     fn purge_to(&self, file: &str) -> Result<Vec<SqlWarning>, SourceError>;

@@ -81,15 +81,44 @@ fn args(source: std::net::SocketAddr, target_port: u16) -> CheckArgs {
         apply: false,
         json: None,
         max_listed: 10_000,
+        status_addr: None,
     }
 }
 
 async fn check(args: &CheckArgs) -> Result<(Report, String), String> {
     let mut progress = Vec::new();
     let stop = tokio_util::sync::CancellationToken::new();
-    let report = tibinlog::check::run::check(args, &mut progress, &stop)
+    let metrics = tibinlog::check::metrics::CheckMetrics::default();
+    let watch = tibinlog::check::run::Watch::new(&mut progress, metrics.clone());
+    let report = tibinlog::check::run::check(args, watch, &stop)
         .await
         .map_err(|e| e.to_string())?;
+    // Its metrics show what its report does.
+    let m = crate::common::http::samples(&metrics.render());
+    let figure = |name: &str| {
+        m.get(&format!("tibinlog_check_{name}"))
+            .copied()
+            .unwrap_or(-1.0)
+    };
+    assert_eq!(
+        (
+            figure("chunks_total") as u64,
+            figure("rows_source_total") as u64,
+            figure("rows_target_total") as u64,
+            figure("differences_total") as u64,
+            figure("tables_done") as usize,
+            figure("aligned"),
+        ),
+        (
+            report.chunks,
+            report.rows_source,
+            report.rows_target,
+            report.differences,
+            report.tables.len(),
+            1.0,
+        ),
+        "metrics of the check"
+    );
     let mut text = Vec::new();
     report.write_text(&mut text).expect("render");
     Ok((report, String::from_utf8_lossy(&text).into_owned()))
@@ -409,6 +438,9 @@ async fn interrupted_check_lets_the_replica_go_on(db: &Replica, base: &CheckArgs
         assert!(Instant::now() < deadline, "the workload writes on");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let status = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
         .args([
             "check",
@@ -418,6 +450,8 @@ async fn interrupted_check_lets_the_replica_go_on(db: &Replica, base: &CheckArgs
             &base.target,
             "--databases",
             "wl",
+            "--status-addr",
+            &status.to_string(),
         ])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -428,6 +462,12 @@ async fn interrupted_check_lets_the_replica_go_on(db: &Replica, base: &CheckArgs
     loop {
         let until = db.status_field("Until_Condition").await;
         if until != "None" {
+            // Not aligned yet, on its metrics.
+            let m = crate::common::http::get(status, "/metrics").await;
+            let aligned = crate::common::http::samples(&m.body)
+                .get("tibinlog_check_aligned")
+                .copied();
+            assert_eq!(aligned, Some(0.0), "{}", m.body);
             break;
         }
         assert!(
@@ -644,6 +684,19 @@ async fn not_a_replica_needs_at(db: &Replica, base: &CheckArgs, app: &App, seed:
     at.at = Some(format!("{}:{}", end.file, end.position + 1));
     let err = check(&at).await.expect_err("not a position");
     assert!(err.contains("no TiDB timestamp"), "{err}");
+    // The GTID set it has applied names the same position; a set with a gap names none.
+    let mut by_gtids = base.clone();
+    by_gtids.at = Some(end.gtids.clone());
+    let (report, text) = check(&by_gtids).await.expect("check --at GTIDs");
+    assert!(report.equal, "seed {seed}: --at {}:\n{text}", end.gtids);
+    assert_eq!(
+        report.point.position.to_string(),
+        format!("{}:{}", end.file, end.position)
+    );
+    let (uuid, _) = end.gtids.split_once(':').expect("uuid:1-N");
+    by_gtids.at = Some(format!("{uuid}:1-2:4"));
+    let err = check(&by_gtids).await.expect_err("a set with a gap");
+    assert!(err.contains("no single position"), "{err}");
     at.at = Some(format!("{}:{}", end.file, end.position));
     let (report, text) = check(&at).await.expect("check --at");
     assert!(report.equal, "seed {seed}: --at the end:\n{text}");

@@ -319,6 +319,21 @@ pub fn maxwell_text(ty: &str, v: &Json) -> Option<String> {
     })
 }
 
+/// A DATE, DATETIME or TIMESTAMP as Maxwell prints it. Its binlog library builds dates with a
+/// lenient `java.util.Calendar` in UTC, which is Julian before 1582-10-15: the ten days
+/// 1582-10-05 to 1582-10-14 do not exist in it and roll over ten days (a stored 1582-10-10
+/// 00:06:51 is printed 1582-10-20 00:06:51); every other date reads back as stored.
+pub fn julian_gap(t: &str) -> String {
+    match t.get(..8) {
+        Some("1582-10-") => {}
+        _ => return t.to_owned(),
+    }
+    match t.get(8..10).and_then(|d| d.parse::<u32>().ok()) {
+        Some(day @ 5..=14) => format!("1582-10-{}{}", day + 10, &t[10..]),
+        _ => t.to_owned(),
+    }
+}
+
 /// A TIME value (`-838:59:59.40`, fsp ≤ 2) as Maxwell 1.22.6 prints it. Its binlog library
 /// (mysql-binlog-connector-java 0.20.0, `deserializeTimeV2`) reads the hours, minutes and
 /// seconds straight out of the stored TIME2 bits, sign bit and offset included, adds the raw
@@ -385,6 +400,7 @@ pub fn canon(ty: &str, text: Option<&str>) -> Option<String> {
             Err(e) => panic!("JSON {t:?}: {e}"),
         },
         "time" => maxwell_time(t, type_args(ty).first().copied().unwrap_or(0)),
+        "date" | "datetime" | "timestamp" => julian_gap(t),
         "binary" => {
             let mut b = text_bytes(t);
             b.resize(b.len().max(type_args(ty)[0] as usize), 0);

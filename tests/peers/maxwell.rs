@@ -38,7 +38,7 @@ use crate::common::app::{
 };
 use crate::common::mariadb::MariaDb;
 use crate::common::maxwell::{
-    self, canon, committed, is_row, maxwell_text, maxwell_time, plain_decimal,
+    self, canon, committed, is_row, julian_gap, maxwell_text, maxwell_time, plain_decimal,
 };
 use crate::common::peer;
 use crate::common::peer_check::{self, PeerTxn, Types};
@@ -412,6 +412,14 @@ fn maxwell_values_read_as_mysql_text() {
     assert_eq!(maxwell_time("-12:34:56.57", 2), "03:29:08.99");
     assert_eq!(maxwell_time("-100:00:00.99", 2), "12:04:04.57");
     assert_eq!(maxwell_time("-00:00:01", 0), "16:04:03");
+    // The first as Maxwell printed a DATETIME of the workload (seed 185997474); the rest the
+    // same calendar's rule.
+    assert_eq!(julian_gap("1582-10-10 00:06:51"), "1582-10-20 00:06:51");
+    assert_eq!(julian_gap("1582-10-05"), "1582-10-15");
+    assert_eq!(julian_gap("1582-10-14 23:59:59.5"), "1582-10-24 23:59:59.5");
+    assert_eq!(julian_gap("1582-10-04 01:00:00"), "1582-10-04 01:00:00");
+    assert_eq!(julian_gap("1582-10-15"), "1582-10-15");
+    assert_eq!(julian_gap("1000-01-01"), "1000-01-01");
     assert_eq!(maxwell_time("25:00:00", 0), "01:00:00");
     assert_eq!(
         canon("binary(6)", Some("0xFF02")).as_deref(),
