@@ -22,91 +22,19 @@
 use std::time::Instant;
 
 use tibinlog::check::CheckArgs;
-use tibinlog::sim::tidb::types as ty;
-use tibinlog::sim::tidb::{ColumnDef, TableDef};
-use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
-use tibinlog_protocol::value::Value;
 
-#[path = "../tests/common/mariadb.rs"]
-mod mariadb;
+#[path = "common/narrow.rs"]
+mod narrow;
 #[path = "common/reads.rs"]
 mod reads;
 #[path = "common/util.rs"]
 mod util;
+use narrow::{mariadb_with, narrow_row, narrow_table};
 use reads::{create, read_all, rss, start_app, start_sim, RssPeak};
-use util::{env_num, free_port, mb};
+use util::{env_num, mb};
 
-/// VARCHAR(32) value of every row.
-const NAME: &str = "some narrow name";
 /// Rows per simulated transaction while loading.
 const LOAD_TXN_ROWS: u64 = 10_000;
-
-fn narrow_table() -> TableDef {
-    TableDef {
-        name: "narrow".into(),
-        columns: vec![
-            ColumnDef::new("id", ty::int(TYPE_LONGLONG, false)).not_null(),
-            ColumnDef::new("n", ty::int(TYPE_LONG, false)),
-            ColumnDef::new("s", ty::varchar(32)),
-        ],
-        primary_key: vec!["id".into()],
-        clustered: true,
-        indexes: Vec::new(),
-        partition: None,
-        foreign_keys: Vec::new(),
-        checks: Vec::new(),
-    }
-}
-
-/// A MariaDB with `rows` rows of the same table, and its port.
-fn mariadb_with(rows: i64) -> Option<(mariadb::MariaDb, u16)> {
-    use std::io::Write;
-    let port = free_port();
-    let port_arg = format!("--port={port}");
-    let db = mariadb::MariaDb::start(&[
-        "--skip-networking=0",
-        "--bind-address=127.0.0.1",
-        &port_arg,
-        "--skip-name-resolve",
-        "--innodb-flush-log-at-trx-commit=0",
-        "--innodb-buffer-pool-size=1073741824",
-    ])?;
-    db.sql(
-        "CREATE USER bench@'%'; GRANT ALL PRIVILEGES ON *.* TO bench@'%'; \
-         CREATE DATABASE test; \
-         CREATE TABLE test.narrow (id BIGINT NOT NULL PRIMARY KEY, n INT, s VARCHAR(32)) \
-         DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-    );
-    let began = Instant::now();
-    let mut child = db
-        .client()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("start mariadb client");
-    {
-        let stdin = child.stdin.as_mut().expect("client stdin");
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, stdin);
-        let mut id = 0i64;
-        while id < rows {
-            write!(w, "INSERT INTO test.narrow VALUES ").expect("write");
-            for i in 0..1000.min(rows - id) {
-                let sep = if i == 0 { "" } else { "," };
-                id += 1;
-                write!(w, "{sep}({id},{},'{NAME}')", id * 7).expect("write");
-            }
-            writeln!(w, ";").expect("write");
-        }
-        w.flush().expect("flush");
-    }
-    let status = child.wait().expect("mariadb client");
-    assert!(status.success(), "loading MariaDB failed");
-    println!(
-        "  MariaDB loaded {rows} rows in {:.1} s",
-        began.elapsed().as_secs_f64()
-    );
-    Some((db, port))
-}
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -119,21 +47,21 @@ fn main() {
 async fn run() {
     let rows: i64 = env_num("CHECK_ROWS", 10_000_000);
     println!("== tibinlog check of a {rows}-row narrow table against an equal MariaDB");
-    let Some((_maria, port)) = mariadb_with(rows) else {
+    let Some((_maria, port)) = mariadb_with(rows, 1_073_741_824) else {
         println!("  skipped: mariadbd is not installed (run scripts/install-deps.sh)");
         return;
     };
     let sim = start_sim().await;
     create(&sim, "test", narrow_table());
     let began = Instant::now();
-    reads::load(&sim, "test", "narrow", rows as u64, LOAD_TXN_ROWS, |id| {
-        let id = id as i64;
-        vec![
-            Value::Int(id),
-            Value::Int(id * 7),
-            Value::Bytes(NAME.as_bytes().to_vec()),
-        ]
-    });
+    reads::load(
+        &sim,
+        "test",
+        "narrow",
+        rows as u64,
+        LOAD_TXN_ROWS,
+        narrow_row,
+    );
     println!(
         "  simulated cluster loaded {rows} rows in {:.1} s",
         began.elapsed().as_secs_f64()

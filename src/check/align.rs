@@ -217,7 +217,7 @@ fn channel(connection: &str) -> String {
     if connection.is_empty() {
         String::new()
     } else {
-        format!(" '{}'", connection.replace('\'', "''"))
+        format!(" {}", super::sql::text_literal(connection))
     }
 }
 
@@ -250,9 +250,9 @@ pub async fn run_to(
     source: &SourceId,
 ) -> Result<(), CheckError> {
     let sql = format!(
-        "START SLAVE{} SQL_THREAD UNTIL MASTER_LOG_FILE = '{}', MASTER_LOG_POS = {}",
+        "START SLAVE{} SQL_THREAD UNTIL MASTER_LOG_FILE = {}, MASTER_LOG_POS = {}",
         channel(&hold.connection),
-        p.file.replace('\'', "''"),
+        super::sql::text_literal(&p.file),
         p.pos
     );
     conn.query_drop(&sql)

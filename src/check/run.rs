@@ -14,7 +14,7 @@ use super::align::{self, At, Point, Position};
 use super::metrics::CheckMetrics;
 use super::report::{Report, TableReport};
 use super::shape::{self, Filter};
-use super::sql::TableShape;
+use super::sql::{text_literal, TableShape};
 use super::worker::{produce, Job, Msg, Walk, Worker};
 use super::{CheckArgs, CheckError};
 
@@ -291,8 +291,8 @@ async fn ts_for(
     p: &Position,
 ) -> Result<Option<u64>, CheckError> {
     let sql = format!(
-        "SELECT TIBINLOG_TS_FOR_POS('{}', {})",
-        p.file.replace('\'', "''"),
+        "SELECT TIBINLOG_TS_FOR_POS({}, {})",
+        text_literal(&p.file),
         p.pos
     );
     let ts: Option<Option<u64>> = src
@@ -319,10 +319,7 @@ async fn point_at(
             (p, ts)
         }
         At::Gtids(set) => {
-            let sql = format!(
-                "SELECT TIBINLOG_POS_FOR_GTIDS('{}')",
-                set.replace('\'', "''")
-            );
+            let sql = format!("SELECT TIBINLOG_POS_FOR_GTIDS({})", text_literal(&set));
             let text: Option<String> = src
                 .query_first(&sql)
                 .await

@@ -194,7 +194,7 @@ fn shared(
 fn quoted_list(items: &BTreeSet<String>) -> String {
     items
         .iter()
-        .map(|d| format!("'{}'", d.replace('\\', "\\\\").replace('\'', "''")))
+        .map(|d| super::sql::text_literal(d))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -86,6 +86,11 @@ pub fn ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
+/// `text` as a quoted string literal (quotes, backslashes and control bytes escaped).
+pub fn text_literal(text: &str) -> String {
+    literal(LiteralKind::Text, &Some(text.as_bytes().to_vec()))
+}
+
 /// `value` as a literal of `kind` (see the module's header).
 pub fn literal(kind: LiteralKind, value: &Cell) -> String {
     let mut out = String::new();
@@ -347,6 +352,7 @@ mod tests {
         // Text that is not UTF-8 goes as bytes.
         assert_eq!(literal(LiteralKind::Text, &Some(vec![0xc3])), "x'c3'");
         assert_eq!(ident("a`b"), "`a``b`");
+        assert_eq!(text_literal("x\\' OR 1 -- "), "'x\\\\'' OR 1 -- '");
     }
 
     #[test]

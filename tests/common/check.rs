@@ -441,18 +441,7 @@ async fn interrupted_check_lets_the_replica_go_on(db: &Replica, base: &CheckArgs
     let status = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
-        .args([
-            "check",
-            "--source",
-            &base.source,
-            "--target",
-            &base.target,
-            "--databases",
-            "wl",
-            "--status-addr",
-            &status.to_string(),
-        ])
+    let mut child = command(base, &["--status-addr", &status.to_string()])
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -726,24 +715,18 @@ async fn errors_are_clear(base: &CheckArgs, at: &CheckArgs) {
     );
 }
 
+/// `tibinlog check` of database `wl` between `base`'s sides, with `extra` arguments.
+fn command(base: &CheckArgs, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"));
+    c.args(["check", "--source", &base.source, "--target", &base.target])
+        .args(["--databases", "wl"])
+        .args(extra);
+    c
+}
+
 /// The command line's exit statuses (2 refused, 0 equal, 1 different) and its JSON report.
 async fn command_line(db: &Replica, base: &CheckArgs, at: &CheckArgs, dir: &std::path::Path) {
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "check",
-            "--source",
-            &base.source,
-            "--target",
-            &base.target,
-            "--databases",
-            "wl",
-        ];
-        a.extend_from_slice(extra);
-        std::process::Command::new(env!("CARGO_BIN_EXE_tibinlog"))
-            .args(&a)
-            .output()
-            .expect("run tibinlog check")
-    };
+    let run = |extra: &[&str]| command(base, extra).output().expect("run tibinlog check");
     let out = run(&[]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
