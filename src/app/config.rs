@@ -1,7 +1,7 @@
 //! Configuration of `tibinlog server`: flags > environment (`TIBINLOG_…`) > TOML file
 //! (`--config`) > defaults. Every setting is one [`Knob`]: its section and key in the file, its
 //! flag and its environment variable all come from the table [`KNOBS`], which also drives
-//! `--print-config` and the README's list (a test keeps the two in step).
+//! `--print-config` and docs/configuration.md's settings table (a test keeps the two in step).
 //!
 //! ```toml
 //! [server]
@@ -1166,22 +1166,58 @@ mod tests {
         assert!(!render(&s).contains("secret"));
     }
 
-    #[test]
-    fn the_readme_lists_every_setting() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-            .expect("README.md");
+    /// The settings table of docs/configuration.md, one row per knob under its section's row.
+    fn settings_table() -> String {
+        let mut out = String::from("| key | flag | variable | meaning |\n|---|---|---|---|\n");
         let mut section = "";
         for k in KNOBS {
             if k.section != section {
                 section = k.section;
-                assert!(
-                    readme.contains(&format!("| **[{section}]** |")),
-                    "README has section [{section}]"
-                );
+                out.push_str(&format!("| **[{section}]** | | | |\n"));
             }
-            let row = format!("| `{}` | `--{}` | `{}` |", k.key, k.flag, k.env());
-            assert!(readme.contains(&row), "README lists {row}");
+            out.push_str(&format!(
+                "| `{}` | `--{}` | `{}` | {} |\n",
+                k.key,
+                k.flag,
+                k.env(),
+                k.help.replace('|', "\\|")
+            ));
         }
+        out
+    }
+
+    #[test]
+    fn docs_configuration_lists_every_setting() {
+        const BEGIN: &str = concat!(
+            "<!-- settings table: generated from KNOBS in src/app/config.rs by the test ",
+            "app::config::tests::docs_configuration_lists_every_setting; ",
+            "run it with TIBINLOG_BLESS=1 to rewrite -->\n"
+        );
+        const END: &str = "<!-- end of the generated settings table -->";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
+        let doc = std::fs::read_to_string(path).expect("docs/configuration.md");
+        let start = doc
+            .find(BEGIN)
+            .expect("docs/configuration.md has the table's begin marker")
+            + BEGIN.len();
+        let end = start
+            + doc[start..]
+                .find(END)
+                .expect("docs/configuration.md has the table's end marker");
+        let table = settings_table();
+        if std::env::var("TIBINLOG_BLESS").as_deref() == Ok("1") {
+            if doc[start..end] != table {
+                let blessed = format!("{}{table}{}", &doc[..start], &doc[end..]);
+                std::fs::write(path, blessed).expect("rewrite docs/configuration.md");
+            }
+            return;
+        }
+        assert_eq!(
+            doc[start..end],
+            table,
+            "docs/configuration.md's settings table is not what KNOBS gives; \
+             rerun this test with TIBINLOG_BLESS=1 to rewrite it"
+        );
     }
 
     #[test]
