@@ -43,3 +43,4 @@ HUGE_BYTES="${HUGE_BYTES:-5G}" cargo bench --locked -p tibinlog --bench huge_txn
 echo "== logins: the server's password checks, and whole logins per authentication path"
 echo "   (native, caching_sha2 fast path, caching_sha2 full authentication with RSA)"
 cargo bench --locked -p tibinlog --bench auth
+echo "== the figures measured so far, each with the command behind it: docs/performance.md"

@@ -2,7 +2,7 @@
 //! cluster) and elect an owner; the owner captures and writes the binlog, the others follow it.
 //!
 //! What makes a group safe is that the binlog's bytes are a function of the upstream history and
-//! of the point capture starts from (README "High availability"): an instance that takes over
+//! of the point capture starts from (docs/ha.md): an instance that takes over
 //! regenerates, byte for byte, whatever the old owner wrote that it had not received. The
 //! election only has to guarantee that **an owner stops writing before another may start**.
 //!
