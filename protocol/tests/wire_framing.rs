@@ -123,7 +123,7 @@ fn payload_limit_applies_to_the_joined_payload() {
 
 #[test]
 fn binlog_event_parts_frame_like_one_payload() {
-    // One event per packet: 0x00 + event (spec §4.1), written without joining first.
+    // One event per packet: 0x00 + event, written without joining first.
     let event = payload(MAX + 100);
     let mut joined = vec![0u8];
     joined.extend_from_slice(&event);

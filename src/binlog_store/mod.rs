@@ -20,7 +20,7 @@
 //! stores fed the same transactions are byte-identical.
 //! The FORMAT_DESCRIPTION's create timestamp is therefore always 0.
 //!
-//! Transactions (ARCHITECTURE "GTIDs and positions"):
+//! Transactions:
 //! ```text
 //! row DML: GTID | QUERY "BEGIN" | (TABLE_MAP | rows events…STMT_END_F)+ | XID(start_ts)
 //! DDL:     GTID | QUERY <ddl> (db = schema, Q_DDL_LOGGED_WITH_XID = start_ts)

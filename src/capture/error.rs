@@ -2,7 +2,7 @@
 //!
 //! * Retry the region or its range ([`CaptureError::Region`] with a retryable kind): the region
 //!   subscription is gone on the TiKV side; [`CaptureError::retry`] says how to re-subscribe
-//!   (upstream-wire-facts §1.9.2, TiCDC's region failure handler).
+//!   (TiCDC's region failure handler; docs/upstream-facts.md, "Region errors").
 //! * Reconnect a store ([`CaptureError::Stream`]): every region on that stream is re-sent.
 //! * Stop the changefeed (everything else): TiKV broke a protocol promise, the client was told it
 //!   is incompatible, or a configured limit was hit. Continuing would lose or duplicate data.
@@ -208,7 +208,7 @@ impl RegionErrorKind {
         Self::Unknown
     }
 
-    /// The recovery TiCDC applies (upstream-wire-facts §1.9.2), or `None` for a fatal error.
+    /// The recovery TiCDC applies (docs/upstream-facts.md, "Region errors"), or `None` if fatal.
     pub fn retry(&self) -> Option<Retry> {
         let same_region = |after| Retry::Region {
             after,

@@ -1,9 +1,10 @@
-//! The resolved-ts frontier over the watched spans (upstream-wire-facts §1.9.1).
+//! The resolved-ts frontier over the watched spans (what TiCDC's `cdc/kv/regionlock` tracks).
 //!
 //! Each region reports a resolved ts for the sub-span it covers. Regions split and merge, so the
 //! frontier is kept per **key range**, not per region id: a piece of the key space remembers the
 //! highest resolved ts any region covering it reported, whichever region that was. The
-//! frontier (the watermark of ARCHITECTURE.md) is the minimum over every watched piece.
+//! frontier (the watermark that releases transactions to the binlog) is the minimum over every
+//! watched piece.
 //!
 //! # Structure and cost
 //!

@@ -1,5 +1,6 @@
-//! Keeps PD's GC from collecting history capture still needs (upstream-wire-facts §2.7,
-//! ARCHITECTURE.md "Order, identity, completeness").
+//! Keeps PD's GC from collecting history capture still needs: a restart subscribes again from
+//! the checkpoint, so every version after it must survive (docs/upstream-facts.md, "Service GC
+//! safe points").
 //!
 //! A service safe point named by the configured service id is held at `checkpoint − 1` with a
 //! TTL, and refreshed every `interval` while running (with the latest checkpoint, or the same

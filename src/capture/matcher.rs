@@ -3,15 +3,15 @@
 //! TiKV sends a 2PC transaction as a PREWRITE per key (value and old value) and later a COMMIT per
 //! key (commit_ts, no old value, usually no value). The matcher keeps prewrites by
 //! `(start_ts, key)` until their COMMIT arrives and then emits one complete [`RawRow`]
-//! (upstream-wire-facts §1.9; TiCDC `logpuller/txn_matcher.go`).
+//! (TiCDC `logpuller/txn_matcher.go`).
 //!
 //! # Before and after INITIALIZED
 //!
 //! During the incremental scan, realtime rows interleave with scan rows, so a realtime COMMIT can
-//! arrive before the scan's PREWRITE of the same `(start_ts, key)` (§8.3). Such commits, and
+//! arrive before the scan's PREWRITE of the same `(start_ts, key)`. Such commits, and
 //! ROLLBACKs, are cached and replayed at INITIALIZED. A cached commit that still has no prewrite
 //! then is dropped: its lock was already gone when the scan's snapshot was taken, so the scan
-//! emitted the version as a COMMITTED row (§8.4). After INITIALIZED every COMMIT must match.
+//! emitted the version as a COMMITTED row. After INITIALIZED every COMMIT must match.
 //!
 //! A stored prewrite with an empty value (a "fake" prewrite from a lock rewrite on old TiKV) or a
 //! pipelined-DML generation > 0 does not match before INITIALIZED: a better prewrite may still
@@ -339,7 +339,8 @@ impl Matcher {
     }
 
     /// Stores a PREWRITE. A known `(start_ts, key)` is replaced only by a prewrite with a value
-    /// and a generation at least as high (§8.5, §1.7.3).
+    /// and a generation at least as high (an empty one is a lock rewrite; pipelined DML writes a
+    /// key again with a higher generation).
     pub fn on_prewrite(&mut self, p: Prewrite) -> Result<()> {
         if self.spilled.contains_key(&p.start_ts) {
             return self.spilled_prewrite(p);

@@ -7,7 +7,7 @@
 //! (every committed `(start_ts, key)` exactly once per subscription, value and old value
 //! attached) and the frontier over the watched spans.
 //!
-//! Invariants (upstream-wire-facts §1.8–1.9, ARCHITECTURE.md "Order, identity, completeness"):
+//! Invariants (TiKV's resolved-ts promise; docs/upstream-facts.md, "Resolved ts"):
 //! * a transaction is identified by `start_ts`; `commit_ts` is not unique;
 //! * no row handed out of a region has `commit_ts <=` a resolved ts that region reported;
 //! * the frontier never decreases, and spans are compared in the encoded key domain only.

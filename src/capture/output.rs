@@ -1,4 +1,4 @@
-//! The puller's output: a channel bounded in **bytes** (STYLE §8), not only in items.
+//! The puller's output: a channel bounded in **bytes**, not only in items.
 //!
 //! Each event holds permits of a semaphore sized to the quota for its payload plus a fixed
 //! overhead, until the receiver takes it. When the quota is spent the puller's send waits,

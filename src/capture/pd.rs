@@ -1,8 +1,8 @@
 //! PD client: cluster id, leader failover, TSO, region and store lookups, GC safe points
-//! (upstream-wire-facts §2).
+//! (docs/upstream-facts.md, "PD").
 //!
 //! * **Membership.** [`PdClient::connect`] tries each configured address in turn with
-//!   `GetMembers` (the only call PD serves before the cluster id is known, §2.2), learns the
+//!   `GetMembers` (the only call PD serves before the cluster id is known), learns the
 //!   cluster id from the response header and dials the leader's first reachable client URL.
 //!   Every later request carries the cluster id in its header.
 //! * **Failover.** A call that fails with `UNAVAILABLE` (PD's "not leader" / "server not
@@ -11,7 +11,7 @@
 //! * **TSO.** One task owns the `Tso` bidi stream. Callers queue a oneshot; the task takes every
 //!   queued caller (up to [`TSO_MAX_BATCH`]) into one `TsoRequest{count}` and hands out
 //!   `(physical, logical − count + 1) … (physical, logical)` (the response carries the last of
-//!   the batch, §2.4). Each handed-out ts must exceed the previous one, else
+//!   the batch). Each handed-out ts must exceed the previous one, else
 //!   [`PdError::TsoRegression`] (fatal).
 //!
 //! # Error handling
@@ -33,7 +33,7 @@ use super::pd_http;
 use super::region_cache::RegionInfo;
 use crate::model::{Span, Ts};
 
-/// Largest gRPC message accepted from PD or TiKV: 256 MiB, what TiCDC sets (§1.4).
+/// Largest gRPC message accepted from PD or TiKV: 256 MiB, what TiCDC sets.
 pub const MAX_DECODING_MESSAGE_SIZE: usize = 256 << 20;
 /// Dial timeout of one PD address.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -594,7 +594,7 @@ impl PdClient {
 
     /// Sets (`ttl_secs > 0`) or removes (`ttl_secs <= 0`) a service safe point; returns the
     /// minimum service safe point afterwards. PD ≤ 8.5 refuses (silently) a value below the
-    /// current minimum: then the returned minimum is above `safe_point` (§2.7).
+    /// current minimum: then the returned minimum is above `safe_point`.
     pub async fn update_service_gc_safe_point(
         &self,
         service_id: &str,

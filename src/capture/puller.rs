@@ -13,12 +13,12 @@
 //! One actor owns the [`SpanFrontier`], the [`RegionCache`], the retry schedule and the
 //! handles of the store actors ([`super::store_stream`]). For every table span it loads the
 //! regions from PD, cuts the span at region boundaries and subscribes each piece with
-//! `checkpoint_ts` = the piece's own resolved ts (`min_in`, §1.9.1).
+//! `checkpoint_ts` = the piece's own resolved ts (`min_in`), as TiCDC does.
 //!
 //! # Error handling
-//! Every region failure is handled as [`CaptureError::retry`] says (§1.9.2): re-send the same
-//! region (after TiKV's `backoff_ms` or our backoff; to the hinted leader), or reload the piece
-//! from PD and cut it again; a broken stream re-subscribes every region it held that way.
+//! Every region failure is handled as [`CaptureError::retry`] says: re-send the same region
+//! (after TiKV's `backoff_ms` or our backoff; to the hinted leader), or reload the piece from PD
+//! and cut it again; a broken stream re-subscribes every region it held that way.
 //! Backoff grows exponentially with the failures a subscription had before INITIALIZED, with
 //! jitter from a seeded RNG. Errors without a retry (protocol violations, cluster id mismatch,
 //! incompatible version, duplicate request) end the actor with [`PullerError`]; the output

@@ -8,15 +8,15 @@
 //!
 //! * **Initializing**: the incremental scan runs; scan rows and realtime rows interleave. Commits
 //!   without a usable prewrite and rollbacks are cached by the [`Matcher`]; resolved ts is
-//!   ignored (TiKV does not send it yet, and a value seen now would mean nothing, §8.9).
+//!   ignored (TiKV does not send it yet, and a value seen now would mean nothing).
 //! * **Normal**: after INITIALIZED. Every COMMIT must match; resolved ts advances.
 //! * **Stopped**: TiKV sent an error (it forgets the subscription then), the caller stopped the
 //!   subscription, or a protocol violation was found. Later events are ignored, as TiCDC ignores
 //!   events of a stale region state.
 //!
-//! Checks applied on top of the matcher (upstream-wire-facts §1.9; TiCDC `handleEventEntries`):
+//! Checks applied on top of the matcher (as TiCDC's `handleEventEntries` applies them):
 //! * rows whose encoded key is outside the requested span are dropped (TiKV 6.5 sends the whole
-//!   region, §8.2);
+//!   region);
 //! * a matched COMMIT with `commit_ts <=` the subscription's start ts is stale and dropped;
 //! * a COMMIT or COMMITTED row with `commit_ts <=` the last resolved ts (which starts at the
 //!   request's checkpoint ts) is a fatal protocol violation.
@@ -248,7 +248,7 @@ impl RegionFeed {
                     self.resolved_ts = ts;
                     Ok(Some(ts))
                 }
-                // Below the last one (a batch minimum, §8.9), before INITIALIZED, or stopped.
+                // Below the last one (a batch's minimum), before INITIALIZED, or stopped.
                 _ => Ok(None),
             },
             RegionEvent::Row(entry) => {

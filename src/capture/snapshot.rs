@@ -1,6 +1,6 @@
-//! Snapshot reads at a timestamp over `tikvpb.Tikv` (`KvGet`, `KvScan`; upstream-wire-facts
-//! §3), for the schema bootstrap: the change stream cannot read history, so the meta keys are
-//! read at the start ts with ordinary KV calls.
+//! Snapshot reads at a timestamp over `tikvpb.Tikv` (`KvGet`, `KvScan`), for the schema
+//! bootstrap: the change stream cannot read history, so the meta keys are read at the start
+//! ts with ordinary KV calls.
 //!
 //! Keys here are **raw** (kvrpcpb takes raw keys); regions are located by the encoded key.
 //!

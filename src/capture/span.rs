@@ -1,4 +1,4 @@
-//! Span helpers in the **encoded** key domain (upstream-wire-facts §2.6, §8.1).
+//! Span helpers in the **encoded** key domain.
 //!
 //! PD region boundaries and `cdcpb` request keys are `EncodeBytes(raw)`; row keys from TiKV are
 //! raw. Every comparison here is between encoded keys: a row key is encoded first

@@ -1,5 +1,5 @@
 //! One change-data stream per TiKV store: region registrations out, complete rows and
-//! resolved ts in (upstream-wire-facts §1.4–1.9).
+//! resolved ts in (docs/upstream-facts.md, "TiKV EventFeed").
 //!
 //! ```text
 //!  puller ──StoreCommand──► receive half ──ChangeDataRequest──► send half ──► gRPC ──► TiKV
@@ -50,7 +50,7 @@ pub const FEATURE_STREAM_MULTIPLEXING: &str = "stream-multiplexing";
 /// (`incremental-scan-concurrency`) and queues the rest, so this only bounds queued scans.
 pub const DEFAULT_SCAN_LIMIT: usize = 40;
 /// Client version announced in `cdcpb.Header` (≥ 5.3.0 enables batch resolved ts and cluster id
-/// checks; no leading `v`, §1.4).
+/// checks; no leading `v`: TiKV parses it as strict semver).
 pub const TICDC_VERSION: &str = "8.5.0";
 /// Capacity of the command channel into a store actor (commands are small; the actor drains
 /// them even while its output is blocked).
@@ -156,7 +156,7 @@ pub struct StoreState {
 /// How often a store actor sums its state (an O(regions) walk).
 pub const STATE_REPORT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// True if a refused `EventFeedV2` means "use `EventFeed`" (TiCDC's probe, §1.4).
+/// True if a refused `EventFeedV2` means "use `EventFeed`" (TiCDC's probe).
 pub fn should_fall_back(status: &Status) -> bool {
     status.code() == Code::Unimplemented
 }
@@ -730,7 +730,7 @@ impl StoreActor {
                 }
             }
             let Some(key) = self.route(ev.request_id, RegionId(ev.region_id)) else {
-                continue; // a subscription we no longer track (§1.4 Deregister)
+                continue; // a subscription we no longer track (e.g. one we deregistered)
             };
             let Some(sub) = self.feeds.get_mut(&key) else {
                 continue;

@@ -17,7 +17,9 @@
 //! | TiDB VECTOR | Blob pack 4, binary | never the VECTOR code 242 |
 //!
 //! The legacy codes (DECIMAL 0, TIMESTAMP 7, DATETIME 12, TIME 11, NEWDATE 14, VAR_STRING 253,
-//! ENUM 247 and SET 248 as top-level types) are never produced (replication-client-compat §4.11).
+//! ENUM 247 and SET 248 as top-level types) are never produced: connector-java reads no
+//! metadata for VAR_STRING, so one such column would shift the whole TABLE_MAP metadata block
+//! (trap 12 of `tests/traps.rs`).
 //!
 //! # Collations
 //!

@@ -10,8 +10,8 @@
 //! | legacy meta lists `DDLJobList` / `DDLJobAddIdxList` | PUTs of Job JSON in state done |
 //!
 //! `job_meta` is found by column **name** in the system table's own TableInfo from the schema
-//! store, as TiCDC does (upstream-wire-facts §4.4). Deletes are ignored. The job's FinishedTS is
-//! the row's commit ts (§6.6, §8.23).
+//! store, as TiCDC does (docs/upstream-facts.md, "DDL jobs"). Deletes are ignored. The job's
+//! FinishedTS is the row's commit ts: the done record leaves `binlog.FinishedTS` at 0.
 //!
 //! # Which jobs become binlog events
 //!

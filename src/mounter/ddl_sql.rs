@@ -1,6 +1,7 @@
 //! DDL text in MySQL dialect: TiDB-only syntax removed from a job's `query` so that binlog
 //! clients (Debezium's and Maxwell's ANTLR grammars, Canal's Druid parser, go-mysql, MySQL
-//! replicas) can parse and apply it (replication-client-compat §5.3 item 14).
+//! replicas) can parse and apply it; an unparseable statement stops Debezium and Maxwell
+//! (trap 14 of `tests/traps.rs`).
 //!
 //! A small tokenizer keeps string literals, quoted identifiers and comments intact; only tokens
 //! outside them are inspected. Removed, case-insensitively:

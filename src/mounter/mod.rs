@@ -8,7 +8,7 @@
 //!
 //! Invariants:
 //! * a row with commit ts C is decoded with the schema after every DDL job whose FinishedTS
-//!   is below C (upstream-wire-facts §5.4, §8.22);
+//!   is below C, i.e. the schema at C − 1 (TiCDC's `cdc/entry/mounter.go`);
 //! * TABLE_MAP `table_id` is the logical table id; partitions map to their parent;
 //! * a delete without old value is an error, never an empty before image;
 //! * system schemas never reach the binlog; neither do tables outside the [`TableFilter`].

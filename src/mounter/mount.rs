@@ -8,7 +8,7 @@
 //! | DELETE, empty `old_value` | error [`MounterError::MissingOldValue`] | never an empty before image |
 //!
 //! A primary-key change reaches us as DELETE(old key) + PUT(new key) of one transaction and
-//! stays two changes (spec §8.17). Both images are decoded with the schema at `commit_ts`;
+//! stays two changes, as TiKV sends it. Both images are decoded with the schema at `commit_ts`;
 //! an old value written before an ADD COLUMN gets the column's origin default, one written
 //! before a DROP COLUMN loses the column, as TiCDC's mounter does.
 //!

@@ -5,8 +5,8 @@
 //!
 //! [`SchemaStore::bootstrap`] reads, at the start ts S, the hash `DBs` (one DBInfo JSON per
 //! field `DB:{id}`) and each database's hash `DB:{id}` (fields `Table:{id}` hold TableInfo JSON;
-//! the `TID:`/`IID:`/… counters are skipped), as TiCDC does (upstream-wire-facts §4.3, §6.6).
-//! Everything read is valid for rows with `commit_ts > S`.
+//! the `TID:`/`IID:`/… counters are skipped), as TiCDC does (docs/upstream-facts.md, "TiDB
+//! keys"). Everything read is valid for rows with `commit_ts > S`.
 //!
 //! # DDL jobs
 //!
@@ -32,7 +32,7 @@
 //! | exchange partition | swap the partition's id with the plain table's id (below) |
 //! | everything else with `binlog.TableInfo` (columns, indexes, partitions, options, multi-schema change) | replace `table_id` by `binlog.TableInfo` |
 //!
-//! A version becomes valid for rows with `commit_ts > F` (spec §8.22). Partition changes are
+//! A version becomes valid for rows with `commit_ts > F`, as in TiCDC. Partition changes are
 //! "replace": physical ids no longer in the table map to nothing from F on, new ones to the
 //! table. Exchange partition: `binlog.TableInfo` is the partitioned table after the swap; the
 //! partition id it lost becomes the plain table's new id, and the plain table's old id (now a

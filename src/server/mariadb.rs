@@ -1,5 +1,6 @@
 //! What a MariaDB peer (a MariaDB 10.x replica, `mariadb-binlog`) needs changed in our
-//! MySQL-flavoured stream (replication-client-compat §2.9, §3.12, §5.3 trap 18).
+//! MySQL-flavoured stream (MariaDB's `sql/slave.cc` and `sql/log_event.cc`; trap 18 of
+//! `tests/traps.rs`).
 //!
 //! MariaDB reads the MySQL 8.0 event layout, but its SQL thread applies the QUERY events'
 //! `Q_CHARSET_CODE` (character_set_client, collation_connection, collation_server) and stops

@@ -65,7 +65,8 @@ pub use source::{
     SchemaProvider, SnapshotPoint, SourceError,
 };
 
-/// MySQL version we claim (spec §1.8: an 8.0.x version keeps every client on its 8.0 path).
+/// MySQL version we claim: clients pick their statements by the greeting's version, and an
+/// 8.0.x version keeps every client on its MySQL 8.0 path.
 pub const MYSQL_VERSION: &str = "8.0.36";
 
 /// The version string of the greeting and `@@version`: `8.0.36-tibinlog-<crate version>`.
@@ -106,7 +107,7 @@ pub struct ServerConfig {
     /// Greet as MariaDB 10.11 instead of MySQL 8.0. A MariaDB replica uses GTIDs
     /// (`MASTER_USE_GTID`) only with a master whose greeting says version 10 or more, which
     /// would send MySQL clients down their pre-5.6 paths: a MariaDB-flavoured listener is a
-    /// second port over the same binlog (replication-client-compat §2.9, §3.12).
+    /// second port over the same binlog (MariaDB's `sql/slave.cc`; see `server/mariadb.rs`).
     pub mariadb: bool,
     /// `@@server_id`, in every event header; must differ from every replica's.
     pub server_id: u32,

@@ -1,4 +1,4 @@
-//! System variables (MySQL 8.0 names and values, spec §6.1); the per-session values live in
+//! System variables (the names and values of MySQL 8.0); the per-session values live in
 //! [`super::session::Session`].
 //!
 //! Global values are computed on demand from the configuration and the binlog source, so
@@ -374,7 +374,7 @@ pub fn global_variables(
     m.insert("tidb_snapshot".into(), String::new());
     m.insert("gtid_executed".into(), executed.to_string());
     m.insert("gtid_purged".into(), source.gtid_purged().to_string());
-    // MariaDB's GTID variables (replication-client-compat §3.12): our GTIDs as MariaDB names
+    // MariaDB's GTID variables, which MariaDB peers read: our GTIDs as MariaDB names
     // them, `0-<server_id>-<last gno>` (domain 0), empty before the first transaction.
     let pos = mariadb_gtid_pos(id, executed);
     for k in ["gtid_binlog_pos", "gtid_binlog_state", "gtid_current_pos"] {

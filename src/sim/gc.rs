@@ -1,4 +1,4 @@
-//! PD's service GC safe points (PD ≤ 8.5 semantics, upstream-wire-facts §2.7).
+//! PD's service GC safe points (PD ≤ 8.5 semantics, tikv/pd `server/gc_service.go`).
 //!
 //! Each service registers `safe_point` with a TTL; the cluster GC safe point may advance up to
 //! the minimum over live services. An update below the current minimum is refused (not an

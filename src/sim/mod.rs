@@ -4,7 +4,7 @@
 //! region and store changes and faults (scenarios), TSO ticks. Out: `cdcpb::ChangeDataEvent`s
 //! per connection, read results, region metadata, GC safe points.
 //!
-//! Invariants kept (upstream-wire-facts §1.5–1.10, §2, §3, §8):
+//! Invariants kept, as TiKV keeps them (docs/upstream-facts.md, "TiKV EventFeed"):
 //! * no COMMIT/COMMITTED row with `commit_ts ≤` a resolved ts already sent to that downstream;
 //! * no resolved ts before INITIALIZED; resolved ts never moves backwards for a downstream;
 //! * after an error event, nothing more for that downstream.

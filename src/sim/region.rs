@@ -1,6 +1,6 @@
 //! Regions and stores: key ranges in the **encoded** key domain, epochs, peers and leaders.
 //!
-//! Facts kept (TiKV raftstore / PD, upstream-wire-facts §2.5):
+//! Facts kept (TiKV raftstore / PD; docs/upstream-facts.md, "Regions, stores and key domains"):
 //! * Split bumps `version` on both sides. TiKV's `right-derive-when-split` defaults to true: the
 //!   original region id keeps the **right** part and the new id takes the left part.
 //! * Merge: the target absorbs the source's range with `version = max(source, target) + 1`;

@@ -1,6 +1,6 @@
 //! TSO timestamps and the PD timestamp allocator.
 //!
-//! A timestamp is `physical_ms << 18 | logical` (upstream-wire-facts §2.4, §7). The allocator
+//! A timestamp is `physical_ms << 18 | logical`, as PD composes it. The allocator
 //! hands out strictly increasing values in batches, the way PD answers a `TsoRequest` with
 //! `count` timestamps and reports the largest one.
 

@@ -71,8 +71,8 @@ fn prewrite_options(cfg: &Config, cache: &Cache, memtables: &WriteBufferManager)
 impl SortDb {
     /// Wipes `cfg.data_dir` and opens a fresh DB there. Blocking (tens of milliseconds).
     ///
-    /// The DB is a cache of not-yet-written changes (ARCHITECTURE "Durability"): whatever a
-    /// previous run left is deleted, never read.
+    /// The DB is a cache of not-yet-written changes (a restart fetches them again from the
+    /// checkpoint): whatever a previous run left is deleted, never read.
     pub fn open(cfg: &Config) -> Result<SortDb> {
         cfg.validate()?;
         wipe(&cfg.data_dir)?;

@@ -1,7 +1,7 @@
 //! Byte layout of the sorter's RocksDB keys and values.
 //!
 //! One RocksDB instance holds every table. RocksDB orders keys bytewise, so the key is built
-//! so that bytewise order *is* the order the binlog needs (ARCHITECTURE "Order"):
+//! so that bytewise order *is* the order the binlog needs:
 //!
 //! ```text
 //!  key

@@ -34,7 +34,7 @@
 //! its order are the same either way (`tests/sorter.rs` checks both settings).
 //!
 //! # Threads
-//! RocksDB calls block (STYLE §4), so [`Sorter::open`] starts two dedicated threads: a writer
+//! RocksDB calls block, so [`Sorter::open`] starts two dedicated threads: a writer
 //! fed by a channel bounded in bytes ([`quota`]) and a reader that scans on each new resolved
 //! ts and pushes chunks into a small bounded channel. [`SortDb`] is the same engine without
 //! threads, for benches and tools.

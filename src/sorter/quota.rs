@@ -1,5 +1,5 @@
 //! A channel bounded in **bytes** (a memory quota), async on the sending side and blocking or
-//! async on the receiving side (STYLE §8).
+//! async on the receiving side.
 //!
 //! Each message carries a byte cost. `send` first takes that many permits from a semaphore
 //! sized to the quota, waiting while the quota is spent; the permits travel with the message

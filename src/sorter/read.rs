@@ -50,7 +50,7 @@ pub struct ReadPosition {
 }
 
 impl std::fmt::Debug for ReadPosition {
-    /// Shows the transaction, not the user's key bytes (STYLE §9: redact user keys).
+    /// Shows the transaction, not the user's key bytes (user keys and values stay out of logs).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ts = |r: std::ops::Range<usize>| {
             self.next
@@ -136,7 +136,7 @@ pub enum SorterOutput {
     /// The next piece of the next transaction.
     Chunk(TxnChunk),
     /// Every transaction with `commit_ts <= ts` has been yielded: the checkpoint may move to
-    /// `ts` (ARCHITECTURE "Checkpoint") once the consumer has written them.
+    /// `ts` once the consumer has written them.
     Resolved(ResolvedTs),
 }
 

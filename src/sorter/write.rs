@@ -7,8 +7,8 @@
 //!                                                                         resolved ts applied
 //! ```
 //!
-//! * One input batch is one `WriteBatch` (STYLE §8): a gRPC message's rows land atomically.
-//! * The WAL is off: the DB is a cache (ARCHITECTURE "Durability"), a crash loses nothing
+//! * One input batch is one `WriteBatch`: a gRPC message's rows land atomically.
+//! * The WAL is off: the DB is a cache, wiped at every start, so a crash loses nothing
 //!   that the restart from the checkpoint does not fetch again.
 //! * A resolved ts travels through the same channel as the rows, so when the writer thread
 //!   applies it every row sent before it is already in RocksDB or in the memory run handed to

@@ -669,7 +669,7 @@ mod tests {
         b.clear();
         encode_uint_desc(&mut b, 0);
         assert_eq!(b, [0xff; 8]);
-        // spec example: length 5 compact bytes start with the zigzag byte 0x0A
+        // compact bytes of length 5 start with the zigzag varint byte 0x0A (TiDB's codec)
         b.clear();
         encode_compact_bytes(&mut b, b"hello");
         assert_eq!(b[0], 0x0a);

@@ -563,7 +563,7 @@ mod tests {
         assert!(record_key_handle(&k[..RECORD_PREFIX_LEN]).is_err());
     }
 
-    // Spec §4.2 example: table 104, handle 1.
+    // The record key of table 104, handle 1 (docs/upstream-facts.md, "TiDB keys").
     #[test]
     fn golden_record_key() {
         let k = record_key(104, &Handle::Int(1));
@@ -588,7 +588,7 @@ mod tests {
             (45, Handle::Int(0x392101))
         );
         assert_eq!(encode_region_key(&raw), enc);
-        // spec §4.4: the encoded tidb_ddl_job record span
+        // the encoded record span of mysql.tidb_ddl_job (id MaxInt48 − 1)
         let (s, e) = record_span_encoded(DDL_JOB_TABLE_ID);
         assert_eq!(s, hex("748000fffffffffffffe5f720000000000fa"));
         assert_eq!(e, hex("748000fffffffffffffe5f730000000000fa"));
@@ -642,7 +642,7 @@ mod tests {
             0x0, 0x68, 0x54, 0x49, 0x44, 0x3a, 0x33, 0x0, 0x0, 0x0, 0xfc,
         ];
         assert_eq!(meta_hash_key(b"DB:1", b"TID:3"), k2);
-        // spec §4.3 computed examples
+        // meta keys computed with TiDB's pkg/structure layout (docs/upstream-facts.md)
         assert_eq!(
             meta_hash_key(b"DBs", b"DB:1"),
             hex("6d4442730000000000fa000000000000006844423a3100000000fb")

@@ -1,5 +1,5 @@
-//! Binlog events as bytes, read with nothing but the byte layouts of the compatibility spec
-//! (§4): headers, FORMAT_DESCRIPTION, QUERY status variables, TABLE_MAP, rows events. Tests
+//! Binlog events as bytes, read with nothing but MySQL's byte layouts of the events
+//! (headers, FORMAT_DESCRIPTION, QUERY status variables, TABLE_MAP, rows events). Tests
 //! use these to check what a client library would hide or normalise.
 
 #![allow(dead_code)]

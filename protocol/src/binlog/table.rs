@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn string_metadata_folds_long_lengths() {
         let mut b = Vec::new();
-        // CHAR(255) in utf8mb4: L = 1020 -> CE FC (spec example).
+        // CHAR(255) in utf8mb4: L = 1020 -> CE FC (as MySQL's Field_string writes it).
         ColumnKind::String { max_bytes: 1020 }.put_metadata(&mut b);
         assert_eq!(b, [0xCE, 0xFC]);
         b.clear();

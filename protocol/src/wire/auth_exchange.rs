@@ -17,10 +17,10 @@
 //! key, which the client may first request with `0x02` (answered `0x01` + PEM). The key pair
 //! lives outside this crate ([`RsaKey`]). Without TLS and without a key, no full authentication
 //! is asked for: a credential that cannot check the fast path (only SHA1(SHA1(pwd)) stored) gets
-//! an AuthSwitchRequest to mysql_native_password instead, which every client in the
-//! compatibility spec (§1.3) supports, and is preferred even with a key (Connector/J refuses
-//! key retrieval unless `allowPublicKeyRetrieval=true`). A cleartext password on a plain
-//! connection is never accepted.
+//! an AuthSwitchRequest to mysql_native_password instead, which every binlog client supports,
+//! and is preferred even with a key (Connector/J refuses key retrieval unless
+//! `allowPublicKeyRetrieval=true`). A cleartext password on a plain connection is never
+//! accepted.
 //!
 //! Only one auth switch per connection is allowed; a client answering with something
 //! unexpected is rejected rather than looped.

@@ -2,9 +2,9 @@
 //!
 //! [`decode_command`] never panics: short or garbled bodies give [`WireError::Malformed`] (answer
 //! ERR and keep the connection), unknown command bytes give [`Command::Unknown`] (answer 1047
-//! `ER_UNKNOWN_COM_ERROR`, never OK — spec §1.6).
+//! `ER_UNKNOWN_COM_ERROR`, as MySQL does; never OK).
 //!
-//! Replication commands (spec §4.16):
+//! Replication commands:
 //!
 //! ```text
 //! COM_REGISTER_SLAVE   0x15 | server_id (4) | host (1+n) | user (1+n) | password (1+n)
@@ -112,7 +112,7 @@ impl DumpFlags {
     /// BINLOG_DUMP_NON_BLOCK: at the end of the log send EOF instead of waiting.
     pub const NON_BLOCK: u16 = 0x01;
     /// MySQL: BINLOG_THROUGH_POSITION, since 8.0.26 read as USE_HEARTBEAT_EVENT_V2.
-    /// MariaDB: BINLOG_SEND_ANNOTATE_ROWS_EVENT. Interpret per flavour (spec §4.16).
+    /// MariaDB: BINLOG_SEND_ANNOTATE_ROWS_EVENT. Interpret per flavour.
     pub const THROUGH_POSITION: u16 = 0x02;
     /// BINLOG_THROUGH_GTID: the GTID dump carries a GTID set.
     pub const THROUGH_GTID: u16 = 0x04;
@@ -193,7 +193,7 @@ pub struct BinlogDumpGtid {
     /// Trailing NUL bytes dropped (python-mysql-replication sends three NULs).
     pub filename: String,
     pub pos: u64,
-    /// The SID block exactly as sent (the encoding of PREVIOUS_GTIDS bodies, spec §4.6).
+    /// The SID block exactly as sent (the encoding of PREVIOUS_GTIDS bodies).
     pub sid_block: Vec<u8>,
     /// The SID block decoded.
     pub sids: Vec<GtidSid>,

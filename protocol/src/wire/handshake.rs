@@ -30,7 +30,7 @@
 //! ```
 //!
 //! The nonce bytes are printable (0x21..=0x7E): connector-java turns the nonce into a Java
-//! string with the platform charset, which corrupts other bytes (spec §1.1).
+//! string with the platform charset, which corrupts other bytes.
 
 use mysql_common::{
     io::ParseBuf,
@@ -46,9 +46,9 @@ use super::{
 /// Protocol version byte of HandshakeV10.
 pub const PROTOCOL_VERSION: u8 = 10;
 
-/// `utf8mb4_0900_ai_ci`: the default collation a MySQL 8.0 server announces (spec §1.1).
+/// `utf8mb4_0900_ai_ci`: the default collation a MySQL 8.0 server announces.
 pub const COLLATION_UTF8MB4_0900_AI_CI: u8 = 255;
-/// `utf8mb4_general_ci`: what a MariaDB-flavoured greeting announces (spec §1.1).
+/// `utf8mb4_general_ci`: what a MariaDB-flavoured greeting announces.
 pub const COLLATION_UTF8MB4_GENERAL_CI: u8 = 45;
 
 /// Bytes of an SSLRequest payload (a truncated HandshakeResponse41).
@@ -61,8 +61,8 @@ pub const PERFORM_FULL_AUTH: u8 = 0x04;
 /// The client's request for the server's RSA public key during caching_sha2 full auth.
 pub const REQUEST_PUBLIC_KEY: u8 = 0x02;
 
-/// The capabilities we offer (spec §1.2): everything a replica or JDBC driver needs, never
-/// COMPRESS or QUERY_ATTRIBUTES (we do not parse either), SSL only when TLS is configured.
+/// The capabilities we offer: everything a replica or JDBC driver needs, never COMPRESS or
+/// QUERY_ATTRIBUTES (we do not parse either), SSL only when TLS is configured.
 pub fn server_capabilities(tls: bool) -> CapabilityFlags {
     let mut caps = CapabilityFlags::CLIENT_LONG_PASSWORD
         | CapabilityFlags::CLIENT_FOUND_ROWS
@@ -139,7 +139,7 @@ impl Scramble {
 /// The server greeting (HandshakeV10).
 #[derive(Debug, Clone)]
 pub struct Greeting {
-    /// Version string; clients parse `major.minor.patch` from it (spec §1.8).
+    /// Version string; clients parse `major.minor.patch` from it and pick statements by it.
     pub server_version: String,
     /// Non-zero and unique: clients `KILL` it to end an old dump connection.
     pub connection_id: u32,

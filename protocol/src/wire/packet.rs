@@ -12,8 +12,7 @@
 //! 0xFF_FFFF. Every packet carries the next sequence id (mod 256); the id restarts at 0 with
 //! each command the client sends. Server and client share one counter per exchange: the
 //! greeting is seq 0, the client's response seq 1, the server's answer seq 2, and after a
-//! command with seq 0 the replies run 1, 2, … (see §4.1 of the client-compatibility spec and
-//! `mysql_common::proto::codec`).
+//! command with seq 0 the replies run 1, 2, … (see `mysql_common::proto::codec`).
 //!
 //! Nothing here does I/O. The connection reads bytes into its buffer, calls
 //! [`PacketCodec::decode`] (which first runs the cheap [`check`]), and drains the consumed bytes;

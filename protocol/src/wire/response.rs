@@ -20,7 +20,7 @@
 //! ```
 //!
 //! Use the classic EOF framing unless the *negotiated* capabilities (ours ∩ the client's)
-//! contain CLIENT_DEPRECATE_EOF: connector-java, Canal and PyMySQL never set it (spec §1.2).
+//! contain CLIENT_DEPRECATE_EOF: connector-java, Canal and PyMySQL never set it.
 //!
 //! ERR goes through `mysql_common::packets::ErrPacket`; OK, EOF, rows and column definitions
 //! are written by hand (mysql_common has no OK/EOF serialiser, and its `Column` serialiser
@@ -47,7 +47,7 @@ pub const NULL_VALUE: u8 = 0xFB;
 
 /// Collation id `binary` (63): what numeric columns carry.
 pub const COLLATION_BINARY: u16 = 63;
-/// Default collation of text columns: `utf8mb4_0900_ai_ci` (spec §1.5 allows 255 or 33).
+/// Default collation of text columns: `utf8mb4_0900_ai_ci` (clients accept 255 or 33).
 pub const COLLATION_TEXT: u16 = 255;
 
 /// An OK packet.
@@ -149,7 +149,7 @@ pub struct ColumnSpec {
     pub schema: String,
     pub table: String,
     pub org_table: String,
-    /// The label clients address the column by (spec §6.2: exact spelling matters).
+    /// The label clients address the column by (exact spelling matters: several read by label).
     pub name: String,
     pub org_name: String,
     pub charset: u16,

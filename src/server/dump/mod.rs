@@ -1,4 +1,5 @@
-//! A dump session: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID (spec §3).
+//! A dump session: COM_BINLOG_DUMP / COM_BINLOG_DUMP_GTID, served the way MySQL's
+//! `Binlog_sender` (`sql/rpl_binlog_sender.cc`) serves them.
 //!
 //! ```text
 //!  validate start ─► fake ROTATE(file, pos) ─► FORMAT_DESCRIPTION ─► events …
@@ -9,7 +10,7 @@
 //!        └── wait for the end-position watch; HEARTBEAT after each silent period
 //! ```
 //!
-//! # Checksums (§3.3)
+//! # Checksums
 //! Events go out as stored when the client announced `@master_binlog_checksum` (any value).
 //! The first fake ROTATE, sent before any FORMAT_DESCRIPTION, carries a CRC32 only if the
 //! client announced `CRC32`; the fake ROTATE of a file switch follows the stream's algorithm,

@@ -215,7 +215,8 @@ impl DumpSession {
                     }
                 },
                 r = self.io.read_some(&mut scratch) => match r {
-                    // Whatever the client writes on a dump socket is ignored (§3.9).
+                    // Whatever the client writes on a dump socket is ignored: the socket is
+                    // one-way (connector-java's keep-alive COM_PINGs expect no answer).
                     Ok(0) | Err(_) => return Ok(false),
                     Ok(_) => {}
                 },

@@ -5,7 +5,7 @@
 //! ([`CdcEndpoint::on_min_ts`]) and scan steps driven by the shell. Out: [`Output`]s, each one
 //! `ChangeDataEvent` for one connection.
 //!
-//! # Downstream state machine (upstream-wire-facts §1.5)
+//! # Downstream state machine (TiKV's `components/cdc/src/delegate.rs`)
 //!
 //! ```text
 //! register --checks ok--> Uninitialized --start_scan (snapshot)--> Initializing --last scan step--> Normal

@@ -1,4 +1,5 @@
-//! Resolved ts: the per-region lock tracker (TiKV's `Resolver`) and the batching of §1.8.
+//! Resolved ts: the per-region lock tracker (TiKV's `Resolver`) and TiKV's batching of
+//! resolved-ts messages (docs/upstream-facts.md, "Resolved ts").
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,5 +1,6 @@
-//! Rows of the change stream: incremental-scan rows (§1.6) and realtime rows from an applied
-//! write batch (§1.7), with TiKV's old-value rule (§1.7.4) and txn_source filtering (§1.7.6).
+//! Rows of the change stream: incremental-scan rows and realtime rows from an applied write
+//! batch, with TiKV's old-value rule and txn_source filtering (docs/upstream-facts.md, "TiKV
+//! EventFeed").
 
 use std::collections::HashMap;
 
@@ -155,7 +156,7 @@ pub struct RealtimeRow {
     pub encoded_key: Vec<u8>,
 }
 
-/// Converts one applied batch into rows (§1.7). `mvcc` is the state after the batch.
+/// Converts one applied batch into rows. `mvcc` is the state after the batch.
 ///
 /// * lock put Put/Delete → PREWRITE (value from the lock or the batch's default put, old value
 ///   at max(start_ts, for_update_ts)); a Put lock rewritten without any value is dropped.

@@ -1,4 +1,5 @@
-//! `cdcpb.ChangeData` of one store: `EventFeed` and `EventFeedV2` (upstream-wire-facts §1.1–1.5).
+//! `cdcpb.ChangeData` of one store: `EventFeed` and `EventFeedV2` (docs/upstream-facts.md,
+//! "TiKV EventFeed").
 //!
 //! Each stream gets its own connection id. A reader task feeds requests to the core
 //! (`SimCore::on_cdc_request`) and a pump task ([`super::cdc_stream::pump`]) writes the

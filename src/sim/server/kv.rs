@@ -1,8 +1,7 @@
-//! `tikvpb.Tikv` snapshot reads of one store: `KvGet`, `KvScan`, `KvBatchGet`
-//! (upstream-wire-facts §3), and the lock resolution a reader does when it meets a lock:
-//! `KvCheckTxnStatus` on the primary and `KvResolveLock`; with TiKV's region checks on
-//! `kvrpcpb::Context` and the mapping of core errors to `kvrpcpb::KeyError` /
-//! `errorpb::Error`.
+//! `tikvpb.Tikv` snapshot reads of one store: `KvGet`, `KvScan`, `KvBatchGet`, and the lock
+//! resolution a reader does when it meets a lock: `KvCheckTxnStatus` on the primary and
+//! `KvResolveLock`; with TiKV's region checks on `kvrpcpb::Context` and the mapping of core
+//! errors to `kvrpcpb::KeyError` / `errorpb::Error`.
 //!
 //! Checks, in TiKV's order: the store serves (else the RPC fails with `UNAVAILABLE`, as a dead
 //! TiKV would at transport level) → region known with a peer here (`region_not_found`) → this

@@ -3,7 +3,7 @@
 //!
 //! In: gRPC calls from clients (PD, `tikvpb.Tikv` reads, `cdcpb.ChangeData` streams), fault and
 //! transaction calls on [`SimCluster`]. Out: gRPC responses and change streams shaped like a
-//! real TiKV 8.5 / PD 8.5 (upstream-wire-facts §1–3).
+//! real TiKV 8.5 / PD 8.5 (docs/upstream-facts.md).
 //!
 //! ```text
 //!             ┌──────────── Arc<Shared>: Mutex<State{ core, sinks, faults }> ────────────┐

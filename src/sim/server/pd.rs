@@ -1,4 +1,4 @@
-//! `pdpb.PD`: membership, TSO, regions, stores and GC safe points (upstream-wire-facts §2),
+//! `pdpb.PD`: membership, TSO, regions, stores and GC safe points (docs/upstream-facts.md, "PD"),
 //! served from the core's `Cluster`, TSO allocator and `GcSafePoints`.
 //!
 //! Every RPC but `GetMembers` and `GetClusterInfo` checks `header.cluster_id` and fails with

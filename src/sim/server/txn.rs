@@ -52,7 +52,8 @@ impl SimTxn {
         self.mutations.insert(key.into(), None);
     }
 
-    /// Tags the transaction's rows with a `txn_source` (CDC loop filtering, §1.7.6).
+    /// Tags the transaction's rows with a `txn_source` (CDC loop filtering: TiKV drops rows
+    /// with bits 0–7 set when the request sets `filter_loop`, and rows with a higher bit always).
     pub fn set_txn_source(&mut self, txn_source: u64) {
         self.txn_source = txn_source;
     }

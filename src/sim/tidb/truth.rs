@@ -9,7 +9,7 @@
 //! * Rows are the **net** change of each record key at commit, in the order the transaction
 //!   first touched them: insert-then-update is one insert, insert-then-delete is nothing, and a
 //!   primary-key change is a delete of the old key and an insert of the new one (what TiKV's
-//!   change stream shows, upstream-wire-facts §8 items 16–17).
+//!   change stream shows it).
 //! * Values are MySQL's text form (`tidb::text::render`), `null` for NULL; column keys in
 //!   column order. Tables are logical names (partitions are not visible).
 //! * A DDL is one line with `"rows": []` and the job's query text; `commit_ts` is the commit
