@@ -779,15 +779,15 @@ mod tests {
             ("prewrite then commit", vec![
                 Prewrite(10, "a", "v", 0), Initialized(vec![], 0),
                 Commit(10, 15, "a", Some(("v", "old-a"))), Pending(0)]),
-            ("§8.3 commit before the scan's prewrite is cached and matched at INITIALIZED", vec![
+            ("commit before the scan's prewrite is cached and matched at INITIALIZED", vec![
                 Commit(10, 15, "a", None), Prewrite(10, "a", "v", 0), Pending(1),
                 Initialized(vec![(10, 15, "a", "v")], 0), Pending(0)]),
-            ("§8.4 cached commit still unmatched at INITIALIZED is dropped", vec![
+            ("cached commit still unmatched at INITIALIZED is dropped", vec![
                 Commit(10, 15, "a", None), Commit(11, 16, "b", None), Prewrite(11, "b", "w", 0),
                 Initialized(vec![(11, 16, "b", "w")], 1)]),
-            ("§8.3 commit without prewrite after INITIALIZED is a violation", vec![
+            ("commit without prewrite after INITIALIZED is a violation", vec![
                 Initialized(vec![], 0), CommitFails(10, 15, "a")]),
-            ("§8.5 empty prewrite does not overwrite", vec![
+            ("empty prewrite does not overwrite", vec![
                 Prewrite(10, "a", "v", 0), Prewrite(10, "a", "", 0),
                 Commit(10, 15, "a", Some(("v", "old-a")))]),
             ("a fake (empty) prewrite alone does not match before INITIALIZED", vec![
@@ -799,7 +799,7 @@ mod tests {
             ("delete prewrite matches directly after INITIALIZED", vec![
                 Initialized(vec![], 0), PrewriteDel(10, "a", "gone"),
                 Commit(10, 15, "a", Some(("", "gone")))]),
-            ("§8.7 same commit_ts in two txns: matched by start_ts", vec![
+            ("same commit_ts in two txns: matched by start_ts", vec![
                 Initialized(vec![], 0), Prewrite(10, "a", "x", 0), Prewrite(11, "a", "y", 0),
                 Commit(11, 20, "a", Some(("y", "old-a"))), Commit(10, 20, "a", Some(("x", "old-a"))),
                 Pending(0)]),
@@ -811,7 +811,7 @@ mod tests {
                 Initialized(vec![], 0), Pending(0)]),
             ("rollback of an unknown key is harmless", vec![
                 Initialized(vec![], 0), Rollback(9, "z"), Pending(0)]),
-            ("§1.7.3 pipelined DML keeps the highest generation", vec![
+            ("pipelined DML keeps the highest generation", vec![
                 Prewrite(10, "a", "g1", 1), Prewrite(10, "a", "g3", 3), Prewrite(10, "a", "g2", 2),
                 Initialized(vec![], 0), Commit(10, 15, "a", Some(("g3", "old-a")))]),
             ("pipelined prewrite does not match before INITIALIZED", vec![

@@ -503,7 +503,7 @@ mod tests {
                 ],
             ),
             (
-                "§8.3 commit before the scan's prewrite, emitted at INITIALIZED",
+                "commit before the scan's prewrite, emitted at INITIALIZED",
                 vec![
                     Commit(120, 130, "d"),
                     Emits(vec![]),
@@ -513,7 +513,7 @@ mod tests {
                 ],
             ),
             (
-                "§8.4 unmatched cached commit dropped at INITIALIZED",
+                "unmatched cached commit dropped at INITIALIZED",
                 vec![
                     Commit(120, 130, "d"),
                     Committed(120, 130, "d", "scan"),
@@ -523,11 +523,11 @@ mod tests {
                 ],
             ),
             (
-                "§8.3 commit without prewrite after INITIALIZED is fatal",
+                "commit without prewrite after INITIALIZED is fatal",
                 vec![Initialized, Commit(120, 130, "d"), Fatal, State("stopped")],
             ),
             (
-                "§8.9 resolved ts before INITIALIZED is ignored; lower values are ignored",
+                "resolved ts before INITIALIZED is ignored; lower values are ignored",
                 vec![
                     Resolved(150, None),
                     Initialized,
@@ -570,7 +570,7 @@ mod tests {
                 ],
             ),
             (
-                "§8.6 1PC arrives as realtime COMMITTED",
+                "1PC arrives as realtime COMMITTED",
                 vec![
                     Initialized,
                     Committed(120, 121, "e", "one-pc"),
@@ -578,7 +578,7 @@ mod tests {
                 ],
             ),
             (
-                "§8.7 two txns share a commit_ts",
+                "two txns share a commit_ts",
                 vec![
                     Initialized,
                     Prewrite(120, "d", "x"),
@@ -601,7 +601,7 @@ mod tests {
                 ],
             ),
             (
-                "§8.2 rows outside the span are dropped",
+                "rows outside the span are dropped",
                 vec![
                     Initialized,
                     Committed(120, 121, "a", "left"),
