@@ -13,6 +13,7 @@ pub mod model;
 pub mod mounter;
 pub mod security;
 pub mod server;
+#[cfg(feature = "sim")]
 pub mod sim;
 pub mod sorter;
 pub mod sql;

@@ -64,10 +64,12 @@ enum Command {
     /// Compare a downstream copy (a MySQL or MariaDB replica, or a database loaded from the
     /// binlog) with TiDB at the same binlog position: exit 0 when equal, 1 with the differing
     /// rows listed, 2 when the check could not run.
-    Check(tibinlog::check::CheckArgs),
+    Check(Box<tibinlog::check::CheckArgs>),
     /// Run the server on an embedded simulated TiDB cluster with a live workload.
+    #[cfg(feature = "sim")]
     Demo(tibinlog::app::demo::DemoArgs),
     /// Run a simulated TiDB cluster (PD + TiKV on loopback) with a seeded workload.
+    #[cfg(feature = "sim")]
     Sim(tibinlog::sim::cli::SimArgs),
     /// Print a password hash for `password_hash` in the configuration (MySQL's stored form),
     /// reading the password from the first line of standard input.
@@ -78,6 +80,7 @@ enum Command {
     },
     /// Make a test certificate set: a CA, a server pair for 127.0.0.1/localhost and a client
     /// pair (for `sim --ca/--cert/--key`, `server --ca/--cert/--key` and the MySQL listener).
+    #[cfg(feature = "sim")]
     Certs {
         /// Directory to write ca.pem, server.pem, server-key.pem, client.pem, client-key.pem.
         #[arg(long)]
@@ -169,13 +172,20 @@ fn main() -> ExitCode {
 
 /// `tibinlog check`, with its own exit statuses (0 equal, 1 different, 2 could not run).
 fn check(args: tibinlog::check::CheckArgs) -> ExitCode {
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => ExitCode::from(rt.block_on(tibinlog::check::main(args))),
+    let status = runtime().and_then(|rt| {
+        rt.block_on(async {
+            let stop = CancellationToken::new();
+            let signals = tokio::spawn(cancel_on_signal(stop.clone())?);
+            let status = tibinlog::check::main(args, stop.clone()).await;
+            stop.cancel();
+            let _ = signals.await;
+            Ok(status)
+        })
+    });
+    match status {
+        Ok(status) => ExitCode::from(status),
         Err(e) => {
-            eprintln!("error: start the async runtime: {e}");
+            eprintln!("error: {e:#}");
             ExitCode::from(tibinlog::check::EXIT_ERROR)
         }
     }
@@ -185,7 +195,11 @@ fn check(args: tibinlog::check::CheckArgs) -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     let done = match command {
         Command::Inspect { what } => tibinlog::inspect::run(what.into()),
-        Command::Sim(args) => tibinlog::sim::cli::run_blocking(args),
+        #[cfg(feature = "sim")]
+        Command::Sim(args) => run_until_signal(|shutdown| async move {
+            tibinlog::sim::cli::run(args, shutdown).await.map(drop)
+        }),
+        #[cfg(feature = "sim")]
         Command::Certs {
             out,
             server_cn,
@@ -235,33 +249,75 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 app.wait().await
             })
         }
+        #[cfg(feature = "sim")]
         Command::Demo(args) => {
             run_until_signal(|shutdown| tibinlog::app::demo::run(args, shutdown))
         }
-        Command::Check(args) => return Ok(check(args)),
+        Command::Check(args) => return Ok(check(*args)),
     };
     done.map(|()| ExitCode::SUCCESS)
 }
 
-/// Runs `f` on a multi-threaded runtime with a token that Ctrl-C or SIGTERM cancels.
+/// The multi-threaded runtime every async subcommand runs on.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")
+}
+
+/// Runs `f` on the runtime with a token that Ctrl-C or SIGTERM cancels.
 fn run_until_signal<F, Fut>(f: F) -> anyhow::Result<()>
 where
     F: FnOnce(CancellationToken) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<()>>,
 {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    rt.block_on(async {
+    runtime()?.block_on(async {
         let shutdown = CancellationToken::new();
-        let signals = tokio::spawn(
-            tibinlog::sim::cli::cancel_on_signal(shutdown.clone()).context("listen for signals")?,
-        );
+        let signals = tokio::spawn(cancel_on_signal(shutdown.clone())?);
         let r = f(shutdown.clone()).await;
         shutdown.cancel();
         let _ = signals.await;
         r
+    })
+}
+
+/// Registers Ctrl-C and (on unix) SIGTERM handlers now, and returns a future that cancels
+/// `token` when one of them arrives (or ends when `token` is cancelled otherwise). Registering
+/// before any work starts means a signal sent after the first output line is never lost.
+fn cancel_on_signal(
+    token: CancellationToken,
+) -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    let (mut term, mut int) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::terminate()).context("listen for SIGTERM")?,
+            signal(SignalKind::interrupt()).context("listen for SIGINT")?,
+        )
+    };
+    Ok(async move {
+        #[cfg(unix)]
+        let got = async {
+            tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            }
+        };
+        #[cfg(not(unix))]
+        let got = async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            signal = got => {
+                tracing::info!(signal, "signal received, shutting down");
+                token.cancel();
+            }
+            _ = token.cancelled() => {}
+        }
     })
 }
 

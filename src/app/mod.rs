@@ -26,6 +26,7 @@
 
 pub mod catalog;
 pub mod config;
+#[cfg(feature = "sim")]
 pub mod demo;
 mod follow;
 mod index_lookup;
@@ -33,7 +34,6 @@ pub mod reader;
 pub mod scan_holds;
 mod scan_merge;
 pub mod schema;
-mod sha1;
 pub mod source;
 mod status_http;
 
@@ -127,14 +127,7 @@ pub fn server_uuid_for_cluster(cluster_id: u64) -> Sid {
 
 /// RFC 4122 version 5 UUID of `name` in namespace `ns`.
 fn uuid5(ns: [u8; 16], name: &[u8]) -> [u8; 16] {
-    let mut input = ns.to_vec();
-    input.extend_from_slice(name);
-    let digest = sha1::digest(&input);
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
-    b[6] = (b[6] & 0x0f) | 0x50;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    b
+    uuid::Uuid::new_v5(&uuid::Uuid::from_bytes(ns), name).into_bytes()
 }
 
 /// Everything the app needs to run.

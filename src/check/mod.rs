@@ -134,26 +134,9 @@ pub const EXIT_DIFFERENT: u8 = 1;
 pub const EXIT_ERROR: u8 = 2;
 
 /// Runs `tibinlog check`: the report on stdout (and as JSON with `--json`), progress on
-/// stderr; returns the exit status.
-pub async fn main(args: CheckArgs) -> u8 {
-    // Ctrl-C or SIGTERM end the check, a held replica let go on first.
-    let stop = tokio_util::sync::CancellationToken::new();
-    let on_signal = stop.clone();
-    tokio::spawn(async move {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = term => {}
-        }
-        on_signal.cancel();
-    });
+/// stderr; returns the exit status. Cancelling `stop` (the binary does on Ctrl-C or SIGTERM)
+/// ends the check, a held replica let go on first.
+pub async fn main(args: CheckArgs, stop: tokio_util::sync::CancellationToken) -> u8 {
     let metrics = metrics::CheckMetrics::default();
     let served = match args.status_addr {
         Some(addr) => match metrics::serve(addr, std::sync::Arc::new(metrics.clone())).await {

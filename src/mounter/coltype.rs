@@ -256,7 +256,7 @@ pub fn table_def(schema: &str, info: &TableInfo) -> Result<TableDef> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sim"))]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;

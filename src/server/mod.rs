@@ -41,6 +41,7 @@ pub mod rsa_key;
 pub mod session;
 pub mod source;
 pub mod status;
+#[cfg(any(test, feature = "sim"))]
 pub mod testing;
 pub mod transport;
 pub mod users;

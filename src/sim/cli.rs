@@ -1305,62 +1305,6 @@ pub async fn run(mut args: SimArgs, shutdown: CancellationToken) -> anyhow::Resu
     Ok(summary)
 }
 
-/// Registers Ctrl-C and (on unix) SIGTERM handlers now, and returns a future that cancels
-/// `token` when one of them arrives (or ends when `token` is cancelled otherwise). Registering
-/// before the cluster starts means a signal sent after the `ready` line is never lost.
-pub fn cancel_on_signal(
-    token: CancellationToken,
-) -> std::io::Result<impl std::future::Future<Output = ()>> {
-    #[cfg(unix)]
-    let (mut term, mut int) = {
-        use tokio::signal::unix::{signal, SignalKind};
-        (
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-        )
-    };
-    Ok(async move {
-        #[cfg(unix)]
-        let got = async {
-            tokio::select! {
-                _ = term.recv() => "SIGTERM",
-                _ = int.recv() => "SIGINT",
-            }
-        };
-        #[cfg(not(unix))]
-        let got = async {
-            match tokio::signal::ctrl_c().await {
-                Ok(()) => "Ctrl-C",
-                Err(_) => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            signal = got => {
-                tracing::info!(signal, "signal received, shutting down");
-                token.cancel();
-            }
-            _ = token.cancelled() => {}
-        }
-    })
-}
-
-/// Entry point of the binary: a runtime, a shutdown token cancelled by signals, [`run`].
-pub fn run_blocking(args: SimArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    rt.block_on(async {
-        let shutdown = CancellationToken::new();
-        let signals =
-            tokio::spawn(cancel_on_signal(shutdown.clone()).context("listen for signals")?);
-        let r = run(args, shutdown.clone()).await;
-        shutdown.cancel();
-        let _ = signals.await;
-        r.map(drop)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
