@@ -24,16 +24,10 @@
 //!   transaction first). A store error stops the app.
 //! * Stop: cancel the token; the writer closes the store cleanly.
 
-pub mod catalog;
 pub mod config;
 #[cfg(feature = "sim")]
 pub mod demo;
 mod follow;
-mod index_lookup;
-pub mod reader;
-pub mod scan_holds;
-mod scan_merge;
-pub mod schema;
 pub mod source;
 mod status_http;
 
@@ -62,7 +56,7 @@ use crate::server::source::RelayTag;
 use crate::server::status::{CaptureState, CaptureStatus};
 use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
 
-use schema::{SchemaHistory, SchemaView};
+use crate::binlog_store::catalog_history::{SchemaHistory, SchemaView};
 use source::{Purge, PurgeRequest, StoreSource, WriterMsg};
 
 /// Messages queued between the relay task and the writer thread.
@@ -556,13 +550,13 @@ impl App {
         let sql_pd = PdClient::connect(pd_config.clone(), stop.child_token())
             .await
             .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
-        let scan_holds = scan_holds::ScanHolds::default();
+        let scan_holds = crate::capture::read::scan_holds::ScanHolds::default();
         let snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>> = {
             let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
                 sql_pd.clone(),
                 crate::capture::snapshot::SnapshotConfig::default(),
             ));
-            Some(Arc::new(reader::TableReader::new(
+            Some(Arc::new(crate::capture::read::TableReader::new(
                 crate::capture::snapshot::BlockingSnapshotReader::new(
                     reader,
                     tokio::runtime::Handle::current(),
@@ -728,7 +722,7 @@ impl App {
             ("sql-scans", scan_holds.watch()),
         ];
         for (what, hold) in sql_holds {
-            tokio::spawn(reader::hold_snapshots(
+            tokio::spawn(crate::capture::read::hold_snapshots(
                 sql_pd.clone(),
                 format!("tibinlog-{server_uuid}-{instance_id}-{what}"),
                 hold,

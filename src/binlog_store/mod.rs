@@ -63,6 +63,7 @@
 //! - [`scan`]: reading events back, the transaction-boundary state machine.
 //! - [`error`]: [`StoreError`], [`DumpError`].
 
+pub mod catalog_history;
 pub mod error;
 pub mod files;
 pub mod index;

@@ -35,6 +35,7 @@ pub mod output;
 pub mod pd;
 pub mod pd_http;
 pub mod puller;
+pub mod read;
 pub mod region;
 pub mod region_cache;
 pub mod snapshot;

@@ -30,6 +30,7 @@ pub mod error;
 pub mod filter;
 pub mod mount;
 pub mod schema_store;
+pub mod sql_catalog;
 #[cfg(test)]
 mod store_tests;
 

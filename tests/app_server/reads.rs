@@ -323,7 +323,7 @@ async fn a_pinned_snapshot_keeps_its_catalog_across_later_ddl() {
     let mut other = mysql_async::Conn::new(opts(app.local_addr(), "root"))
         .await
         .expect("connect");
-    let added = tibinlog::app::schema::KEEP_NEWEST + 2;
+    let added = tibinlog::binlog_store::catalog_history::KEEP_NEWEST + 2;
     for n in 0..added {
         cluster.ddl(Ddl::AddColumn {
             db: "test".into(),

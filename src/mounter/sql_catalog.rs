@@ -5,20 +5,23 @@
 
 use std::sync::Arc;
 
+use tibinlog_protocol::value::Value;
+
 use crate::mounter::coltype::visible_columns;
 use crate::mounter::{Catalog, MountedTable};
 use crate::sql::catalog::{
     CatalogSnapshot, CheckMeta, ColumnMeta, ForeignKeyMeta, HandleKind, IndexMeta, PartitionMeta,
-    StoredIndex, TableKind, TableMeta,
+    RowDecoder, StoredIndex, TableKind, TableMeta,
 };
 use crate::sql::charset;
 use crate::sql::types::SqlType;
 use crate::sql::views::view_columns;
+use crate::tidb::key::record_key_handle;
 use crate::tidb::schema::{mysql, schema_state, ColumnInfo as TidbColumn, FkInfo, TableInfo};
+use crate::tidb::show_create::create_table;
 use crate::tidb::show_create::create_view;
 use mysql_common::constants::ColumnFlags;
 
-use super::schema::create_table_sql;
 use crate::tidb::show_create::{column_key, column_type, default_text, is_string_type};
 
 /// The catalog snapshot of `catalog`: its base tables, then its views, each typed against the
@@ -400,7 +403,7 @@ pub fn table_meta(t: &Arc<MountedTable>) -> TableMeta {
         comment: info.comment.clone(),
         auto_increment: None,
         create_sql: create_table_sql(t),
-        rows: Some(Arc::new(super::reader::MountedRows(t.clone()))),
+        rows: Some(Arc::new(MountedRows(t.clone()))),
     }
 }
 
@@ -513,4 +516,42 @@ fn list_description(values: &[Vec<String>]) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+/// `SHOW CREATE TABLE` text for a table version.
+pub fn create_table_sql(t: &MountedTable) -> String {
+    create_table(t.schema(), &t.info)
+}
+
+/// Row decoding with a mounted table version.
+#[derive(Debug)]
+pub struct MountedRows(pub Arc<MountedTable>);
+
+impl RowDecoder for MountedRows {
+    fn physical_ids(&self) -> Vec<i64> {
+        self.0.info.physical_ids()
+    }
+
+    fn decode(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        wanted: Option<&[bool]>,
+        out: &mut Vec<Value>,
+    ) -> std::result::Result<(), String> {
+        // The handle's datums are decoded only if the row value lacks a key column.
+        let (_, handle) = record_key_handle(key).map_err(|e| e.to_string())?;
+        self.0
+            .decode_row_columns(value, Some(&handle), wanted, out)
+            .map_err(|e| e.to_string())
+    }
+
+    fn refused(&self) -> Option<String> {
+        let t = &self.0;
+        t.uncomputable.as_ref().map(|u| {
+            format!(
+                "virtual generated column {}.{}.{} cannot be computed ({} in `{}`)",
+                t.def.schema, t.def.table, u.column, u.reason, u.expression
+            )
+        })
+    }
 }

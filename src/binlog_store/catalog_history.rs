@@ -10,10 +10,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::binlog_store::{BinlogFiles, BinlogPos, TxnOrder};
-use crate::mounter::{Catalog, MountedTable};
+use crate::mounter::Catalog;
 use crate::server::{BinlogPosition, SchemaProvider};
 use crate::sql::catalog::CatalogSnapshot;
-use crate::tidb::show_create::create_table;
 
 /// One catalog version: valid from binlog position `from` on.
 #[derive(Debug, Clone)]
@@ -149,7 +148,7 @@ impl SchemaView {
                 return snap.clone();
             }
         }
-        let snap = Arc::new(super::catalog::snapshot(&catalog));
+        let snap = Arc::new(crate::mounter::sql_catalog::snapshot(&catalog));
         *cache = Some((catalog, snap.clone()));
         snap
     }
@@ -196,14 +195,9 @@ impl SchemaProvider for FixedCatalog {
 
     fn catalog(&self) -> Arc<CatalogSnapshot> {
         self.snapshot
-            .get_or_init(|| Arc::new(super::catalog::snapshot(&self.catalog)))
+            .get_or_init(|| Arc::new(crate::mounter::sql_catalog::snapshot(&self.catalog)))
             .clone()
     }
-}
-
-/// `SHOW CREATE TABLE` text for a table version.
-pub fn create_table_sql(t: &MountedTable) -> String {
-    create_table(t.schema(), &t.info)
 }
 
 #[cfg(test)]

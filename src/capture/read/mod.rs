@@ -11,28 +11,28 @@
 //! 2^63 up sort first: ranges over them are split, and ascending order is served by scanning
 //! `[0, 2^63)` before `[2^63, 2^64)`.
 
+mod index_lookup;
+pub mod scan_holds;
+mod scan_merge;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::errors::ER_UNKNOWN_ERROR;
 
-use super::index_lookup;
-use super::scan_holds::{ScanHold, ScanHolds};
-use super::scan_merge::{Merge, Pair, Pop, INDEX_PREFIX_LEN, RECORD_PREFIX_LEN};
 use crate::capture::pd::PdClient;
 use crate::capture::snapshot::BlockingSnapshotReader;
 use crate::capture::table_sizes::TableSizes;
 use crate::model::Ts;
-use crate::mounter::MountedTable;
 use crate::sql::catalog::{RowDecoder, TableEstimate, TableMeta, TableStats};
 use crate::sql::error::{Result, SqlError};
 use crate::sql::exec::RowStream;
 use crate::sql::keyrange::{Access, KeyRanges, KeySpan, ScanOrder, ScanRequest};
 use crate::sql::plan::SnapshotSource;
-use crate::tidb::key::{
-    encode_record_key, index_prefix, record_key_handle, record_prefix, record_span, Handle,
-};
+use crate::tidb::key::{encode_record_key, index_prefix, record_prefix, record_span, Handle};
+use scan_holds::{ScanHold, ScanHolds};
+use scan_merge::{Merge, Pair, Pop, INDEX_PREFIX_LEN, RECORD_PREFIX_LEN};
 
 /// Rows of the first TiKV page of a snapshot scan without a LIMIT; the pages that follow
 /// double up to [`SCAN_PAGE_MAX`] while they stay under [`SCAN_PAGE_BYTES`] (a whole table
@@ -48,40 +48,6 @@ pub const SCAN_PAGE: u32 = 1_024;
 pub const SCAN_PAGE_MAX: u32 = 4_096;
 /// Bytes of a page above which the next one is halved.
 pub const SCAN_PAGE_BYTES: usize = 1 << 20;
-
-/// Row decoding with a mounted table version.
-#[derive(Debug)]
-pub struct MountedRows(pub Arc<MountedTable>);
-
-impl RowDecoder for MountedRows {
-    fn physical_ids(&self) -> Vec<i64> {
-        self.0.info.physical_ids()
-    }
-
-    fn decode(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        wanted: Option<&[bool]>,
-        out: &mut Vec<Value>,
-    ) -> std::result::Result<(), String> {
-        // The handle's datums are decoded only if the row value lacks a key column.
-        let (_, handle) = record_key_handle(key).map_err(|e| e.to_string())?;
-        self.0
-            .decode_row_columns(value, Some(&handle), wanted, out)
-            .map_err(|e| e.to_string())
-    }
-
-    fn refused(&self) -> Option<String> {
-        let t = &self.0;
-        t.uncomputable.as_ref().map(|u| {
-            format!(
-                "virtual generated column {}.{}.{} cannot be computed ({} in `{}`)",
-                t.def.schema, t.def.table, u.column, u.reason, u.expression
-            )
-        })
-    }
-}
 
 /// [`SnapshotSource`] over the capture's TiKV reader.
 #[derive(Debug, Clone)]
