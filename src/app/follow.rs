@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::source::WriterMsg;
+use crate::binlog_store::source::WriterMsg;
 use crate::changefeed::ChangeEvent;
 use crate::ha::{Candidate, MemberInfo};
 use crate::server::dump::relay::{Relay, USER_VAR};

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::Stats;
+use crate::binlog_store::sink::SinkStats as Stats;
 use crate::binlog_store::BinlogFiles;
 use crate::metrics::{mirror_counter, Metrics};
 use crate::model::Ts;

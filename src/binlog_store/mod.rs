@@ -71,6 +71,8 @@ pub mod map;
 pub mod recovery;
 pub mod retention;
 pub(crate) mod scan;
+pub mod sink;
+pub mod source;
 pub mod writer;
 
 use std::path::PathBuf;
