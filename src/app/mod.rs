@@ -27,13 +27,12 @@
 pub mod config;
 #[cfg(feature = "sim")]
 pub mod demo;
-mod follow;
 mod status_http;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -42,13 +41,13 @@ use tibinlog_protocol::wire::auth::AuthMethod;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
 use crate::budget::ByteBudget;
 use crate::capture::pd::{PdClient, PdConfig};
 use crate::capture::puller::PullerConfig;
-use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
+use crate::changefeed::{catalog_at, ChangefeedConfig};
 use crate::model::Ts;
 use crate::mounter::TableFilter;
 use crate::server::status::{CaptureState, CaptureStatus};
@@ -56,50 +55,11 @@ use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, 
 
 use crate::binlog_store::catalog_history::{SchemaHistory, SchemaView};
 use crate::binlog_store::sink::{self, Sink, SinkStats};
-use crate::binlog_store::source::{StoreSource, WriterMsg};
-
-/// Messages queued between the relay task and the writer thread.
-const WRITER_CHANNEL: usize = 64;
-/// Bytes of row images queued between the relay task and the writer thread: a transaction of
-/// gigabytes arrives as pieces of up to `max_chunk_bytes` each, and a count bound alone would
-/// let [`WRITER_CHANNEL`] of them pile up.
-const WRITER_QUEUE_BYTES: usize = 32 << 20;
-
-/// Bytes an event holds in the writer's queue (the relay takes them before queueing it, the
-/// writer gives them back once it is written).
-fn queue_cost(ev: &ChangeEvent) -> usize {
-    let ChangeEvent::Rows(t) = ev else {
-        return 0;
-    };
-    let value = |v: &tibinlog_protocol::value::Value| {
-        use tibinlog_protocol::value::Value;
-        std::mem::size_of::<Value>()
-            + match v {
-                Value::Bytes(b) => b.len(),
-                Value::Decimal(s) => s.len(),
-                _ => 0,
-            }
-    };
-    t.rows
-        .iter()
-        .map(|r| {
-            64 + r
-                .before
-                .iter()
-                .chain(r.after.iter())
-                .flatten()
-                .map(value)
-                .sum::<usize>()
-        })
-        .sum()
-}
-
-/// First wait before a failed changefeed is started again (doubles up to [`MAX_RETRY`]).
-const FIRST_RETRY: Duration = Duration::from_millis(500);
-/// How long a clean stop of an HA owner waits for the writer to close the store before it
-/// resigns.
-const STORE_CLOSE_WAIT: Duration = Duration::from_secs(30);
-const MAX_RETRY: Duration = Duration::from_secs(30);
+use crate::binlog_store::source::StoreSource;
+use crate::changefeed::supervisor::{
+    relay, start_changefeed, Failure, Verdicts, WRITER_CHANNEL, WRITER_QUEUE_BYTES,
+};
+use crate::ha::gate::OwnerGate;
 
 /// Namespace of the name-based server UUIDs (`uuid5(NAMESPACE, "tidb-cluster:<id>")`).
 const UUID_NAMESPACE: [u8; 16] = 0x6f1c_0b2e_52a4_4c4e_9a57_3d0b_7f2e_91c4_u128.to_be_bytes();
@@ -186,22 +146,7 @@ pub struct AppConfig {
     pub ha: Option<HaConfig>,
 }
 
-/// An instance's place in an HA group (see [`crate::ha`]).
-#[derive(Debug, Clone)]
-pub struct HaConfig {
-    /// etcd endpoints; the PD endpoints when empty (PD embeds etcd).
-    pub etcd: Vec<String>,
-    /// Key prefix of the group; `/tibinlog/<server_uuid>` when absent.
-    pub prefix: Option<String>,
-    /// TTL of the owner's lease.
-    pub lease_ttl: Duration,
-    /// The MySQL address the other members and consumers reach this one at; the listen
-    /// address when absent.
-    pub advertise: Option<String>,
-    /// The account a standby follows the owner's binlog with, and its password.
-    pub user: String,
-    pub password: String,
-}
+pub use crate::ha::gate::HaConfig;
 
 impl AppConfig {
     /// Defaults: every table, server id 1, root without password, 1 GiB files.
@@ -355,22 +300,6 @@ pub fn record_filter(data_dir: &Path, rules: &[String]) -> anyhow::Result<()> {
         Err(e) => {
             Err(e).with_context(|| format!("read the recorded table filter {}", path.display()))
         }
-    }
-}
-
-/// What happened to the app, for [`App::wait`].
-#[derive(Debug, Default)]
-struct Failure(Mutex<Option<anyhow::Error>>);
-
-impl Failure {
-    fn set(&self, e: anyhow::Error) {
-        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if g.is_none() {
-            *g = Some(e);
-        }
-    }
-    fn take(&self) -> Option<anyhow::Error> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -963,471 +892,6 @@ impl App {
         match self.failure.take() {
             Some(e) => Err(e),
             None => Ok(()),
-        }
-    }
-}
-
-/// Starts a changefeed with a sorter cache directory of its own under `<data_dir>/sorter`.
-///
-/// The cache is throwaway (wiped at every start), but a previous changefeed of this process
-/// may still be releasing its directory in the background; a fresh directory never waits for
-/// it. Older caches are removed first (best effort).
-async fn start_changefeed(
-    cfg: &ChangefeedConfig,
-    stop: &CancellationToken,
-) -> anyhow::Result<Changefeed> {
-    static STARTS: AtomicU64 = AtomicU64::new(0);
-    let mut cfg = cfg.clone();
-    let root = cfg.sorter.data_dir.clone();
-    if let Ok(entries) = std::fs::read_dir(&root) {
-        for e in entries.flatten() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-    let n = STARTS.fetch_add(1, Ordering::Relaxed);
-    cfg.sorter.data_dir = root.join(format!("cache-{}-{n}", std::process::id()));
-    Changefeed::start(cfg, stop.child_token())
-        .await
-        .context("start the changefeed")
-}
-
-/// The included tables as TiDB's schema had them at `ts` (read from its meta keys), for an
-/// HA standby, which captures nothing: at start (its checkpoint) and after each DDL it relays
-/// (that DDL's commit ts).
-pub(crate) async fn catalog_at(
-    pd: &PdClient,
-    ts: Ts,
-    filter: TableFilter,
-) -> anyhow::Result<crate::mounter::Catalog> {
-    let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
-        pd.clone(),
-        crate::capture::snapshot::SnapshotConfig::default(),
-    ));
-    let reader = crate::capture::snapshot::BlockingSnapshotReader::new(
-        reader,
-        tokio::runtime::Handle::current(),
-    );
-    let store = tokio::task::spawn_blocking(move || {
-        crate::mounter::SchemaStore::bootstrap(&reader, ts, filter)
-    })
-    .await
-    .context("schema read task")?
-    .with_context(|| format!("read the schema at {}", ts.0))?;
-    Ok(crate::changefeed::schema_snapshot(&store))
-}
-
-/// An HA member's way to ownership: the campaign, then the fence for the writer and the
-/// published binlog end.
-struct OwnerGate {
-    candidate: crate::ha::Candidate,
-    /// Holds this instance's service safe point at its own checkpoint while it stands by, so
-    /// the history it would capture from on taking over stays.
-    pd: PdClient,
-    gc: crate::capture::gc_keeper::GcKeeperConfig,
-    checkpoint: watch::Receiver<Ts>,
-    /// Set by [`App::kill`]: the ownership is dropped without resigning, as in a crash.
-    abrupt: Arc<AtomicBool>,
-    /// Cancelled once the writer has closed the binlog store: a clean stop resigns after it
-    /// (the close still writes, and a resigned owner's fence refuses every write).
-    store_closed: CancellationToken,
-    fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
-    history: Arc<SchemaHistory>,
-    files: BinlogFiles,
-    /// How this instance follows the owner while it stands by.
-    follow: follow::FollowConfig,
-}
-
-impl OwnerGate {
-    #[allow(clippy::too_many_arguments)]
-    async fn connect(
-        ha: &HaConfig,
-        pd_addrs: &[String],
-        (server_uuid, server_id): (Sid, u32),
-        instance_id: &str,
-        local_addr: SocketAddr,
-        fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
-        history: Arc<SchemaHistory>,
-        files: BinlogFiles,
-        (abrupt, store_closed): (Arc<AtomicBool>, CancellationToken),
-        (pd, gc, checkpoint): (
-            PdClient,
-            crate::capture::gc_keeper::GcKeeperConfig,
-            watch::Receiver<Ts>,
-        ),
-        filter: TableFilter,
-    ) -> anyhow::Result<OwnerGate> {
-        let endpoints = if ha.etcd.is_empty() {
-            pd_addrs.to_vec()
-        } else {
-            ha.etcd.clone()
-        };
-        let cfg = crate::ha::ElectionConfig {
-            endpoints: endpoints.clone(),
-            prefix: ha
-                .prefix
-                .clone()
-                .unwrap_or_else(|| format!("/tibinlog/{server_uuid}")),
-            member: crate::ha::MemberInfo {
-                instance_id: instance_id.to_owned(),
-                mysql: ha
-                    .advertise
-                    .clone()
-                    .unwrap_or_else(|| local_addr.to_string()),
-            },
-            lease_ttl: ha.lease_ttl,
-        };
-        let candidate = crate::ha::Candidate::connect(cfg)
-            .await
-            .with_context(|| format!("connect to etcd at {}", endpoints.join(",")))?;
-        let follow = follow::FollowConfig {
-            user: ha.user.clone(),
-            password: ha.password.clone(),
-            replica_server_id: follow::replica_server_id(instance_id, server_id),
-            advertise: candidate.member().mysql.clone(),
-            pd: pd.clone(),
-            filter,
-        };
-        Ok(OwnerGate {
-            follow,
-            candidate,
-            pd,
-            gc,
-            checkpoint,
-            abrupt,
-            store_closed,
-            fence,
-            history,
-            files,
-        })
-    }
-
-    /// Campaigns until this instance owns the group (retrying etcd errors); `None` when the
-    /// app stops first. Once won, the ownership's end publisher runs until the app stops.
-    async fn campaign(
-        &self,
-        stop: &CancellationToken,
-        verdicts: &Verdicts,
-    ) -> Option<Arc<crate::ha::Fence>> {
-        verdicts.status.standby();
-        let keeper_stop = stop.child_token();
-        let _keeper_guard = keeper_stop.clone().drop_guard();
-        let keeper = crate::capture::gc_keeper::GcKeeper::spawn(
-            self.pd.clone(),
-            self.gc.clone(),
-            self.checkpoint.clone(),
-            keeper_stop,
-        );
-        tokio::spawn(async move {
-            if let Err(e) = keeper.join().await {
-                tracing::error!(
-                    error = %e,
-                    "this standby cannot hold the history it would take over from"
-                );
-            }
-        });
-        // A new member takes the owner's history first: winning with nothing would start a
-        // binlog of its own. Only a group without an owner (its first start) has none to take.
-        let me = self.candidate.member().instance_id.clone();
-        while self.files.snapshot_point().is_none() && self.files.gtid_executed().is_empty() {
-            match self.candidate.owner().await {
-                Ok(None) => break,
-                Ok(Some(m)) if m.instance_id == me => break,
-                Ok(Some(_)) | Err(_) => {}
-            }
-            tokio::select! {
-                () = stop.cancelled() => return None,
-                () = tokio::time::sleep(Duration::from_millis(200)) => {}
-            }
-        }
-        let mut retry = FIRST_RETRY;
-        let ownership = loop {
-            info!(instance = %self.candidate.member().instance_id, "standing by: campaigning for the ownership");
-            match self.candidate.campaign(stop).await {
-                Ok(o) => break o,
-                Err(crate::ha::ElectionError::Stopped) => return None,
-                Err(e) => {
-                    warn!(error = %e, retry_in = ?retry, "campaign failed");
-                    tokio::select! {
-                        () = stop.cancelled() => return None,
-                        () = tokio::time::sleep(retry) => {}
-                    }
-                    retry = (retry * 2).min(MAX_RETRY);
-                }
-            }
-        };
-        let fence = ownership.fence();
-        let _ = self.fence.set(fence.clone());
-        let me = self.candidate.member();
-        info!(
-            instance = %me.instance_id,
-            checkpoint = self.checkpoint.borrow().0,
-            "owns the HA group: capture starts from the checkpoint"
-        );
-        verdicts
-            .status
-            .ha_owner(Some((me.instance_id.clone(), me.mysql.clone())));
-        tokio::spawn(publish_end(
-            ownership,
-            self.files.clone(),
-            stop.clone(),
-            (self.abrupt.clone(), self.store_closed.clone()),
-        ));
-        Some(fence)
-    }
-}
-
-/// Publishes the durable binlog end under the group's prefix while this instance owns it
-/// (conditional on the owner key, see [`crate::ha::Ownership::publish_end`]); resigns when the
-/// app stops and the writer has closed the store, so a standby takes over at once.
-async fn publish_end(
-    ownership: crate::ha::Ownership,
-    files: BinlogFiles,
-    stop: CancellationToken,
-    (abrupt, store_closed): (Arc<AtomicBool>, CancellationToken),
-) {
-    let fence = ownership.fence();
-    let mut end = files.subscribe();
-    loop {
-        let text = {
-            let (pos, gtids) = files.status();
-            serde_json::json!({
-                "file": files.file_name(pos.file_seq),
-                "pos": pos.offset,
-                "gtid_executed": gtids.to_string(),
-            })
-            .to_string()
-        };
-        if let Err(e) = ownership.publish_end(&text).await {
-            debug!(error = %e, "publishing the binlog end");
-        }
-        tokio::select! {
-            () = stop.cancelled() => break,
-            () = fence.lost() => break,
-            changed = end.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-                // At most ten a second.
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-    if !fence.is_lost() && !abrupt.load(Ordering::SeqCst) {
-        // The lease is kept alive meanwhile; a writer that does not finish in time is not
-        // waited for (its close is then refused, and the next start recovers the store).
-        let _ = tokio::time::timeout(STORE_CLOSE_WAIT, store_closed.cancelled()).await;
-        if let Err(e) = ownership.resign().await {
-            warn!(error = %e, "resigning the ownership");
-        } else {
-            info!("resigned the ownership");
-        }
-    }
-}
-
-/// Where the relay reports what happened to capture.
-struct Verdicts {
-    status: Arc<CaptureStatus>,
-    /// A capture stopped for good stops the app (non-zero exit) instead of leaving the server
-    /// serving the binlog.
-    exit_on_stop: bool,
-    failure: Arc<Failure>,
-}
-
-/// Changefeed → writer thread; flushed checkpoints → changefeed.
-///
-/// After a transient error capture restarts from the durable checkpoint, with a backoff; after
-/// a definite one ([`crate::changefeed::is_definite`]) it stops for good with one error line,
-/// and the server keeps serving the binlog (the writer stays up for purges) until the app
-/// stops, or the app stops now if so configured.
-#[allow(clippy::too_many_arguments)]
-async fn relay(
-    first: Option<anyhow::Result<Changefeed>>,
-    owner: Option<OwnerGate>,
-    mut cfg: ChangefeedConfig,
-    out: mpsc::Sender<WriterMsg<ChangeEvent>>,
-    queue: ByteBudget,
-    mut flushed: watch::Receiver<Ts>,
-    stop: CancellationToken,
-    verdicts: Verdicts,
-) {
-    // When the changefeed in `next` was asked for: the first resolved ts it yields says how
-    // long capture took to start (regions scanned, frontier past the start).
-    let mut started = std::time::Instant::now();
-    let mut next = match (first, owner) {
-        (Some(f), _) => f,
-        (None, Some(owner)) => {
-            // A standby follows the owner's binlog until its campaign is won; then capture
-            // resumes from this instance's own checkpoint, regenerating whatever the old owner
-            // wrote after it (what the follower still had queued is dropped by the writer).
-            let follow_stop = stop.child_token();
-            verdicts
-                .status
-                .ha_member(&owner.candidate.member().instance_id);
-            let follower = follow::follow(
-                &owner.candidate,
-                owner.follow.clone(),
-                out.clone(),
-                &verdicts.status,
-                follow_stop.clone(),
-            );
-            let won = async {
-                let fence = owner.campaign(&stop, &verdicts).await;
-                follow_stop.cancel();
-                fence
-            };
-            let ((), fence) = tokio::join!(follower, won);
-            let Some(fence) = fence else {
-                let _ = out.send(WriterMsg::Stop).await;
-                return;
-            };
-            {
-                let (stop, failure) = (stop.clone(), verdicts.failure.clone());
-                tokio::spawn(async move {
-                    tokio::select! {
-                        biased;
-                        () = stop.cancelled() => {}
-                        // A clean stop resigns, which loses the fence too: not a failure.
-                        () = fence.lost() => {
-                            if stop.is_cancelled() {
-                                return;
-                            }
-                            failure.set(anyhow::anyhow!(
-                                "lost the ownership of the HA group: stopped writing; start again \
-                                 to rejoin as a standby"
-                            ));
-                            stop.cancel();
-                        }
-                    }
-                });
-            }
-            cfg.start_ts = *flushed.borrow();
-            started = std::time::Instant::now();
-            let feed = start_changefeed(&cfg, &stop).await;
-            if let Ok(f) = &feed {
-                owner.history.start_from(f.schema().borrow().clone());
-            }
-            feed
-        }
-        (None, None) => {
-            let _ = out.send(WriterMsg::Stop).await;
-            return;
-        }
-    };
-    let mut retry = FIRST_RETRY;
-    loop {
-        let error = match next {
-            Ok(mut f) => {
-                verdicts.status.running();
-                let error = pump(
-                    &mut f,
-                    &out,
-                    &queue,
-                    &mut flushed,
-                    &stop,
-                    (&mut retry, started),
-                )
-                .await;
-                f.close().await;
-                let Some(error) = error else { break };
-                // The writer drops the transaction it had open.
-                if out.send(WriterMsg::Reset).await.is_err() {
-                    break;
-                }
-                error
-            }
-            Err(e) => e,
-        };
-        if stop.is_cancelled() {
-            break;
-        }
-        let text = format!("{error:#}");
-        if crate::changefeed::is_definite(&error) {
-            tracing::error!(
-                error = %text,
-                checkpoint = flushed.borrow().0,
-                "capture stopped for good: retrying cannot fix this; the binlog written so far \
-                 is still served"
-            );
-            verdicts.status.stopped(text);
-            if verdicts.exit_on_stop {
-                verdicts
-                    .failure
-                    .set(error.context("capture stopped for good"));
-                stop.cancel();
-            }
-            stop.cancelled().await;
-            break;
-        }
-        warn!(
-            error = %text,
-            checkpoint = flushed.borrow().0,
-            retry_in = ?retry,
-            "capture failed; restarting from the checkpoint"
-        );
-        verdicts.status.retrying(text);
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(retry) => {}
-        }
-        retry = (retry * 2).min(MAX_RETRY);
-        cfg.start_ts = *flushed.borrow();
-        started = std::time::Instant::now();
-        next = start_changefeed(&cfg, &stop).await;
-    }
-    // Ends the writer even while server sessions still hold purge senders.
-    let _ = out.send(WriterMsg::Stop).await;
-}
-
-/// Moves events until a stop (`None`) or a changefeed error (`Some`).
-async fn pump(
-    feed: &mut Changefeed,
-    out: &mpsc::Sender<WriterMsg<ChangeEvent>>,
-    queue: &ByteBudget,
-    flushed: &mut watch::Receiver<Ts>,
-    stop: &CancellationToken,
-    (retry, started): (&mut Duration, std::time::Instant),
-) -> Option<anyhow::Error> {
-    let mut resolved_once = false;
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return None,
-            changed = flushed.changed() => {
-                if changed.is_err() {
-                    // The writer is gone (it failed and cancelled `stop`).
-                    return None;
-                }
-                feed.advance_checkpoint(*flushed.borrow_and_update());
-            }
-            ev = feed.next() => match ev {
-                Some(Ok(ev)) => {
-                    if let ChangeEvent::Resolved(ts) = &ev {
-                        *retry = FIRST_RETRY;
-                        if !resolved_once {
-                            resolved_once = true;
-                            info!(
-                                resolved_ts = ts.0,
-                                after_ms = started.elapsed().as_millis() as u64,
-                                "capture running: the first resolved ts"
-                            );
-                        }
-                    }
-                    let cost = queue.cost(queue_cost(&ev));
-                    tokio::select! {
-                        _ = stop.cancelled() => return None,
-                        () = queue.take(cost) => {}
-                    }
-                    tokio::select! {
-                        _ = stop.cancelled() => return None,
-                        sent = out.send(WriterMsg::Event(ev, cost)) => {
-                            if sent.is_err() {
-                                return None;
-                            }
-                        }
-                    }
-                }
-                Some(Err(e)) => return Some(anyhow::Error::new(e)),
-                None => return Some(anyhow::anyhow!("the changefeed ended")),
-            },
         }
     }
 }

@@ -26,6 +26,8 @@
 //! regained: the member campaigns again with a new lease.
 
 pub mod election;
+pub mod follow;
+pub mod gate;
 
 pub use election::{
     Candidate, ElectionConfig, ElectionError, Fence, Fenced, MemberInfo, Ownership,

@@ -41,7 +41,7 @@ const MAX_RETRY: Duration = Duration::from_secs(5);
 
 /// Who follows and how it logs in.
 #[derive(Debug, Clone)]
-pub(super) struct FollowConfig {
+pub struct FollowConfig {
     pub user: String,
     pub password: String,
     /// The server id this standby registers with (never the group's own server id).
@@ -55,7 +55,7 @@ pub(super) struct FollowConfig {
 }
 
 /// The replica server id of an instance: a hash of its id, never 0 nor the group's own.
-pub(super) fn replica_server_id(instance_id: &str, own: u32) -> u32 {
+pub fn replica_server_id(instance_id: &str, own: u32) -> u32 {
     let h = crc32fast::hash(instance_id.as_bytes()) | 0x8000_0000;
     if h == own {
         h ^ 1
@@ -65,7 +65,7 @@ pub(super) fn replica_server_id(instance_id: &str, own: u32) -> u32 {
 }
 
 /// Follows whoever owns the group until `stop`.
-pub(super) async fn follow(
+pub async fn follow(
     candidate: &Candidate,
     cfg: FollowConfig,
     out: mpsc::Sender<WriterMsg<ChangeEvent>>,
@@ -238,7 +238,9 @@ async fn follow_once(
                         // A DDL changes what SQL reads see from its position on.
                         let catalog = if last == EventType::QUERY {
                             let ts = crate::model::Ts(tag.commit_ts);
-                            match super::catalog_at(&cfg.pd, ts, cfg.filter.clone()).await {
+                            match crate::changefeed::catalog_at(&cfg.pd, ts, cfg.filter.clone())
+                                .await
+                            {
                                 Ok(c) => Some(c),
                                 Err(e) => {
                                     warn!(error = %format!("{e:#}"), commit_ts = tag.commit_ts,

@@ -33,6 +33,8 @@
 //! captured for a while are dropped by the mounter.
 //! [`ChangefeedConfig::push_down`] off captures the whole table key space `[t, u)` instead.
 
+pub mod supervisor;
+
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
@@ -624,6 +626,32 @@ fn mount_chunk(
         open.yielded = true;
     }
     Ok(evs)
+}
+
+/// The included tables as TiDB's schema had them at `ts` (read from its meta keys), for an
+/// HA standby, which captures nothing: at start (its checkpoint) and after each DDL it relays
+/// (that DDL's commit ts).
+pub async fn catalog_at(
+    pd: &PdClient,
+    ts: Ts,
+    filter: TableFilter,
+) -> anyhow::Result<crate::mounter::Catalog> {
+    use anyhow::Context as _;
+    let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
+        pd.clone(),
+        crate::capture::snapshot::SnapshotConfig::default(),
+    ));
+    let reader = crate::capture::snapshot::BlockingSnapshotReader::new(
+        reader,
+        tokio::runtime::Handle::current(),
+    );
+    let store = tokio::task::spawn_blocking(move || {
+        crate::mounter::SchemaStore::bootstrap(&reader, ts, filter)
+    })
+    .await
+    .context("schema read task")?
+    .with_context(|| format!("read the schema at {}", ts.0))?;
+    Ok(crate::changefeed::schema_snapshot(&store))
 }
 
 #[cfg(test)]
