@@ -1,65 +1,56 @@
-//! The top-level wiring: changefeed → binlog store → MySQL replication server.
+//! The top-level wiring: changefeed → binlog sink → MySQL replication server. Each part lives
+//! in its stage; this module only starts them, joins them and stops them.
 //!
 //! ```text
-//!  PD/TiKV ─► Changefeed ─► relay task ─► writer thread ─► BinlogStore (files, fsync)
-//!                 ▲             │  (bounded channel)         │ durable end watch
-//!                 └─ checkpoint ┘◄── flushed checkpoint ─────┤
-//!                                                            ▼
-//!                                    Server ◄── StoreSource (BinlogFiles), SchemaView
+//!  PD/TiKV ─► Changefeed ─► relay task ─────► binlog sink ─► BinlogStore (files, fsync)
+//!             (changefeed)  (changefeed::     (binlog_store::  │ durable end watch
+//!                 ▲          supervisor)       sink)           │
+//!                 └─ checkpoint ◄── flushed checkpoint ────────┤
+//!                                                              ▼
+//!                        Server ◄── StoreSource (binlog_store::source), SchemaView
+//!                        (server)   snapshot reads (capture::read)
 //! ```
 //!
-//! * Start: open the store (recovery); capture from the recovered checkpoint, else the
-//!   configured start ts, else PD's current TSO. `server_uuid` is derived from the TiDB
-//!   cluster id unless configured, so a restart keeps the GTID source.
-//! * Writer thread (blocking: the store fsyncs): row pieces → `begin_txn`/`write_rows`/
-//!   `commit_txn`, DDL → `write_ddl`; a transaction the binlog already has (a restart resends
-//!   everything after the checkpoint) is skipped whole. `Resolved(ts)` → `flush(ts)` (group
-//!   commit + checkpoint), then the changefeed's checkpoint advances to `ts`. Between resolved
-//!   ts, a transaction with a higher commit ts than the last one proves that everything up to
-//!   `commit_ts - 1` is written (they come in commit order): after
-//!   [`INTERMEDIATE_CHECKPOINT`] without a flush, the writer checkpoints there. A catch-up
-//!   batch (one resolved ts after minutes of history) thus makes progress that survives a
-//!   crash, instead of being redone whole by every restart.
-//! * A changefeed error restarts capture from the durable checkpoint (the writer drops an open
-//!   transaction first). A store error stops the app.
-//! * Stop: cancel the token; the writer closes the store cleanly.
+//! * Start ([`App::start`], its steps in `start.rs`): reach PD, open the store (recovery);
+//!   capture from the recovered checkpoint, else the configured start ts, else PD's current
+//!   TSO. `server_uuid` is derived from the TiDB cluster id unless configured, so a restart
+//!   keeps the GTID source. Then the sink, the listeners, in an HA group the owner gate
+//!   (`ha::gate`), the relay task, the progress log and the status listener.
+//! * The sink and the relay are documented where they live: `binlog_store/sink.rs` (group
+//!   commit, intermediate checkpoints, purges, relayed transactions) and
+//!   `changefeed/supervisor.rs` (restarts after errors, a capture stopped for good).
+//! * Stop: cancel the token; the sink closes the store cleanly.
 
 pub mod config;
+mod data_dir;
 #[cfg(feature = "sim")]
 pub mod demo;
+mod progress;
+mod start;
 mod status_http;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use anyhow::Context as _;
 use tibinlog_protocol::binlog::Sid;
 use tibinlog_protocol::wire::auth::AuthMethod;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
-use crate::binlog_store::{BinlogFiles, BinlogStore, StoreConfig};
-use crate::budget::ByteBudget;
-use crate::capture::pd::{PdClient, PdConfig};
-use crate::capture::puller::PullerConfig;
-use crate::changefeed::{catalog_at, ChangefeedConfig};
+use crate::binlog_store::BinlogFiles;
 use crate::model::Ts;
 use crate::mounter::TableFilter;
-use crate::server::status::{CaptureState, CaptureStatus};
-use crate::server::{BinlogSource, SchemaProvider, Server, ServerConfig, Shared, TlsFiles};
+use crate::server::{BinlogSource, SchemaProvider, Server, Shared, TlsFiles};
 
-use crate::binlog_store::catalog_history::{SchemaHistory, SchemaView};
-use crate::binlog_store::sink::{self, Sink, SinkStats};
+use crate::binlog_store::catalog_history::SchemaView;
+use crate::binlog_store::sink::{self, SinkStats};
 use crate::binlog_store::source::StoreSource;
-use crate::changefeed::supervisor::{
-    relay, start_changefeed, Failure, Verdicts, WRITER_CHANNEL, WRITER_QUEUE_BYTES,
-};
-use crate::ha::gate::OwnerGate;
+use crate::changefeed::supervisor::{relay, Failure, Verdicts};
 
 /// Namespace of the name-based server UUIDs (`uuid5(NAMESPACE, "tidb-cluster:<id>")`).
 const UUID_NAMESPACE: [u8; 16] = 0x6f1c_0b2e_52a4_4c4e_9a57_3d0b_7f2e_91c4_u128.to_be_bytes();
@@ -147,6 +138,9 @@ pub struct AppConfig {
 }
 
 pub use crate::ha::gate::HaConfig;
+pub use data_dir::{
+    check_instance_id, instance_id, record_filter, FILTER_RECORD, INSTANCE_ID_FILE,
+};
 
 impl AppConfig {
     /// Defaults: every table, server id 1, root without password, 1 GiB files.
@@ -199,110 +193,6 @@ pub fn gc_service_id(server_uuid: &Sid, instance_id: &str) -> String {
     format!("tibinlog-{server_uuid}-{instance_id}")
 }
 
-/// File in the data directory that keeps the generated instance id.
-pub const INSTANCE_ID_FILE: &str = "instance-id";
-
-/// `id` when it is a valid instance id: 1 to 64 letters, digits, `.`, `_` or `-` (it becomes
-/// part of a PD service id and of etcd keys).
-pub fn check_instance_id(id: &str) -> anyhow::Result<&str> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if !ok {
-        anyhow::bail!("instance id {id:?}: use 1 to 64 letters, digits, '.', '_' or '-'");
-    }
-    Ok(id)
-}
-
-/// The instance id: the configured one, else the one kept in the data directory, else a new
-/// random one written there (so it survives restarts and never depends on the host's name).
-pub fn instance_id(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<String> {
-    if let Some(id) = configured {
-        return Ok(check_instance_id(id)?.to_owned());
-    }
-    let path = data_dir.join(INSTANCE_ID_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            return check_instance_id(text.trim())
-                .map(str::to_owned)
-                .with_context(|| format!("in {}", path.display()))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
-    }
-    let mut random = [0u8; 6];
-    aws_lc_rs::rand::fill(&mut random).map_err(|_| anyhow::anyhow!("no random bytes"))?;
-    let id = hex::encode(random);
-    std::fs::create_dir_all(data_dir).with_context(|| format!("create {}", data_dir.display()))?;
-    let tmp = data_dir.join(format!("{INSTANCE_ID_FILE}.tmp"));
-    std::fs::write(&tmp, format!("{id}\n"))
-        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(id)
-}
-
-/// File in the data directory that records the table filter its binlog was written with.
-pub const FILTER_RECORD: &str = "table-filter.json";
-
-/// The table filter is fixed for the life of a data directory: a binlog whose filter changed
-/// midway would start tables without their CREATE and rows, and stop others without a trace.
-/// The first start records the rules; a later start with other rules is refused.
-pub fn record_filter(data_dir: &Path, rules: &[String]) -> anyhow::Result<()> {
-    #[derive(serde::Serialize, serde::Deserialize)]
-    struct Record {
-        rules: Vec<String>,
-    }
-    let path = data_dir.join(FILTER_RECORD);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let rec: Record = serde_json::from_slice(&bytes)
-                .with_context(|| format!("read the recorded table filter {}", path.display()))?;
-            if rec.rules != rules {
-                let show = |r: &[String]| {
-                    if r.is_empty() {
-                        "every table".to_owned()
-                    } else {
-                        format!("{r:?}")
-                    }
-                };
-                anyhow::bail!(
-                    "the table filter is {} but the binlog in {} was written with {}: a filter \
-                     cannot change for a binlog that exists (tables it adds would start without \
-                     their earlier rows, tables it removes would stop without a trace); start \
-                     with the recorded rules, or with a new data directory",
-                    show(rules),
-                    data_dir.display(),
-                    show(&rec.rules)
-                );
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(data_dir)
-                .with_context(|| format!("create the data directory {}", data_dir.display()))?;
-            let tmp = data_dir.join(format!("{FILTER_RECORD}.tmp"));
-            let bytes = serde_json::to_vec(&Record {
-                rules: rules.to_vec(),
-            })?;
-            let write = || -> std::io::Result<()> {
-                use std::io::Write as _;
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(&bytes)?;
-                f.sync_all()?;
-                std::fs::rename(&tmp, &path)?;
-                std::fs::File::open(data_dir)?.sync_all()
-            };
-            write().with_context(|| format!("record the table filter in {}", path.display()))
-        }
-        Err(e) => {
-            Err(e).with_context(|| format!("read the recorded table filter {}", path.display()))
-        }
-    }
-}
-
 /// A running app.
 #[derive(Debug)]
 pub struct App {
@@ -338,374 +228,109 @@ impl App {
     /// [`Self::wait`] returns) or when a part fails. Needs a multi-threaded runtime.
     pub async fn start(cfg: AppConfig, cancel: CancellationToken) -> anyhow::Result<App> {
         let stop = cancel.child_token();
-        if cfg.pd_addrs.is_empty() {
-            anyhow::bail!("no PD address given");
-        }
-        let cluster_tls = match &cfg.cluster_tls {
-            Some(files) => {
-                Some(crate::security::ClusterTls::from_files(files).context("TLS to PD and TiKV")?)
-            }
-            None => None,
-        };
-        let pd_config = {
-            let mut c = PdConfig::new(cfg.pd_addrs.clone());
-            c.tls = cluster_tls.clone();
-            c
-        };
-        let pd_cancel = stop.child_token();
-        // Stops the PD client's tasks on every way out of this function.
-        let _pd_guard = pd_cancel.clone().drop_guard();
-        let pd = PdClient::connect(pd_config.clone(), pd_cancel.clone())
-            .await
-            .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
-        let cluster_id = pd.cluster_id();
-        let server_uuid = cfg
-            .server_uuid
-            .unwrap_or_else(|| server_uuid_for_cluster(cluster_id));
-        let tso = match cfg.start_ts {
-            Some(ts) => ts,
-            None => pd.tso().await.context("get a timestamp from PD")?,
-        };
-        drop(pd);
+        let prepared = start::prepare(&cfg, &stop).await?;
+        Self::assemble(cfg, stop, prepared).await
+    }
 
-        // Bound first: a taken port fails the start before anything is opened.
-        let status_listener = match cfg.status_listen {
-            Some(addr) => Some(
-                tokio::net::TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("cannot listen on {addr} for the status API"))?,
-            ),
-            None => None,
-        };
-        record_filter(&cfg.data_dir, &cfg.filter_rules)?;
-        let instance_id = instance_id(cfg.instance_id.as_deref(), &cfg.data_dir)?;
-        let metrics = Arc::new(crate::metrics::Metrics::new());
-        let mut store_cfg = StoreConfig::new(cfg.binlog_dir(), cfg.server_id, server_uuid);
-        store_cfg.max_binlog_size = cfg.max_binlog_size;
-        store_cfg.expire_logs_seconds = cfg.expire_logs_seconds;
-        store_cfg.row_metadata = cfg.row_metadata;
-        store_cfg.server_version = crate::server::server_version();
-        store_cfg.first_file_ts = tso;
-        store_cfg.metrics = metrics.binlog.clone();
-        let checksum = store_cfg.checksum;
-        let (store, recovery) = {
-            let c = store_cfg.clone();
-            tokio::task::spawn_blocking(move || BinlogStore::open(c))
-                .await
-                .context("store open task")?
-                .with_context(|| {
-                    format!("open the binlog store in {}", cfg.binlog_dir().display())
-                })?
-        };
-        let start_ts = match recovery.checkpoint {
-            Some(cp) => cp,
-            None => {
-                if !recovery.created && recovery.last_written.is_some() {
-                    warn!("the binlog has transactions but no checkpoint; capture starts at the configured start ts");
-                }
-                tso
-            }
-        };
-        info!(
-            cluster_id,
-            %server_uuid,
-            start_ts = start_ts.0,
-            recovered_checkpoint = ?recovery.checkpoint.map(|t| t.0),
-            next_gno = recovery.next_gno,
-            truncated_bytes = recovery.truncated_bytes,
-            dropped_records = recovery.dropped_records,
-            created = recovery.created,
-            "binlog store open"
-        );
-        let files = store.files();
-
-        let sorter_metrics = crate::sorter::MetricsHandle::default();
-        let feed_cfg = {
-            let mut c = ChangefeedConfig::new(
-                cfg.pd_addrs.clone(),
-                start_ts,
-                cfg.filter.clone(),
-                cfg.data_dir.join("sorter"),
-            );
-            if let Some(b) = cfg.max_chunk_bytes {
-                c.sorter.max_chunk_bytes = b;
-            }
-            c.sorter.memory_quota_bytes = cfg.sorter_memory_quota_bytes;
-            c.sorter.block_cache_bytes = cfg.sorter_block_cache_bytes;
-            c.sorter.metrics = sorter_metrics.clone();
-            // One safe point per instance: the members of an HA group each hold theirs, so
-            // the history stays until the slowest of them has it.
-            c.gc_service_id = gc_service_id(&server_uuid, &instance_id);
-            c.tls = cluster_tls.clone();
-            c.gc_ttl = cfg.gc_ttl;
-            c.prewrite_memory_bytes = cfg.prewrite_memory_bytes;
-            let mut p = PullerConfig::new(cfg.pd_addrs.clone(), Vec::new(), start_ts);
-            p.pd = pd_config.clone();
-            p.scan_limit_per_store = cfg.incremental_scan_limit;
-            p.matcher.pending_bytes_limit = cfg.pending_txn_bytes;
-            p.metrics = metrics.capture.clone();
-            c.puller = Some(p);
-            c
-        };
-        // A capture that cannot start for good still leaves a binlog to serve, unless there is
-        // none yet (a new deployment with, say, a start ts PD already collected: say so now).
-        // In an HA group capture starts once this instance owns the group (see `relay`).
-        let feed = if cfg.ha.is_some() {
-            None
-        } else {
-            Some(match start_changefeed(&feed_cfg, &stop).await {
-                Err(e) if recovery.created && crate::changefeed::is_definite(&e) => return Err(e),
-                r => r,
-            })
-        };
-        let capture = Arc::new(CaptureStatus::default());
-
-        // Snapshot reads of tables for SQL clients, on a PD client of their own.
-        let sql_pd = PdClient::connect(pd_config.clone(), stop.child_token())
-            .await
-            .with_context(|| format!("connect to PD at {}", cfg.pd_addrs.join(",")))?;
-        let scan_holds = crate::capture::read::scan_holds::ScanHolds::default();
-        let snapshot: Option<Arc<dyn crate::sql::plan::SnapshotSource>> = {
-            let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
-                sql_pd.clone(),
-                crate::capture::snapshot::SnapshotConfig::default(),
-            ));
-            Some(Arc::new(crate::capture::read::TableReader::new(
-                crate::capture::snapshot::BlockingSnapshotReader::new(
-                    reader,
-                    tokio::runtime::Handle::current(),
-                ),
-                sql_pd.clone(),
-                tokio::runtime::Handle::current(),
-                scan_holds.clone(),
-            )))
-        };
-
-        let stats = Arc::new(SinkStats::default());
-        stats.next_gno.store(recovery.next_gno, Ordering::Relaxed);
-        stats.checkpoint.store(start_ts.0, Ordering::Relaxed);
-        let failure = Arc::new(Failure::default());
-        let abrupt = Arc::new(AtomicBool::new(false));
-        let (msg_tx, msg_rx) = mpsc::channel(WRITER_CHANNEL);
-        let queue = ByteBudget::new(WRITER_QUEUE_BYTES);
-        let (flushed_tx, flushed_rx) = watch::channel(start_ts);
+    /// Starts the sink, the listeners, the HA gate, the relay and the status listener.
+    async fn assemble(
+        cfg: AppConfig,
+        stop: CancellationToken,
+        p: start::Prepared,
+    ) -> anyhow::Result<App> {
+        let start::Prepared {
+            cluster,
+            status_listener,
+            instance_id,
+            metrics,
+            opened,
+            sorter_metrics,
+            feed_cfg,
+            feed,
+            capture,
+            reads,
+        } = p;
+        let (server_uuid, start_ts) = (cluster.server_uuid, opened.start_ts);
+        let files = opened.store.files();
         // The catalog at the checkpoint; DDLs the writer puts in the binlog change it.
-        // Without a capture (it could not start) the catalog is unknown: SQL sees no tables.
-        let catalog = match &feed {
-            Some(Ok(f)) => f.schema().borrow().clone(),
-            // An HA member serves reads before (or without) capturing: the schema at its
-            // checkpoint.
-            None if cfg.ha.is_some() => catalog_at(&sql_pd, start_ts, cfg.filter.clone())
-                .await
-                .unwrap_or_else(|e| {
-                    warn!(error = %format!("{e:#}"), "no catalog for SQL reads until this member captures");
-                    Arc::default()
-                }),
-            _ => Arc::default(),
-        };
-        let history = Arc::new(SchemaHistory::new(catalog));
-        // Set once this instance owns its HA group; the writer checks it before every write.
-        let fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>> = Arc::default();
-        let writer_fence = cfg.ha.is_some().then(|| fence.clone());
-        let mut store = store;
-        if let Some(fence) = writer_fence.clone() {
-            // Asked right before each system call that changes the files as well: a process
-            // paused in the middle of a group commit or a rotation (past its lease) completes
-            // at most the one call it was cleared for once it resumes. A standby (no fence
-            // yet) writes what it relays.
-            store.set_write_guard(crate::binlog_store::WriteGuard::new(move || {
-                match fence.get() {
-                    Some(f) => f
-                        .check()
-                        .map_err(|e| format!("lost the ownership of the HA group: {e}")),
-                    None => Ok(()),
-                }
-            }));
-        }
-
-        let store_closed = CancellationToken::new();
-        let writer = {
-            let (stats, failure, stop, abrupt) =
-                (stats.clone(), failure.clone(), stop.clone(), abrupt.clone());
-            let store_closed = store_closed.clone();
-            let (history, queue) = (history.clone(), queue.clone());
-            tokio::task::spawn_blocking(move || {
-                let mut w = Sink::new(store, queue, flushed_tx, stats, history, writer_fence);
-                let result = w.run(msg_rx, &abrupt);
-                store_closed.cancel();
-                if let Err(e) = result {
-                    failure.set(e.context("binlog writer"));
-                    stop.cancel();
-                }
-            })
-        };
+        let catalog = start::first_catalog(&cfg, &feed, &reads.pd, start_ts).await;
+        let next_gno = opened.recovery.next_gno;
+        let w = start::start_sink(
+            opened.store,
+            (next_gno, start_ts),
+            catalog,
+            cfg.ha.is_some(),
+            &stop,
+        );
 
         let source: Arc<dyn BinlogSource> = Arc::new(
-            StoreSource::new(files.clone(), checksum, msg_tx.clone())
+            StoreSource::new(files.clone(), opened.checksum, w.msg_tx.clone())
                 .with_row_metadata(cfg.row_metadata),
         );
         let schema: Arc<dyn SchemaProvider> =
-            Arc::new(SchemaView::new(history.clone(), files.clone()));
-        let rsa_key: Option<Arc<dyn tibinlog_protocol::wire::auth_exchange::RsaKey>> = {
-            let (configured, dir) = (cfg.rsa_private_key.clone(), cfg.data_dir.clone());
-            let key = tokio::task::spawn_blocking(move || {
-                crate::server::rsa_key::ServerRsaKey::load_or_create(configured.as_deref(), &dir)
-            })
-            .await
-            .context("load the RSA key")??;
-            Some(Arc::new(key))
-        };
-        let server_cfg = |listen, mariadb| ServerConfig {
-            listen,
-            mariadb,
-            users: cfg.users.clone(),
-            rsa_key: rsa_key.clone(),
-            server_id: cfg.server_id,
+            Arc::new(SchemaView::new(w.history.clone(), files.clone()));
+        let servers = start::bind_servers(
+            &cfg,
             server_uuid,
-            tls: cfg.tls.clone(),
-            // MariaDB greets with mysql_native_password, and its replicas' client library
-            // may not have caching_sha2_password.
-            auth_plugin: if mariadb {
-                AuthMethod::NativePassword
-            } else {
-                cfg.auth_plugin
-            },
-            net_write_timeout: cfg.net_write_timeout,
-            limits: cfg.limits,
-            metrics: metrics.server.clone(),
-            capture: Some(capture.clone()),
-            default_heartbeat: cfg.default_heartbeat,
-            snapshot: snapshot.clone(),
-            max_binlog_size: cfg.max_binlog_size,
-            expire_logs_seconds: cfg.expire_logs_seconds,
-        };
-        let bound = async {
-            let main = Server::bind(
-                server_cfg(cfg.listen, false),
-                source.clone(),
-                schema.clone(),
-            )
-            .await?;
-            // One server behind two listeners: the MariaDB-flavoured one shares the MySQL
-            // one's connections, sessions and snapshot holds.
-            let maria = match cfg.mariadb_listen {
-                Some(addr) => Some(
-                    main.bind_beside(server_cfg(addr, true), source.clone(), schema.clone())
-                        .await?,
-                ),
-                None => None,
-            };
-            Ok::<_, crate::server::ServerError>((main, maria))
-        };
-        let (server, maria) = match bound.await {
+            (source, schema),
+            (&metrics, &capture, &reads.source),
+        )
+        .await;
+        let (server, maria) = match servers {
             Ok(s) => s,
-            Err(e) => {
-                stop.cancel();
-                if let Some(Ok(f)) = feed {
-                    f.close().await;
-                }
-                drop(msg_tx);
-                let _ = writer.await;
-                return Err(e).context("start the MySQL server");
-            }
+            Err(e) => return Err(start::abandon(e, &stop, feed, w.msg_tx, w.writer).await),
         };
         let local_addr = server.local_addr();
         let mariadb_addr = maria.as_ref().map(Server::local_addr);
         let shared = server.shared();
-        history.keep_for(shared.registry.snapshot_hold());
-        // GC holds for SQL reads: the snapshots sessions pinned on either listener (one
-        // registry), and every running scan, each under a service id of its own (PD keeps the
-        // oldest of all).
-        let sql_holds = [
-            ("sql", shared.registry.snapshot_hold()),
-            ("sql-scans", scan_holds.watch()),
-        ];
-        for (what, hold) in sql_holds {
-            tokio::spawn(crate::capture::read::hold_snapshots(
-                sql_pd.clone(),
-                format!("tibinlog-{server_uuid}-{instance_id}-{what}"),
-                hold,
-                stop.clone(),
-            ));
-        }
-        let mariadb_server = maria.map(|maria| {
-            let (failure, stop) = (failure.clone(), stop.clone());
-            tokio::spawn(async move {
-                if let Err(e) = maria.run(stop.clone()).await {
-                    failure.set(anyhow::Error::new(e).context("MariaDB-flavoured server"));
-                    stop.cancel();
-                }
-            })
-        });
-        let server = {
-            let (failure, stop) = (failure.clone(), stop.clone());
-            tokio::spawn(async move {
-                if let Err(e) = server.run(stop.clone()).await {
-                    failure.set(anyhow::Error::new(e).context("MySQL server"));
-                    stop.cancel();
-                }
-            })
-        };
+        w.history.keep_for(shared.registry.snapshot_hold());
+        start::hold_sql_snapshots(
+            &reads,
+            &shared,
+            &format!("tibinlog-{server_uuid}-{instance_id}"),
+            &stop,
+        );
+        let mariadb_server =
+            maria.map(|m| start::run_server(m, "MariaDB-flavoured server", &w.failure, &stop));
+        let server = start::run_server(server, "MySQL server", &w.failure, &stop);
 
-        let checkpoint = flushed_rx.clone();
+        let checkpoint = w.flushed_rx.clone();
         tokio::spawn(sink::expire_binlogs(
-            msg_tx.clone(),
+            w.msg_tx.clone(),
             cfg.expire_logs_seconds,
             stop.clone(),
         ));
-        let standby_gc = {
-            let mut g = crate::capture::gc_keeper::GcKeeperConfig::new(gc_service_id(
-                &server_uuid,
-                &instance_id,
-            ));
-            g.ttl = cfg.gc_ttl;
-            g
+        let standby = start::Standby {
+            fence: w.fence,
+            history: w.history.clone(),
+            files: files.clone(),
+            abrupt: w.abrupt.clone(),
+            store_closed: w.store_closed.clone(),
+            pd: reads.pd.clone(),
+            checkpoint: checkpoint.clone(),
         };
-        let owner = match &cfg.ha {
-            Some(ha) => Some(
-                match OwnerGate::connect(
-                    ha,
-                    &cfg.pd_addrs,
-                    (server_uuid, cfg.server_id),
-                    &instance_id,
-                    local_addr,
-                    fence,
-                    history.clone(),
-                    files.clone(),
-                    (abrupt.clone(), store_closed.clone()),
-                    (sql_pd.clone(), standby_gc, checkpoint.clone()),
-                    cfg.filter.clone(),
-                )
-                .await
-                {
-                    Ok(gate) => gate,
-                    Err(e) => {
-                        // Nothing may keep running after a failed start.
-                        stop.cancel();
-                        drop(msg_tx);
-                        let _ = writer.await;
-                        return Err(e);
-                    }
-                },
-            ),
-            None => None,
-        };
+        let owner =
+            match start::join_if_ha(&cfg, (server_uuid, &instance_id, local_addr), standby).await {
+                Ok(owner) => owner,
+                // Nothing may keep running after a failed start.
+                Err(e) => return Err(start::abandon(e, &stop, None, w.msg_tx, w.writer).await),
+            };
         let relay = tokio::spawn(relay(
             feed,
             owner,
             feed_cfg,
-            msg_tx,
-            queue,
-            flushed_rx,
+            w.msg_tx,
+            w.queue,
+            w.flushed_rx,
             stop.clone(),
             Verdicts {
                 status: capture.clone(),
                 exit_on_stop: cfg.exit_on_capture_stop,
-                failure: failure.clone(),
+                failure: w.failure.clone(),
             },
         ));
-        let progress = tokio::spawn(progress_log(
-            stats.clone(),
+        let progress = tokio::spawn(progress::progress_log(
+            w.stats.clone(),
             capture.clone(),
             files.clone(),
             metrics.capture.clone(),
@@ -714,20 +339,19 @@ impl App {
         ));
         let (status_addr, status) = match status_listener {
             Some(listener) => {
-                let server = shared.clone();
-                let view = Arc::new(status_http::StatusView {
+                let view = status_http::StatusView {
                     metrics: metrics.clone(),
-                    stats: stats.clone(),
+                    stats: w.stats.clone(),
                     capture: capture.clone(),
                     files: files.clone(),
-                    server,
+                    server: shared.clone(),
                     sorter: sorter_metrics,
                     server_id: cfg.server_id,
                     server_uuid: server_uuid.to_string(),
                     started: std::time::Instant::now(),
                     history: Default::default(),
-                });
-                let (a, t) = status_http::serve(listener, view, stop.clone())?;
+                };
+                let (a, t) = status_http::serve(listener, Arc::new(view), stop.clone())?;
                 (Some(a), Some(t))
             }
             None => (None, None),
@@ -745,12 +369,12 @@ impl App {
             binlog_dir: cfg.binlog_dir(),
             files,
             checkpoint,
-            stats,
+            stats: w.stats,
             shared,
             stop,
-            abrupt,
-            failure,
-            writer,
+            abrupt: w.abrupt,
+            failure: w.failure,
+            writer: w.writer,
             relay,
             server,
             mariadb_server,
@@ -896,120 +520,10 @@ impl App {
     }
 }
 
-/// Logs a progress line every `every`: transactions written, next GNO, checkpoint, lag.
-async fn progress_log(
-    stats: Arc<SinkStats>,
-    capture: Arc<CaptureStatus>,
-    files: BinlogFiles,
-    regions: crate::metrics::CaptureMetrics,
-    every: Duration,
-    stop: CancellationToken,
-) {
-    if every.is_zero() {
-        return;
-    }
-    let mut tick = tokio::time::interval(every);
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let checkpoint = Ts(stats.checkpoint.load(Ordering::Relaxed));
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let lag_ms = now_ms.saturating_sub(checkpoint.physical_ms());
-        let (file, pos) = files.current_end();
-        let report = capture.report();
-        if report.state != CaptureState::Running {
-            warn!(
-                capture = report.state.name(),
-                error = %report.last_error,
-                checkpoint = checkpoint.0,
-                file,
-                pos,
-                "progress: capture is not running"
-            );
-            continue;
-        }
-        let (queued, initializing, normal) = regions.region_totals();
-        if queued + initializing > 0 {
-            let total = queued + initializing + normal;
-            info!(
-                initialized = normal,
-                scanning = initializing,
-                queued,
-                total,
-                "initial scan: {:.1}% of regions initialized",
-                normal as f64 * 100.0 / total as f64
-            );
-        }
-        info!(
-            txns = stats.txns.load(Ordering::Relaxed),
-            skipped = stats.skipped.load(Ordering::Relaxed),
-            gno = stats.next_gno.load(Ordering::Relaxed).saturating_sub(1),
-            checkpoint = checkpoint.0,
-            lag_ms,
-            file,
-            pos,
-            "progress"
-        );
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_data_directory_keeps_the_filter_it_was_written_with() {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let rules = vec!["shop.*".to_owned(), "!shop.tmp".to_owned()];
-        record_filter(&data, &rules).unwrap();
-        // The same rules start again; other rules, or none, are refused with both named.
-        record_filter(&data, &rules).unwrap();
-        let e = format!(
-            "{:#}",
-            record_filter(&data, &["shop.*".to_owned()]).unwrap_err()
-        );
-        assert!(
-            e.contains("!shop.tmp") && e.contains("new data directory"),
-            "{e}"
-        );
-        let e = format!("{:#}", record_filter(&data, &[]).unwrap_err());
-        assert!(e.contains("every table"), "{e}");
-        // A damaged record is an error, not a fresh start.
-        std::fs::write(data.join(FILTER_RECORD), b"{").unwrap();
-        assert!(record_filter(&data, &rules).is_err());
-    }
-
-    #[test]
-    fn the_instance_id_is_made_once_and_kept_in_the_data_directory() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let made = instance_id(None, dir.path()).expect("made");
-        assert_eq!(made.len(), 12);
-        assert_eq!(instance_id(None, dir.path()).expect("kept"), made);
-        let other = tempfile::tempdir().expect("tempdir");
-        assert_ne!(instance_id(None, other.path()).expect("made"), made);
-        // A configured one wins (and is not written).
-        assert_eq!(
-            instance_id(Some("node-b.1"), dir.path()).expect("configured"),
-            "node-b.1"
-        );
-        assert_eq!(instance_id(None, dir.path()).expect("kept"), made);
-        for bad in ["", "a/b", "a b", &"x".repeat(65)] {
-            assert!(instance_id(Some(bad), dir.path()).is_err(), "{bad:?}");
-        }
-        std::fs::write(dir.path().join(INSTANCE_ID_FILE), "bad id\n").expect("write");
-        assert!(instance_id(None, dir.path()).is_err());
-        assert_eq!(
-            gc_service_id(&server_uuid_for_cluster(1), "n1"),
-            format!("tibinlog-{}-n1", server_uuid_for_cluster(1))
-        );
-    }
 
     #[test]
     fn server_uuid_is_a_stable_v5_uuid_of_the_cluster_id() {

@@ -449,7 +449,7 @@ fn unix_now() -> u64 {
 const EXPIRY_CHECK: Duration = Duration::from_secs(60);
 
 /// `binlog_expire_logs_seconds`: asks the writer to purge expired files at start and then
-/// every [`EXPIRY_CHECK`] (the writer never purges the open file or one a reader is on).
+/// every `EXPIRY_CHECK` (the writer never purges the open file or one a reader is on).
 pub async fn expire_binlogs(
     writer: mpsc::Sender<WriterMsg<ChangeEvent>>,
     expire_secs: u64,
