@@ -66,6 +66,7 @@
 pub mod catalog_history;
 pub mod error;
 pub mod files;
+pub mod gate;
 pub mod index;
 pub mod map;
 pub mod recovery;

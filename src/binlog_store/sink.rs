@@ -13,6 +13,8 @@
 //! * Purges (`PURGE BINARY LOGS`, `binlog_expire_logs_seconds`) change the store, so they come
 //!   here as [`WriterMsg::Purge`] too; expiry also runs whenever the binlog rotated.
 //! * In an HA group every write is fenced by the ownership ([`crate::ha::Fence`]).
+//! * Which event may come where is the pure [`super::gate`]: an event out of order stops the
+//!   sink before it writes a byte.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::catalog_history::SchemaHistory;
+use super::gate::{Gate, Piece};
 use super::source::{self, Purge, PurgeRequest, WriterMsg};
 use super::{BinlogFiles, BinlogStore, StoreError};
 use crate::budget::ByteBudget;
@@ -50,10 +53,8 @@ pub struct Sink {
     store: Option<BinlogStore>,
     /// The byte bound of the queue this writer drains.
     queue: ByteBudget,
-    /// `(commit_ts, start_ts)` of a transaction being skipped (already in the binlog).
-    skipping: Option<(Ts, Ts)>,
-    /// A transaction is open in the store.
-    in_txn: bool,
+    /// Where the sink stands between the changefeed's events.
+    gate: Gate,
     flushed: watch::Sender<Ts>,
     stats: Arc<SinkStats>,
     /// Catalog versions for SQL answers, by binlog position.
@@ -92,8 +93,7 @@ impl Sink {
             files: store.files(),
             store: Some(store),
             queue,
-            skipping: None,
-            in_txn: false,
+            gate: Gate::Idle,
             flushed,
             stats,
             history,
@@ -126,7 +126,7 @@ impl Sink {
                     self.queue.give(cost);
                     written?;
                     let open = self.files.end_pos().file_seq;
-                    if open != self.expiry_seen && !self.in_txn {
+                    if open != self.expiry_seen && !self.gate.writing() {
                         self.expiry_seen = open;
                         self.on_purge(PurgeRequest {
                             purge: Purge::Expired(unix_now()),
@@ -188,9 +188,7 @@ impl Sink {
                     let _ = reply.send(answer);
                 }
                 WriterMsg::Reset => {
-                    self.skipping = None;
-                    if self.in_txn {
-                        self.in_txn = false;
+                    if self.gate.reset() {
                         self.store()?.abort_txn()?;
                     }
                 }
@@ -293,62 +291,38 @@ impl Sink {
         self.check_fence()?;
         match ev {
             ChangeEvent::Rows(p) => {
+                let key = (p.commit_ts, p.start_ts);
                 if p.first {
-                    if self.in_txn || self.skipping.is_some() {
-                        anyhow::bail!(
-                            "transaction {}@{} starts inside another one",
-                            p.start_ts.0,
-                            p.commit_ts.0
-                        );
-                    }
+                    self.gate.may_start(key)?;
                     self.maybe_checkpoint_before(p.commit_ts)?;
                     if self.store()?.already_written(p.commit_ts, p.start_ts, 0) {
-                        self.skipping = Some((p.commit_ts, p.start_ts));
+                        self.gate.skip(key);
                     } else {
                         self.store()?.begin_txn(p.start_ts, p.commit_ts)?;
-                        self.in_txn = true;
+                        self.gate.begin(key);
                     }
                 }
-                if let Some(key) = self.skipping {
-                    if key != (p.commit_ts, p.start_ts) {
-                        anyhow::bail!(
-                            "piece of transaction {}@{} inside another one",
-                            p.start_ts.0,
-                            p.commit_ts.0
-                        );
+                match self.gate.piece(key, p.last)? {
+                    Piece::Skip { done } => {
+                        if done {
+                            self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
-                    if p.last {
-                        self.skipping = None;
-                        self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                    Piece::Write { commit } => {
+                        let store = self.store()?;
+                        if !p.rows.is_empty() {
+                            store.write_rows(&p.rows)?;
+                        }
+                        if commit {
+                            let c = store.commit_txn()?;
+                            self.stats.txns.fetch_add(1, Ordering::Relaxed);
+                            self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
+                        }
                     }
-                    return Ok(());
-                }
-                if !self.in_txn {
-                    anyhow::bail!(
-                        "piece of transaction {}@{} without its first piece",
-                        p.start_ts.0,
-                        p.commit_ts.0
-                    );
-                }
-                let store = self.store()?;
-                if !p.rows.is_empty() {
-                    store.write_rows(&p.rows)?;
-                }
-                if p.last {
-                    let c = store.commit_txn()?;
-                    self.in_txn = false;
-                    self.stats.txns.fetch_add(1, Ordering::Relaxed);
-                    self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
                 }
             }
             ChangeEvent::Ddl(d) => {
-                if self.in_txn || self.skipping.is_some() {
-                    anyhow::bail!(
-                        "DDL {}@{} inside a transaction",
-                        d.start_ts.0,
-                        d.commit_ts.0
-                    );
-                }
+                self.gate.may_ddl((d.commit_ts, d.start_ts))?;
                 self.maybe_checkpoint_before(d.commit_ts)?;
                 let key = (d.commit_ts, d.start_ts, d.part);
                 if self
@@ -373,11 +347,7 @@ impl Sink {
                 self.stats.next_gno.store(c.gno + 1, Ordering::Relaxed);
             }
             ChangeEvent::Resolved(ts) => {
-                if self.in_txn || self.skipping.is_some() {
-                    // Cannot happen (resolved ts comes between transactions); flush later.
-                    warn!(ts = ts.0, "resolved ts inside a transaction; not flushed");
-                    return Ok(());
-                }
+                self.gate.may_resolve(ts)?;
                 self.checkpoint(ts)?;
             }
         }
@@ -509,8 +479,7 @@ mod tests {
         let w = Sink {
             queue: ByteBudget::new(WRITER_QUEUE_BYTES),
             store: Some(store),
-            skipping: None,
-            in_txn: false,
+            gate: Gate::Idle,
             flushed,
             stats: Arc::new(SinkStats::default()),
             history: Arc::new(SchemaHistory::new(Arc::new(Vec::new()))),
