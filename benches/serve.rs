@@ -62,10 +62,8 @@ use tibinlog::model::Ts;
 use tibinlog::mounter::{RowChange, RowOp};
 use tibinlog::server::{EmptySchema, Server, ServerConfig};
 use tibinlog::sim::cli::{Epoch, SimArgs, SimBuilder, WorkloadKind};
-use tibinlog::sim::tidb::types as ty;
-use tibinlog::sim::tidb::{ColumnDef, Ddl, TableDef};
+use tibinlog::sim::tidb::Ddl;
 use tibinlog::tidb::key::{record_key, Handle};
-use tibinlog::tidb::schema::mysql::{TYPE_LONG, TYPE_LONGLONG};
 use tibinlog_protocol::binlog::Sid;
 use tibinlog_protocol::value::Value;
 use tibinlog_protocol::wire::auth::AuthMethod;
@@ -75,16 +73,19 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "../tests/common/etcd.rs"]
 mod etcd;
-#[path = "../tests/common/mariadb.rs"]
-mod mariadb;
 #[path = "../tests/common/peer.rs"]
 mod peer;
+// The narrow table of the read benchmarks; this one uses only its definition.
+#[path = "common/narrow.rs"]
+#[allow(dead_code)]
+mod narrow;
+use narrow::mariadb;
 #[path = "common/util.rs"]
 mod util;
 use util::{env_num, free_port, mb};
 
 /// VARCHAR(32) value of every row (16 bytes).
-const NAME: &str = "some narrow name";
+use narrow::NAME;
 /// `c3` of row `i` of a transaction.
 const C3_STEP: i64 = 1_000_003;
 /// Event types counted in the binlogs.
@@ -680,23 +681,6 @@ fn wall_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-fn sim_table() -> TableDef {
-    TableDef {
-        name: "narrow".into(),
-        columns: vec![
-            ColumnDef::new("id", ty::int(TYPE_LONGLONG, false)).not_null(),
-            ColumnDef::new("n", ty::int(TYPE_LONG, false)),
-            ColumnDef::new("s", ty::varchar(32)),
-        ],
-        primary_key: vec!["id".into()],
-        clustered: true,
-        indexes: Vec::new(),
-        partition: None,
-        foreign_keys: Vec::new(),
-        checks: Vec::new(),
-    }
-}
-
 /// A transaction the writer committed.
 #[derive(Debug, Clone, Copy)]
 struct Sent {
@@ -834,7 +818,7 @@ async fn latency(with_standby: bool, tailers: usize) {
                     core,
                     &Ddl::CreateTable {
                         db: "test".into(),
-                        table: sim_table(),
+                        table: narrow::narrow_table(),
                     },
                 )
                 .expect("create");
