@@ -58,6 +58,7 @@ fn mysql_8_0_22_transaction() {
         ..GtidEvent::anonymous(1, u64::from_le_bytes(ts), 80022)
     };
     assert_same(&f, 156, 1, true, &g);
+    assert_eq!(GtidEvent::parse(&raw[19..raw.len() - 4], true).unwrap(), g);
 
     // CREATE TABLE at 570 (Q_SQL_REQUIRE_PRIMARY_KEY 0 included, as 8.0.22 writes for DDL).
     let (raw, _) = event(&f, 570);
@@ -151,6 +152,7 @@ fn mysql_8_0_28_full_metadata() {
     };
     assert_eq!(g.gno, 1);
     assert_same(&f, 157, 1, true, &g);
+    assert_eq!(GtidEvent::parse(&b[..b.len() - 4], false).unwrap(), g);
 
     let strs = |v: &[&str]| v.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
     let table = TableDef {

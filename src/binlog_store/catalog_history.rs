@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::binlog_store::{BinlogFiles, BinlogPos, TxnOrder};
+use crate::binlog_store::{BinlogFiles, StorePos, TxnOrder};
 use crate::mounter::Catalog;
 use crate::server::{BinlogPosition, SchemaProvider};
 use crate::sql::catalog::CatalogSnapshot;
@@ -17,7 +17,7 @@ use crate::sql::catalog::CatalogSnapshot;
 /// One catalog version: valid from binlog position `from` on.
 #[derive(Debug, Clone)]
 struct Version {
-    from: BinlogPos,
+    from: StorePos,
     /// `(commit_ts, start_ts, part)` of the DDL that made it (`None` for the starting catalog).
     ddl: Option<TxnOrder>,
     catalog: Catalog,
@@ -45,7 +45,7 @@ impl SchemaHistory {
     pub fn new(start: Catalog) -> Self {
         SchemaHistory {
             versions: Mutex::new(VecDeque::from([Version {
-                from: BinlogPos::default(),
+                from: StorePos::default(),
                 ddl: None,
                 catalog: start,
             }])),
@@ -65,7 +65,7 @@ impl SchemaHistory {
     }
 
     /// The catalog at binlog end `end`: the newest version starting at or before it.
-    pub fn at(&self, end: BinlogPos) -> Catalog {
+    pub fn at(&self, end: StorePos) -> Catalog {
         let v = self.lock();
         let i = v.partition_point(|x| x.from <= end).saturating_sub(1);
         v[i].catalog.clone()
@@ -74,7 +74,7 @@ impl SchemaHistory {
     /// The DDL `(commit_ts, start_ts, part)` whose event ends at `from` changes the catalog to
     /// `catalog`; `oldest` is the oldest position a reader can still ask for (versions before
     /// the one that holds there are dropped).
-    pub fn push(&self, from: BinlogPos, ddl: TxnOrder, catalog: Catalog, oldest: BinlogPos) {
+    pub fn push(&self, from: StorePos, ddl: TxnOrder, catalog: Catalog, oldest: StorePos) {
         let held = self.held.get().and_then(|h| *h.borrow());
         let mut v = self.lock();
         let visible = v.partition_point(|x| x.from <= oldest);
@@ -113,7 +113,7 @@ impl SchemaHistory {
         // Everything it does not know is durable already (written before this process).
         v.clear();
         v.push_back(Version {
-            from: BinlogPos::default(),
+            from: StorePos::default(),
             ddl: Some(ddl),
             catalog,
         });
@@ -209,7 +209,7 @@ mod tests {
     fn history_answers_the_version_of_each_binlog_end() {
         let cat = || -> Catalog { Arc::new(Vec::new()) };
         let (c0, c1, c2, c3) = (cat(), cat(), cat(), cat());
-        let pos = |f, o| BinlogPos::new(f, o);
+        let pos = |f, o| StorePos::new(f, o);
         let key = |n: u64| (Ts(n), Ts(n - 1), 0);
         let mut h = SchemaHistory::new(c0.clone());
         h.keep_newest = 1;
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn versions_a_pinned_session_reads_stay_until_it_lets_go() {
         let cat = || -> Catalog { Arc::new(Vec::new()) };
-        let pos = |o| BinlogPos::new(1, o);
+        let pos = |o| StorePos::new(1, o);
         let key = |n: u64| (Ts(n), Ts(n - 1), 0);
         let c: Vec<Catalog> = (0..6).map(|_| cat()).collect();
         let mut h = SchemaHistory::new(c[0].clone());

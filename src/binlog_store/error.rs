@@ -5,7 +5,7 @@
 //!   transaction; everything else (I/O, corruption) means the writer must stop and be reopened,
 //!   which runs recovery.
 //! * [`DumpError`]: the read side. Position and GTID errors are what a MySQL master answers with
-//!   ERR 1236 ([`DumpError::mysql_code`], [`DumpError::mysql_message`]).
+//!   ERR 1236; the server takes the texts from the protocol crate's `wire::errors`.
 
 use std::io;
 use std::path::PathBuf;
@@ -106,9 +106,6 @@ impl StoreError {
     }
 }
 
-/// MySQL `ER_MASTER_FATAL_ERROR_READING_BINLOG`.
-pub const ER_MASTER_FATAL_ERROR_READING_BINLOG: u16 = 1236;
-
 /// Read-side errors: why a dump cannot start or go on.
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
@@ -161,50 +158,4 @@ pub enum DumpError {
         offset: u64,
         reason: &'static str,
     },
-}
-
-impl DumpError {
-    /// The MySQL error code to send: 1236 for every dump error.
-    pub fn mysql_code(&self) -> u16 {
-        ER_MASTER_FATAL_ERROR_READING_BINLOG
-    }
-
-    /// The message text a MySQL master sends (clients match substrings of it).
-    pub fn mysql_message(&self) -> String {
-        match self {
-            Self::UnknownFile { .. } => {
-                "Could not find first log file name in binary log index file".into()
-            }
-            Self::PositionBelow4 { .. } => {
-                "Client requested master to start replication from position < 4.".into()
-            }
-            Self::PositionPastEnd { .. } => {
-                "Client requested master to start replication from position > file size".into()
-            }
-            Self::NotEventBoundary { .. } => {
-                "Client requested master to start replication from an impossible position".into()
-            }
-            Self::GtidsPurged { .. } | Self::TsPurged { .. } | Self::TsAhead { .. } => {
-                "The slave is connecting using CHANGE MASTER TO MASTER_AUTO_POSITION = 1, but the \
-                 master has purged binary logs containing GTIDs that the slave requires."
-                    .into()
-            }
-            Self::ClientHasMoreGtids { .. } => {
-                "Slave has more GTIDs than the master has, using the master's SERVER_UUID. This \
-                 may indicate that the end of the binary log was truncated or that the last \
-                 binary log file was lost, e.g., after a power or disk failure when \
-                 sync_binlog != 1. The master may or may not have rolled back transactions that \
-                 were already replicated to the slave. Suggest to replicate any transactions \
-                 that master has rolled back from slave to master, and/or commit empty \
-                 transactions on master to account for transactions that have been committed \
-                 on master but are not included in GTID_EXECUTED."
-                    .into()
-            }
-            Self::WriterGone => "binlog writer stopped".into(),
-            Self::Io { .. } | Self::Corrupt { .. } => {
-                "binlog truncated in the middle of event; consider out of disk space on master"
-                    .into()
-            }
-        }
-    }
 }

@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::{Result, StoreError};
-use super::BinlogPos;
+use super::StorePos;
 use crate::model::Ts;
 
 /// Bytes of one record.
@@ -53,8 +53,8 @@ pub struct TxnEntry {
 
 impl TxnEntry {
     /// The binlog position after the transaction.
-    pub fn end(&self) -> BinlogPos {
-        BinlogPos::new(self.file_seq, self.end_pos)
+    pub fn end(&self) -> StorePos {
+        StorePos::new(self.file_seq, self.end_pos)
     }
 
     /// Sort key of binlog order.
@@ -70,8 +70,8 @@ pub type TxnOrder = (Ts, Ts, u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Record {
     Txn(TxnEntry),
-    Checkpoint { checkpoint: Ts, requires: BinlogPos },
-    Synced(BinlogPos),
+    Checkpoint { checkpoint: Ts, requires: StorePos },
+    Synced(StorePos),
     PurgedHorizon { commit_ts: Ts, gno: u64 },
 }
 
@@ -136,9 +136,9 @@ impl Record {
             }),
             2 => Record::Checkpoint {
                 checkpoint: Ts(bb),
-                requires: BinlogPos::new(file_seq, d),
+                requires: StorePos::new(file_seq, d),
             },
-            3 => Record::Synced(BinlogPos::new(file_seq, d)),
+            3 => Record::Synced(StorePos::new(file_seq, d)),
             4 => Record::PurgedHorizon {
                 commit_ts: Ts(bb),
                 gno: c,
@@ -253,9 +253,9 @@ mod tests {
             }),
             Record::Checkpoint {
                 checkpoint: Ts(12),
-                requires: BinlogPos::new(2, 999),
+                requires: StorePos::new(2, 999),
             },
-            Record::Synced(BinlogPos::new(1, 5)),
+            Record::Synced(StorePos::new(1, 5)),
             Record::PurgedHorizon {
                 commit_ts: Ts(7),
                 gno: 2,
@@ -280,17 +280,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.map");
         let mut bytes = Vec::new();
-        Record::Synced(BinlogPos::new(1, 4)).encode_into(&mut bytes);
-        Record::Synced(BinlogPos::new(1, 8)).encode_into(&mut bytes);
+        Record::Synced(StorePos::new(1, 4)).encode_into(&mut bytes);
+        Record::Synced(StorePos::new(1, 8)).encode_into(&mut bytes);
         bytes.truncate(RECORD_LEN + 20);
         std::fs::write(&path, &bytes).unwrap();
         let (mut m, recs) = MapFile::open(&path).unwrap();
-        assert_eq!(recs, vec![(0, Record::Synced(BinlogPos::new(1, 4)))]);
+        assert_eq!(recs, vec![(0, Record::Synced(StorePos::new(1, 4)))]);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), RECORD_LEN as u64);
-        m.append_sync(&[Record::Synced(BinlogPos::new(1, 9))])
+        m.append_sync(&[Record::Synced(StorePos::new(1, 9))])
             .unwrap();
         let (_, recs) = MapFile::open(&path).unwrap();
         assert_eq!(recs.len(), 2);
-        assert_eq!(recs[1], (48, Record::Synced(BinlogPos::new(1, 9))));
+        assert_eq!(recs[1], (48, Record::Synced(StorePos::new(1, 9))));
     }
 }

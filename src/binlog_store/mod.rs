@@ -14,7 +14,8 @@
 //! FORMAT_DESCRIPTION carries `LOG_EVENT_BINLOG_IN_USE_F` while the file is the open one and the
 //! flag is cleared in place when the file is closed by a rotation or [`BinlogStore::close`], as
 //! MySQL does (`MYSQL_BIN_LOG::close`); the CRC does not cover the flag, so flipping it keeps the
-//! event valid. A dump session must clear the flag in what it sends ([`clear_binlog_in_use`]).
+//! event valid. A dump session must clear the flag in what it sends (the protocol crate's
+//! `format_desc::patch_for_sending`).
 //! Unlike MySQL, a restart continues the last file instead of opening a new one, and no STOP
 //! event is written: the bytes are a function of the transactions alone (no wall clock), so two
 //! stores fed the same transactions are byte-identical.
@@ -58,7 +59,8 @@
 //! - [`writer`]: [`BinlogStore`]: transactions, group commit, rotation, purge.
 //! - [`recovery`]: opening a store, the tail scan, [`Recovery`].
 //! - [`retention`]: purge by file, by time, expiry.
-//! - [`files`]: [`BinlogFiles`] and [`BinlogReader`] for dump sessions.
+//! - [`files`]: [`BinlogFiles`], the read side's metadata. [`reader`]: [`StoreReader`], the
+//!   events for dump sessions.
 //! - [`map`]: the mapping file and [`TxnEntry`]. [`index`]: file names and the index file.
 //! - [`scan`]: reading events back, the transaction-boundary state machine.
 //! - [`error`]: [`StoreError`], [`DumpError`].
@@ -69,6 +71,8 @@ pub mod files;
 pub mod gate;
 pub mod index;
 pub mod map;
+pub(crate) mod prologue;
+pub mod reader;
 pub mod recovery;
 pub mod retention;
 pub(crate) mod scan;
@@ -83,9 +87,10 @@ use tibinlog_protocol::binlog::Sid;
 use crate::model::Ts;
 
 pub use error::{DumpError, Result, StoreError};
-pub use files::{clear_binlog_in_use, BinlogFiles, BinlogReader, EventRef, SnapshotPoint};
+pub use files::{BinlogFiles, StoreSnapshotPoint};
 pub use index::{file_name, WriteGuard};
 pub use map::{TxnEntry, TxnOrder};
+pub use reader::{EventRef, StoreReader};
 pub use recovery::Recovery;
 pub use retention::{PurgeInUse, Purged};
 pub use writer::{BinlogStore, Committed};
@@ -96,15 +101,18 @@ pub const DEFAULT_MAX_BINLOG_SIZE: u64 = 1 << 30;
 /// length-encoded form (see "Big transactions").
 pub const MIN_SPILL_THRESHOLD: u64 = 1 << 24;
 
-/// A position in the binlog: file sequence number and byte offset in that file.
+/// Where an event is in the store: the file's sequence number and the byte offset in that
+/// file, ordered as the binlog is. Internal to the store; at its seam with the server a
+/// position is a file name and an offset (the server's `BinlogPosition`, which
+/// [`BinlogFiles::file_name`] gives for a sequence number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct BinlogPos {
+pub struct StorePos {
     /// N of `<basename>.N`.
     pub file_seq: u32,
     pub offset: u64,
 }
 
-impl BinlogPos {
+impl StorePos {
     pub fn new(file_seq: u32, offset: u64) -> Self {
         Self { file_seq, offset }
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use tibinlog_protocol::binlog::checksum::{verify_event, CHECKSUM_LEN};
 use tibinlog_protocol::binlog::{
-    ChecksumAlg, EventHeader, EventType, GtidSet, Sid, BINLOG_MAGIC, HEADER_LEN,
+    ChecksumAlg, EventHeader, EventType, GtidEvent, GtidSet, Sid, BINLOG_MAGIC, HEADER_LEN,
 };
 
 use super::error::{Result, StoreError};
@@ -154,18 +154,16 @@ impl TxnScanner {
         let t = h.event_type;
         match self.open.take() {
             None if t == EventType::GTID => {
+                // A GTID event without logical clocks (shorter than 42 bytes) is not ours.
                 if body.len() < 42 {
                     return Err(());
                 }
-                let mut sid = [0u8; 16];
-                sid.copy_from_slice(&body[1..17]);
-                let gno = u64::from_le_bytes(body[17..25].try_into().map_err(|_| ())?);
-                let seq = i64::from_le_bytes(body[34..42].try_into().map_err(|_| ())?);
+                let g = GtidEvent::parse(body, false).map_err(|_| ())?;
                 self.open = Some((
                     ScannedTxn {
-                        sid: Sid(sid),
-                        gno,
-                        sequence_number: seq,
+                        sid: g.sid,
+                        gno: g.gno,
+                        sequence_number: g.sequence_number,
                         end: 0,
                         timestamp: h.timestamp,
                     },
@@ -214,7 +212,7 @@ pub(crate) fn open_at(path: &Path, pos: u64) -> io::Result<BufReader<File>> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use tibinlog_protocol::binlog::{EventWriter, GtidEvent, QueryEvent, Rotate, Xid};
+    use tibinlog_protocol::binlog::{EventWriter, QueryEvent, Rotate, Xid};
 
     /// Event script for the scanner: (event, expected outcome).
     enum Step {

@@ -9,10 +9,10 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use tibinlog_protocol::binlog::{ChecksumAlg, GtidSet, RowMetadata};
-use tibinlog_protocol::wire::errors::ER_WARN_PURGE_LOG_IN_USE;
+use tibinlog_protocol::wire::errors::{ER_WARN_PURGE_LOG_IN_USE, MSG_MORE_GTIDS};
 use tokio::sync::{mpsc, watch};
 
-use crate::binlog_store::{BinlogFiles, BinlogPos, DumpError, Purged, StoreError};
+use crate::binlog_store::{BinlogFiles, DumpError, Purged, StoreError, StorePos};
 use crate::server::source::RelayTag;
 use crate::server::{
     BinlogFile, BinlogPosition, BinlogReader, BinlogSource, EventBatch, SnapshotPoint, SourceError,
@@ -98,7 +98,7 @@ impl<E: Send + 'static> StoreSource<E> {
     pub fn new(files: BinlogFiles, checksum: bool, writer: mpsc::Sender<WriterMsg<E>>) -> Self {
         let mut rx = files.subscribe();
         let named =
-            |f: &BinlogFiles, p: BinlogPos| BinlogPosition::new(f.file_name(p.file_seq), p.offset);
+            |f: &BinlogFiles, p: StorePos| BinlogPosition::new(f.file_name(p.file_seq), p.offset);
         let (tx, end) = watch::channel(named(&files, *rx.borrow_and_update()));
         let f = files.clone();
         tokio::spawn(async move {
@@ -157,7 +157,7 @@ pub fn source_error(e: DumpError) -> SourceError {
             SourceError::Refused(e.to_string())
         }
         DumpError::ClientHasMoreGtids { extra } => SourceError::Refused(format!(
-            "Slave has more GTIDs than the master has, using the master's SERVER_UUID: {extra}"
+            "{MSG_MORE_GTIDS} (GTIDs the binlog lacks: {extra})"
         )),
         DumpError::WriterGone => SourceError::Io("binlog writer stopped".into()),
         DumpError::Io { path, source } => {
@@ -336,7 +336,7 @@ impl<E: Send + 'static> BinlogSource for StoreSource<E> {
 
 /// Reads one file: stops after its ROTATE (the server opens the next file itself).
 struct FileReader {
-    reader: crate::binlog_store::BinlogReader,
+    reader: crate::binlog_store::StoreReader,
     file_seq: u32,
     file: String,
     pos: u64,

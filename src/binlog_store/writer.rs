@@ -18,19 +18,21 @@ use std::sync::Arc;
 
 use tibinlog_protocol::binlog::events::gtid::FLAG_MAY_HAVE_SBR;
 use tibinlog_protocol::binlog::{
-    flags, shift_log_pos, ChecksumAlg, EventMeta, EventWriter, FormatDescription, GtidEvent,
-    GtidSet, LogPos, PreviousGtids, QueryEvent, Rotate, RowsKind, TableMap, Xid, BINLOG_MAGIC,
-    HEADER_LEN,
+    shift_log_pos, EventWriter, GtidEvent, GtidSet, QueryEvent, RowsKind, TableMap, Xid,
 };
 use tokio::sync::watch;
 
 use super::error::{Result, StoreError};
 use super::files::{BinlogFiles, FileInfo, Shared};
-use super::index::{file_name, sync_dir, write_index_guarded, WriteGuard};
+use super::index::{file_name, WriteGuard};
 use super::map::{MapFile, Record, TxnEntry, TxnOrder};
-use super::{header_timestamp, BinlogPos, StoreConfig, MIN_SPILL_THRESHOLD};
+use super::prologue::prologue;
+use super::{header_timestamp, StoreConfig, StorePos, MIN_SPILL_THRESHOLD};
 use crate::model::Ts;
 use crate::mounter::{DdlEvent, RowChange, RowOp};
+
+mod relay;
+mod rotate;
 
 /// `pseudo_thread_id` of every QUERY event: there are no sessions, and a constant keeps the
 /// output deterministic.
@@ -45,7 +47,7 @@ const FDE_FLAGS_OFFSET: u64 = 4 + 17;
 pub struct Committed {
     pub gno: u64,
     /// Position after its last event (durable only after the next flush).
-    pub end: BinlogPos,
+    pub end: StorePos,
 }
 
 /// The transaction being written.
@@ -70,7 +72,7 @@ struct OpenTxn {
 pub struct BinlogStore {
     pub(crate) cfg: StoreConfig,
     pub(crate) shared: Arc<Shared>,
-    pub(crate) end_tx: watch::Sender<BinlogPos>,
+    pub(crate) end_tx: watch::Sender<StorePos>,
     pub(crate) ew: EventWriter,
     pub(crate) version: u32,
     pub(crate) file: File,
@@ -95,11 +97,11 @@ pub struct BinlogStore {
     /// How many of `unsynced` already have their map record.
     pub(crate) recorded: usize,
     /// The durable end (what readers see).
-    pub(crate) synced_end: BinlogPos,
+    pub(crate) synced_end: StorePos,
     /// The last Synced marker in the map.
-    pub(crate) marker_written: BinlogPos,
+    pub(crate) marker_written: StorePos,
     /// The last checkpoint record in the map.
-    pub(crate) checkpoint: Option<(Ts, BinlogPos)>,
+    pub(crate) checkpoint: Option<(Ts, StorePos)>,
     pub(crate) map: MapFile,
     scratch: Vec<u8>,
     records: Vec<Record>,
@@ -112,7 +114,7 @@ impl BinlogStore {
     pub(crate) fn from_parts(
         cfg: StoreConfig,
         shared: Arc<Shared>,
-        end_tx: watch::Sender<BinlogPos>,
+        end_tx: watch::Sender<StorePos>,
         checksum: bool,
         file: File,
         file_seq: u32,
@@ -122,14 +124,14 @@ impl BinlogStore {
         gtid_executed: GtidSet,
         last_written: Option<TxnOrder>,
         last_timestamp: u32,
-        checkpoint: Option<(Ts, BinlogPos)>,
+        checkpoint: Option<(Ts, StorePos)>,
         map: MapFile,
     ) -> Self {
         let mut ew = EventWriter::new(cfg.server_id, checksum);
         ew.max_rows_event_size = cfg.max_rows_event_size;
         let version = cfg.server_version_number();
         let path = cfg.data_dir.join(file_name(&cfg.basename, file_seq));
-        let end = BinlogPos::new(file_seq, pos);
+        let end = StorePos::new(file_seq, pos);
         Self {
             cfg,
             shared,
@@ -238,12 +240,12 @@ impl BinlogStore {
     }
 
     /// Position after every byte accepted so far (not necessarily durable).
-    pub fn write_pos(&self) -> BinlogPos {
-        BinlogPos::new(self.file_seq, self.pos)
+    pub fn write_pos(&self) -> StorePos {
+        StorePos::new(self.file_seq, self.pos)
     }
 
     /// The durable end.
-    pub fn durable_end(&self) -> BinlogPos {
+    pub fn durable_end(&self) -> StorePos {
         self.synced_end
     }
 
@@ -561,111 +563,6 @@ impl BinlogStore {
         })
     }
 
-    /// Appends a transaction another instance wrote (a standby following the owner's binlog):
-    /// `events` are its events as they are in the owner's file (GTID … XID, or GTID + DDL
-    /// QUERY, checksums included), `start_ts`/`commit_ts`/`part` what the owner's mapping says
-    /// of it. The bytes are taken only if they are exactly what this store would write next:
-    /// in order, at this position (every event's `log_pos`), with the next GNO and
-    /// `sequence_number` of this server UUID, each event whole and its checksum right. Then
-    /// everything after is as for a transaction written here: mapping, group commit, rotation
-    /// after a full file (which the owner's ROTATE that follows must match).
-    pub fn relay_txn(
-        &mut self,
-        events: &[u8],
-        start_ts: Ts,
-        commit_ts: Ts,
-        part: u32,
-    ) -> Result<Committed> {
-        if self.txn.is_some() {
-            return Err(StoreError::TxnState {
-                call: "relay_txn",
-                state: "inside a transaction",
-            });
-        }
-        self.check_order(commit_ts, start_ts, part)?;
-        let scanned = self.check_relayed(events)?;
-        self.pending.extend_from_slice(events);
-        self.pos += events.len() as u64;
-        self.committed(
-            (commit_ts, start_ts, part),
-            scanned.gno,
-            scanned.sequence_number,
-            scanned.timestamp,
-        )
-    }
-
-    /// The checks of [`Self::relay_txn`]; the transaction's GTID as scanned.
-    fn check_relayed(&self, events: &[u8]) -> Result<super::scan::ScannedTxn> {
-        use tibinlog_protocol::binlog::checksum::verify_event;
-        use tibinlog_protocol::binlog::EventHeader;
-        let refuse = |at: usize, reason: String| StoreError::RelayMismatch {
-            file: self.file_name(),
-            offset: self.pos + at as u64,
-            reason,
-        };
-        let mut scanner = super::scan::TxnScanner::default();
-        let mut at = 0usize;
-        while at < events.len() {
-            let h = EventHeader::parse(&events[at..])
-                .map_err(|e| refuse(at, format!("bad event header: {e}")))?;
-            let len = h.event_size as usize;
-            let Some(ev) = events.get(at..at + len).filter(|_| len >= HEADER_LEN) else {
-                return Err(refuse(at, format!("event of {len} bytes cut off")));
-            };
-            if h.server_id != self.cfg.server_id {
-                return Err(refuse(
-                    at,
-                    format!("server_id {}, here {}", h.server_id, self.cfg.server_id),
-                ));
-            }
-            let end = self.pos + (at + len) as u64;
-            if u64::from(h.log_pos) != end & u64::from(u32::MAX) {
-                return Err(refuse(
-                    at,
-                    format!("event ends at log_pos {}, here at {end}", h.log_pos),
-                ));
-            }
-            if self.ew.checksum {
-                verify_event(ev).map_err(|e| refuse(at, format!("checksum: {e}")))?;
-            }
-            match scanner.on_event(ev, end, self.ew.checksum) {
-                Ok(Some(tx)) if at + len == events.len() => {
-                    if tx.sid != self.cfg.server_uuid {
-                        return Err(refuse(0, format!("GTID of server {}", tx.sid)));
-                    }
-                    if tx.gno != self.next_gno || tx.sequence_number != self.seq_in_file + 1 {
-                        return Err(refuse(
-                            0,
-                            format!(
-                                "GNO {} / sequence_number {}, here {} / {}",
-                                tx.gno,
-                                tx.sequence_number,
-                                self.next_gno,
-                                self.seq_in_file + 1
-                            ),
-                        ));
-                    }
-                    return Ok(tx);
-                }
-                Ok(Some(_)) => {
-                    return Err(refuse(at + len, "bytes after the transaction's end".into()))
-                }
-                Ok(None) => {}
-                Err(()) => {
-                    return Err(refuse(
-                        at,
-                        format!("{:?} event out of a transaction's run", h.event_type),
-                    ))
-                }
-            }
-            at += len;
-        }
-        Err(refuse(
-            at,
-            "the transaction has no end (XID or DDL QUERY)".into(),
-        ))
-    }
-
     /// Drops the open transaction (nothing of it will be in the binlog).
     pub fn abort_txn(&mut self) -> Result<()> {
         let Some(txn) = self.txn.take() else {
@@ -752,7 +649,7 @@ impl BinlogStore {
                 return Err(StoreError::CheckpointRegressed { prev, next });
             }
         }
-        let end = BinlogPos::new(self.file_seq, self.pos);
+        let end = StorePos::new(self.file_seq, self.pos);
         let new_checkpoint = checkpoint.filter(|c| self.checkpoint.map(|p| p.0) != Some(*c));
         if end == self.synced_end && new_checkpoint.is_none() {
             return Ok(());
@@ -788,10 +685,10 @@ impl BinlogStore {
     /// durable end, when no transaction before `end` committed after it (everything up to it
     /// is before `end`, nothing after it is). After a restart, the binlog can be ahead of the
     /// checkpoint capture resumed from until the resent transactions are skipped past.
-    fn snapshot_point(&self, end: BinlogPos) -> Option<super::files::SnapshotPoint> {
+    fn snapshot_point(&self, end: StorePos) -> Option<super::files::StoreSnapshotPoint> {
         let (ts, requires) = self.checkpoint?;
         let after = self.last_written.is_some_and(|(c, _, _)| c > ts);
-        (requires == end && !after).then(|| super::files::SnapshotPoint {
+        (requires == end && !after).then(|| super::files::StoreSnapshotPoint {
             ts,
             end,
             gtid_executed: self.gtid_executed.clone(),
@@ -799,7 +696,7 @@ impl BinlogStore {
     }
 
     /// Makes what is durable visible: entries, sizes, GTIDs, then the watch.
-    fn publish(&mut self, end: BinlogPos, new_file: Option<FileInfo>) {
+    fn publish(&mut self, end: StorePos, new_file: Option<FileInfo>) {
         if !self.unsynced.is_empty() {
             self.cfg
                 .metrics
@@ -825,65 +722,6 @@ impl BinlogStore {
         self.synced_end = end;
     }
 
-    /// Closes the current file with ROTATE and opens the next one.
-    pub(crate) fn rotate(&mut self) -> Result<()> {
-        let next = self.file_seq + 1;
-        let next_name = file_name(&self.cfg.basename, next);
-        self.record_unsynced()?;
-        self.pos = self.ew.write(
-            &mut self.pending,
-            self.pos,
-            self.last_timestamp,
-            &Rotate {
-                position: 4,
-                next_file: &next_name,
-            },
-        )?;
-        self.write_out()?;
-        self.guard.check()?;
-        self.file
-            .write_all_at(&[0, 0], FDE_FLAGS_OFFSET)
-            .map_err(StoreError::io("write", &self.path))?;
-        let started = std::time::Instant::now();
-        self.file
-            .sync_data()
-            .map_err(StoreError::io("fsync", &self.path))?;
-        self.cfg
-            .metrics
-            .fsync_seconds
-            .observe(started.elapsed().as_secs_f64());
-
-        self.ew.checksum = self.cfg.checksum;
-        let (file, prologue_end) = create_file(
-            &self.cfg,
-            &mut self.ew,
-            next,
-            (&self.gtid_executed, self.last_timestamp),
-            &self.guard,
-        )?;
-        let mut seqs: Vec<u32> = self.shared.read().files.iter().map(|f| f.seq).collect();
-        seqs.push(next);
-        write_index_guarded(&self.cfg.data_dir, &self.cfg.basename, &seqs, &self.guard)?;
-
-        let info = FileInfo {
-            seq: next,
-            size: prologue_end,
-            prologue_end,
-            previous_gtids: self.gtid_executed.clone(),
-            last_secs: self.last_timestamp,
-        };
-        let end = BinlogPos::new(next, prologue_end);
-        tracing::debug!(file = %next_name, gno = self.next_gno, "binlog rotated");
-        self.publish(end, Some(info));
-        self.file = file;
-        self.file_seq = next;
-        self.path = self.cfg.data_dir.join(&next_name);
-        self.pos = prologue_end;
-        self.written = prologue_end;
-        self.seq_in_file = 0;
-        Ok(())
-    }
-
     /// Clean shutdown: aborts an open transaction, makes everything durable (the checkpoint
     /// stays where it is) and clears BINLOG_IN_USE in the open file.
     pub fn close(mut self) -> Result<()> {
@@ -897,57 +735,4 @@ impl BinlogStore {
             .sync_data()
             .map_err(StoreError::io("fsync", &self.path))
     }
-}
-
-/// Creates file `seq`: magic, FORMAT_DESCRIPTION (BINLOG_IN_USE set) and PREVIOUS_GTIDS, fsynced
-/// with its directory entry. Returns the file (positioned at its end) and the prologue's end.
-pub(crate) fn create_file(
-    cfg: &StoreConfig,
-    ew: &mut EventWriter,
-    seq: u32,
-    (previous, timestamp): (&GtidSet, u32),
-    guard: &WriteGuard,
-) -> Result<(File, u64)> {
-    let (buf, end) = prologue(cfg, ew, previous, timestamp)?;
-    let path = cfg.data_dir.join(file_name(&cfg.basename, seq));
-    guard.check()?;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(StoreError::io("create", &path))?;
-    guard.check()?;
-    f.write_all(&buf).map_err(StoreError::io("write", &path))?;
-    f.sync_all().map_err(StoreError::io("fsync", &path))?;
-    sync_dir(&cfg.data_dir)?;
-    Ok((f, end))
-}
-
-/// A file's first bytes: magic, FORMAT_DESCRIPTION (BINLOG_IN_USE set), PREVIOUS_GTIDS; and
-/// the offset after them.
-fn prologue(
-    cfg: &StoreConfig,
-    ew: &mut EventWriter,
-    previous: &GtidSet,
-    timestamp: u32,
-) -> Result<(Vec<u8>, u64)> {
-    let alg = if cfg.checksum {
-        ChecksumAlg::Crc32
-    } else {
-        ChecksumAlg::Off
-    };
-    let mut buf = BINLOG_MAGIC.to_vec();
-    let n = ew.write_with(
-        &mut buf,
-        EventMeta {
-            timestamp,
-            log_pos: LogPos::StartsAt(4),
-            flags: flags::BINLOG_IN_USE,
-        },
-        &FormatDescription::mysql80(&cfg.server_version, 0, alg),
-    )?;
-    let end = ew.write(&mut buf, 4 + n as u64, timestamp, &PreviousGtids(previous))?;
-    Ok((buf, end))
 }

@@ -1288,7 +1288,7 @@ fn mariadb_collation(id: u16) -> u16 {
     if id == charset::UTF8MB3_TOLOWER_CI {
         return charset::UTF8MB3_GENERAL_CI;
     }
-    super::mariadb::collation_for_mariadb(id)
+    tibinlog_protocol::binlog::mariadb_stream::collation_for_mariadb(id)
 }
 
 /// A variable's value typed as its registry entry says: booleans as 1/0, numbers as BIGINT,

@@ -32,7 +32,6 @@ pub mod admin;
 mod binlog_events;
 pub mod conn;
 pub mod dump;
-pub mod mariadb;
 mod mysql_vars;
 pub mod registry;
 mod replica_status;

@@ -242,14 +242,9 @@ pub trait BinlogReader: Send {
     fn position(&self) -> BinlogPosition;
 }
 
-/// What a dump session for a standby of an HA group sends after each transaction: the
-/// transaction's TiDB timestamps and its statement number (see `BinlogStore::relay_txn`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RelayTag {
-    pub start_ts: u64,
-    pub commit_ts: u64,
-    pub part: u32,
-}
+/// What a dump session for a standby of an HA group sends after each transaction (see
+/// `BinlogStore::relay_txn`); its bytes are a relay event's.
+pub use tibinlog_protocol::binlog::events::relay::RelayTag;
 
 /// A binlog position lined up with a TiDB timestamp (see [`BinlogSource::snapshot_point`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -79,9 +79,39 @@ pub fn verify_event(event: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Removes the CRC32 of a whole event in place (for a client that never announced a checksum):
+/// the event without its last four bytes, `event_size` in the header set to that. An event too
+/// short to hold a header and a CRC is returned as it is.
+pub fn strip_crc(ev: &mut [u8]) -> &mut [u8] {
+    if ev.len() < HEADER_LEN + CHECKSUM_LEN {
+        return ev;
+    }
+    let len = ev.len() - CHECKSUM_LEN;
+    let ev = &mut ev[..len];
+    ev[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+    ev
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strip_crc_drops_the_crc_and_patches_the_size() {
+        let mut ev = vec![7u8; HEADER_LEN + 10];
+        ev[9..13].copy_from_slice(&((HEADER_LEN + 10) as u32).to_le_bytes());
+        append_crc32(&mut ev, 0);
+        let before = ev.clone();
+        let stripped = strip_crc(&mut ev).to_vec();
+        assert_eq!(stripped.len(), HEADER_LEN + 10);
+        assert_eq!(
+            u32::from_le_bytes([stripped[9], stripped[10], stripped[11], stripped[12]]) as usize,
+            stripped.len()
+        );
+        assert_eq!(&stripped[13..], &before[13..HEADER_LEN + 10]);
+        let mut short = [1u8; HEADER_LEN + 3];
+        assert_eq!(strip_crc(&mut short).len(), HEADER_LEN + 3);
+    }
 
     #[test]
     fn crc32_check_value() {

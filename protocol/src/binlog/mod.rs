@@ -23,6 +23,9 @@
 //! - [`table`]: [`TableDef`] / [`ColumnDef`] / [`ColumnKind`]: binlog types and metadata.
 //! - [`value`]: row images. [`decimal`], [`time`], [`json`]: value formats.
 //! - [`gtid`]: [`Sid`], [`GtidSet`] and the SID-block encoding.
+//! - [`read`]: the read side of the event fields the server looks into.
+//! - [`mariadb_stream`]: a MySQL-flavoured stream as a MariaDB peer reads it (collations,
+//!   MariaDB GTIDs and FORMAT_DESCRIPTION, positions kept).
 //! - [`codec`]: lenenc and a panic-free reader. [`error`]: [`BinlogError`].
 
 pub mod checksum;
@@ -33,6 +36,7 @@ pub mod events;
 pub mod gtid;
 pub mod header;
 pub mod json;
+pub mod mariadb_stream;
 pub mod read;
 pub mod table;
 pub mod time;

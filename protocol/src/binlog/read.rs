@@ -23,6 +23,11 @@ pub fn gtid(body: &[u8]) -> Option<(Sid, u64)> {
     Some((Sid(sid), gno))
 }
 
+/// `(sid, gno)` of a whole GTID event (header included; a CRC after it is ignored).
+pub fn gtid_of_event(ev: &[u8]) -> Option<(Sid, u64)> {
+    gtid(ev.get(super::header::HEADER_LEN..)?)
+}
+
 /// `(table_id, db, table)` of a TABLE_MAP body.
 pub fn table_map(body: &[u8]) -> Option<(u64, String, String)> {
     let id = u48(body)?;
@@ -136,6 +141,16 @@ pub fn server_version(body: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gtid_of_event_reads_sid_and_gno() {
+        let h = crate::binlog::HEADER_LEN;
+        let mut ev = vec![0u8; h + 25];
+        ev[h + 1..h + 17].copy_from_slice(&[9; 16]);
+        ev[h + 17..h + 25].copy_from_slice(&42u64.to_le_bytes());
+        assert_eq!(gtid_of_event(&ev), Some((Sid([9; 16]), 42)));
+        assert_eq!(gtid_of_event(&ev[..30]), None);
+    }
 
     #[test]
     fn query_fields_of_encoded_events() {

@@ -109,6 +109,20 @@ impl EventWriter {
         meta: EventMeta,
         ev: &impl EventBody,
     ) -> Result<usize> {
+        self.write_padded(buf, meta, ev, 0)
+    }
+
+    /// [`Self::write_with`], the body followed by zero bytes up to an event of `size` bytes (CRC
+    /// included) when its own encoding is shorter: an event that stands in for another keeps
+    /// that one's size, so the positions after it stay those of the file. Returns the event
+    /// length.
+    pub fn write_padded(
+        &mut self,
+        buf: &mut Vec<u8>,
+        meta: EventMeta,
+        ev: &impl EventBody,
+        size: usize,
+    ) -> Result<usize> {
         let start = buf.len();
         buf.resize(start + HEADER_LEN, 0);
         if let Err(e) = ev.encode_into(buf) {
@@ -116,6 +130,10 @@ impl EventWriter {
             return Err(e);
         }
         let crc = self.checksum || ev.always_checksummed();
+        let unpadded = size.saturating_sub(if crc { CHECKSUM_LEN } else { 0 });
+        if buf.len() - start < unpadded {
+            buf.resize(start + unpadded, 0);
+        }
         let res = self.finish_event(buf, start, ev.event_type(), meta, ev.header_flags(), crc);
         if res.is_err() {
             buf.truncate(start);

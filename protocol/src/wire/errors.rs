@@ -152,6 +152,9 @@ error_codes! {
     ER_INVALID_TYPE_FOR_JSON = 3146, b"22032";
 }
 
+// The texts of error 1236 ([`ER_MASTER_FATAL_ERROR_READING_BINLOG`]), MySQL's and MariaDB's:
+// every refusal of a binlog dump takes its text from here.
+
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the requested file is not in the
 /// index (Canal matches the substring "not find first log file name").
 pub const MSG_FIRST_LOG_NOT_FOUND: &str =
@@ -169,6 +172,43 @@ pub const MSG_POS_BELOW_4: &str = "Client requested master to start replication 
 /// Message for [`ER_MASTER_FATAL_ERROR_READING_BINLOG`] when the position is past the file end.
 pub const MSG_POS_PAST_EOF: &str =
     "Client requested master to start replication from position > file size";
+
+/// MySQL's text for a start position inside an event (the wording differs between MySQL versions).
+pub const MSG_IMPOSSIBLE_POSITION: &str =
+    "Client requested master to start replication from an impossible position";
+/// MySQL's text when the replica has GTIDs of the server's UUID that it never wrote.
+pub const MSG_MORE_GTIDS: &str = "Slave has more GTIDs than the master has, using the master's \
+     SERVER_UUID. This may indicate that the end of the binary log was truncated or that the \
+     last binary log file was lost, e.g., after a power or disk failure when sync_binlog != 1.";
+/// MariaDB's text for a `@slave_connect_state` it cannot parse.
+pub const MSG_MARIADB_MALFORMED_STATE: &str =
+    "Out of memory or malformed slave request when obtaining start position from GTID state";
+/// MariaDB's text for a `@slave_until_gtid` it cannot parse.
+pub const MSG_MARIADB_MALFORMED_UNTIL: &str =
+    "Out of memory or malformed slave request when obtaining UNTIL position sent from slave";
+/// MariaDB's text when the GTIDs after the requested position are purged.
+pub const MSG_MARIADB_PURGED: &str = "Could not find GTID state requested by slave in any binlog \
+     files. Probably the slave state is too old and required binlog files have been purged.";
+/// The server's text for a GTID connect from a client that did not announce GTID capability.
+pub const MSG_MARIADB_CAPABILITY: &str = "A GTID start (@slave_connect_state) needs \
+     @mariadb_slave_capability 4 (GTID-aware) or more";
+
+/// MariaDB's text for a requested GTID (`domain-server-seq`) that is not in the binlog;
+/// `diverged` when the binlog has a higher sequence number in that domain (MariaDB's ER_GTID_POSITION_NOT_FOUND_IN_BINLOG2).
+pub fn msg_mariadb_gtid_not_in_binlog(g: &impl std::fmt::Display, diverged: bool) -> String {
+    let mut m = format!(
+        "Error: connecting slave requested to start from GTID {g}, which is not in the \
+         master's binlog"
+    );
+    if diverged {
+        m.push_str(
+            ". Since the master's binlog contains GTIDs with higher sequence numbers, it \
+             probably means that the slave has diverged due to executing extra erroneous \
+             transactions",
+        );
+    }
+    m
+}
 
 /// Message for [`ER_UNKNOWN_COM_ERROR`].
 pub const MSG_UNKNOWN_COMMAND: &str = "Unknown command";

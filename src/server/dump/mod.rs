@@ -24,8 +24,8 @@
 //! A MariaDB replica or `mariadb-binlog` (MariaDB client library) that announced
 //! `@mariadb_slave_capability` 4 (GTID-aware; every MariaDB peer does) gets the MariaDB GTID
 //! flavour, as a MariaDB master sends it: MariaDB GTID / GTID_LIST events in place of MySQL's,
-//! QUERY events with MariaDB collation ids, the files' positions ([`super::mariadb`] has the
-//! layout and the position rule). So a replica set up by file and position keeps
+//! QUERY events with MariaDB collation ids, the files' positions (the protocol crate's
+//! `binlog::mariadb_stream` has the layout and the position rule). So a replica set up by file and position keeps
 //! `@@gtid_slave_pos` and can later switch to `MASTER_USE_GTID`. A start by MariaDB GTID
 //! (`@slave_connect_state`, from any client with capability 4) gets the same flavour, and
 //! `@slave_until_gtid` (`START SLAVE UNTIL master_gtid_pos`) ends it after that GTID's group
@@ -47,7 +47,7 @@
 
 use std::sync::Arc;
 
-use tibinlog_protocol::binlog::{ChecksumAlg, Sid};
+use tibinlog_protocol::binlog::{mariadb_stream, ChecksumAlg, MariadbGtid, Sid};
 use tibinlog_protocol::wire::errors::ER_MASTER_FATAL_ERROR_READING_BINLOG;
 use tibinlog_protocol::wire::response::ErrResponse;
 use tokio_util::sync::CancellationToken;
@@ -74,9 +74,9 @@ fn ahead(shared: &Shared, settings: &plan::Settings, req: &DumpRequest) -> bool 
     let sid = settings.sid;
     if let Some(state) = &settings.slave_connect_state {
         let last = source.gtid_executed().last_gno(&sid);
-        return crate::server::mariadb::parse_gtid_list(state).is_some_and(|list| {
+        return MariadbGtid::parse_list(state).is_some_and(|list| {
             list.iter().any(|g| {
-                g.domain == crate::server::mariadb::DOMAIN
+                g.domain_id == mariadb_stream::DOMAIN
                     && g.server_id == settings.server_id
                     && g.seq_no > last
             })

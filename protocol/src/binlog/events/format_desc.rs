@@ -11,9 +11,9 @@
 //! The CRC32 is present even when the algorithm byte says OFF. The entry for type 15 itself is
 //! 57 + N (connector-java locates the algorithm byte with it).
 
-use crate::binlog::checksum::ChecksumAlg;
+use crate::binlog::checksum::{crc32, ChecksumAlg, CHECKSUM_LEN};
 use crate::binlog::error::{BinlogError, Result};
-use crate::binlog::header::{EventType, HEADER_LEN};
+use crate::binlog::header::{flags, EventType, HEADER_LEN};
 use crate::binlog::writer::EventBody;
 
 /// Bytes of the server-version field.
@@ -54,6 +54,64 @@ pub const MARIADB_10_POST_HEADER_LENGTHS: [u8; 171] = {
     }
     a
 };
+
+/// MariaDB 10.11 post-header lengths for types 1..=171, as read from the FORMAT_DESCRIPTION of a
+/// MariaDB 10.11.19 binlog: [`MARIADB_10_POST_HEADER_LENGTHS`] with 10 for types 39..=41 as
+/// well. A MariaDB replica configures its parser from it.
+pub const MARIADB_10_11_POST_HEADER_LENGTHS: [u8; 171] = {
+    let mut a = MARIADB_10_POST_HEADER_LENGTHS;
+    a[38] = 10;
+    a[39] = 10;
+    a[40] = 10;
+    a
+};
+
+/// Offset in a FORMAT_DESCRIPTION event (header included) of its create timestamp.
+const CREATE_TIMESTAMP_AT: usize = HEADER_LEN + 2 + SERVER_VERSION_LEN;
+
+/// Clears `LOG_EVENT_BINLOG_IN_USE_F` in a stored FORMAT_DESCRIPTION's header, as it is sent
+/// (the open file's carries the flag). The CRC stays valid: it is computed with the flag
+/// cleared (see [`crate::binlog::EventWriter`]). Other events and short ones are left alone.
+pub fn clear_binlog_in_use(ev: &mut [u8]) {
+    if ev.len() >= HEADER_LEN && ev[4] == EventType::FORMAT_DESCRIPTION.0 {
+        let f = u16::from_le_bytes([ev[17], ev[18]]) & !flags::BINLOG_IN_USE;
+        ev[17..19].copy_from_slice(&f.to_le_bytes());
+    }
+}
+
+/// Rewrites a stored FORMAT_DESCRIPTION (`ev`, CRC included) for sending to a client:
+/// BINLOG_IN_USE cleared; `artificial` (a start past offset 4, where a master sends the FDE
+/// as a made-up event) sets log_pos and the create timestamp to 0; `checksum_off` (a client
+/// that never announced a checksum) sets the algorithm byte to OFF. The CRC is recomputed.
+/// An event too short to be a FORMAT_DESCRIPTION is left alone.
+///
+/// ```text
+/// header 19 | version 2 | server version 50 | create ts 4 | … | alg 1 | CRC 4
+///                                            ^ offset 71           ^ len-5
+/// ```
+pub fn patch_for_sending(ev: &mut [u8], artificial: bool, checksum_off: bool) {
+    let len = ev.len();
+    if len < CREATE_TIMESTAMP_AT + 6 + CHECKSUM_LEN || ev[4] != EventType::FORMAT_DESCRIPTION.0 {
+        return;
+    }
+    clear_binlog_in_use(ev);
+    if artificial {
+        ev[13..17].copy_from_slice(&0u32.to_le_bytes());
+        ev[CREATE_TIMESTAMP_AT..CREATE_TIMESTAMP_AT + 4].copy_from_slice(&0u32.to_le_bytes());
+    }
+    if checksum_off {
+        ev[len - CHECKSUM_LEN - 1] = ChecksumAlg::Off as u8;
+    }
+    let c = crc32(&ev[..len - CHECKSUM_LEN]);
+    ev[len - CHECKSUM_LEN..].copy_from_slice(&c.to_le_bytes());
+}
+
+/// The checksum algorithm a stored FORMAT_DESCRIPTION (CRC included) announces: the byte
+/// before its CRC.
+pub fn checksum_alg_of(ev: &[u8]) -> Option<ChecksumAlg> {
+    let at = ev.len().checked_sub(CHECKSUM_LEN + 1)?;
+    (at > CREATE_TIMESTAMP_AT).then(|| ChecksumAlg::from_byte(ev[at]))?
+}
 
 /// A FORMAT_DESCRIPTION event body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,5 +194,74 @@ impl EventBody for FormatDescription<'_> {
 
     fn always_checksummed(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binlog::checksum::verify_event;
+    use crate::binlog::{EventMeta, EventWriter, LogPos};
+
+    fn fde(crc: ChecksumAlg) -> Vec<u8> {
+        let mut w = EventWriter::new(7, crc == ChecksumAlg::Crc32);
+        let mut buf = Vec::new();
+        let res = w.write_with(
+            &mut buf,
+            EventMeta {
+                timestamp: 1_700_000_000,
+                log_pos: LogPos::StartsAt(4),
+                flags: flags::BINLOG_IN_USE,
+            },
+            &FormatDescription::mysql80("8.0.36-tibinlog", 1_700_000_000, crc),
+        );
+        assert!(res.is_ok());
+        buf
+    }
+
+    #[test]
+    fn start_fde_has_zero_log_pos_and_timestamp_and_a_valid_crc() {
+        let mut ev = fde(ChecksumAlg::Crc32);
+        patch_for_sending(&mut ev, true, false);
+        assert_eq!(&ev[13..17], &[0, 0, 0, 0]);
+        assert_eq!(&ev[71..75], &[0, 0, 0, 0]);
+        assert_eq!(
+            u16::from_le_bytes([ev[17], ev[18]]) & flags::BINLOG_IN_USE,
+            0
+        );
+        assert_eq!(ev[ev.len() - 5], ChecksumAlg::Crc32 as u8);
+        assert!(verify_event(&ev).is_ok());
+    }
+
+    #[test]
+    fn stripping_says_none_in_the_fde_and_shrinks_events() {
+        let mut ev = fde(ChecksumAlg::Crc32);
+        let len = ev.len();
+        patch_for_sending(&mut ev, false, true);
+        assert_eq!(ev.len(), len, "the FDE keeps its CRC");
+        assert_eq!(ev[len - 5], ChecksumAlg::Off as u8);
+        assert!(verify_event(&ev).is_ok());
+    }
+
+    #[test]
+    fn the_algorithm_is_read_from_the_byte_before_the_crc() {
+        assert_eq!(
+            checksum_alg_of(&fde(ChecksumAlg::Crc32)),
+            Some(ChecksumAlg::Crc32)
+        );
+        assert_eq!(
+            checksum_alg_of(&fde(ChecksumAlg::Off)),
+            Some(ChecksumAlg::Off)
+        );
+        assert_eq!(checksum_alg_of(&[0; 20]), None);
+    }
+
+    #[test]
+    fn the_mariadb_10_11_table_differs_from_10_5_only_at_types_39_to_41() {
+        let diff: Vec<usize> = (0..171)
+            .filter(|&i| MARIADB_10_11_POST_HEADER_LENGTHS[i] != MARIADB_10_POST_HEADER_LENGTHS[i])
+            .map(|i| i + 1)
+            .collect();
+        assert_eq!(diff, vec![39, 40, 41]);
     }
 }

@@ -14,14 +14,19 @@ use crate::binlog::error::{BinlogError, Result};
 use crate::binlog::header::EventType;
 use crate::binlog::writer::EventBody;
 
-/// MariaDB GTID flag bits.
-#[allow(missing_docs)]
+/// MariaDB's GTID event flags (`Gtid_log_event::FL_*`).
 pub mod gtid_flags {
+    /// The group is one statement without BEGIN/COMMIT (DDL).
     pub const STANDALONE: u8 = 0x01;
+    /// A commit id follows (group commit).
     pub const GROUP_COMMIT_ID: u8 = 0x02;
+    /// The group is a transaction of transactional engines.
     pub const TRANSACTIONAL: u8 = 0x04;
+    /// The group may run in parallel with others on the replica.
     pub const ALLOW_PARALLEL: u8 = 0x08;
+    /// The group waited for a row lock of another.
     pub const WAITED: u8 = 0x10;
+    /// The group is DDL.
     pub const DDL: u8 = 0x20;
 }
 
@@ -32,6 +37,51 @@ pub struct MariadbGtid {
     pub server_id: u32,
     pub seq_no: u64,
 }
+
+impl std::fmt::Display for MariadbGtid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.domain_id, self.server_id, self.seq_no)
+    }
+}
+
+impl MariadbGtid {
+    /// Parses a GTID position list as MariaDB writes `@slave_connect_state` and
+    /// `@@gtid_slave_pos`: comma-separated `domain-server-seq`, blanks allowed around items; the
+    /// empty text is the empty list. `None` when malformed or when a domain appears twice.
+    pub fn parse_list(text: &str) -> Option<Vec<MariadbGtid>> {
+        let mut out: Vec<MariadbGtid> = Vec::new();
+        if text.trim().is_empty() {
+            return Some(out);
+        }
+        for item in text.split(',') {
+            let mut parts = item.trim().split('-');
+            let (Some(d), Some(s), Some(n), None) =
+                (parts.next(), parts.next(), parts.next(), parts.next())
+            else {
+                return None;
+            };
+            let g = MariadbGtid {
+                domain_id: d.parse().ok()?,
+                server_id: s.parse().ok()?,
+                seq_no: n.parse().ok()?,
+            };
+            if out.iter().any(|o| o.domain_id == g.domain_id) {
+                return None;
+            }
+            out.push(g);
+        }
+        Some(out)
+    }
+}
+
+/// Bytes of a GTID event (162) body without the group-commit id: seq_no 8, domain 4, flags 1,
+/// 6 zero bytes.
+pub const GTID_BODY_LEN: usize = 19;
+
+/// [`MariadbGtidList::flags`] of the made-up GTID_LIST a master sends when a replica's
+/// `START SLAVE UNTIL master_gtid_pos` position is reached
+/// (`Gtid_list_log_event::FLAG_UNTIL_REACHED`).
+pub const GTID_LIST_UNTIL_REACHED: u8 = 0x01;
 
 /// MariaDB GTID_EVENT (162).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,5 +178,29 @@ impl EventBody for MariadbAnnotateRows<'_> {
     fn encode_into(&self, buf: &mut Vec<u8>) -> Result<()> {
         buf.extend_from_slice(self.0.as_bytes());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtid_lists_parse_like_mariadb_s() {
+        let g = |domain_id, server_id, seq_no| MariadbGtid {
+            domain_id,
+            server_id,
+            seq_no,
+        };
+        assert_eq!(MariadbGtid::parse_list(""), Some(vec![]));
+        assert_eq!(MariadbGtid::parse_list("0-1-5"), Some(vec![g(0, 1, 5)]));
+        assert_eq!(
+            MariadbGtid::parse_list("0-1-5, 3-2-18446744073709551615"),
+            Some(vec![g(0, 1, 5), g(3, 2, u64::MAX)])
+        );
+        for bad in ["0-1", "0-1-2-3", "a-1-2", "0-1-5,0-2-6", "-1-1-1", "0-1-5,"] {
+            assert_eq!(MariadbGtid::parse_list(bad), None, "{bad}");
+        }
+        assert_eq!(g(0, 1, 5).to_string(), "0-1-5");
     }
 }

@@ -5,6 +5,7 @@ pub mod format_desc;
 pub mod gtid;
 pub mod mariadb;
 pub mod query;
+pub mod relay;
 pub mod rows;
 pub mod table_map;
 

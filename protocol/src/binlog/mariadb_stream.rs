@@ -1,6 +1,5 @@
-//! What a MariaDB peer (a MariaDB 10.x replica, `mariadb-binlog`) needs changed in our
-//! MySQL-flavoured stream (MariaDB's `sql/slave.cc` and `sql/log_event.cc`; trap 18 of
-//! `tests/traps.rs`).
+//! What a MariaDB peer (a MariaDB 10.x replica, `mariadb-binlog`) needs changed in a
+//! MySQL-flavoured stream (MariaDB's `sql/slave.cc` and `sql/log_event.cc`).
 //!
 //! MariaDB reads the MySQL 8.0 event layout, but its SQL thread applies the QUERY events'
 //! `Q_CHARSET_CODE` (character_set_client, collation_connection, collation_server) and stops
@@ -17,8 +16,8 @@
 //! # MariaDB GTID flavour
 //! A GTID-aware MariaDB peer (a MariaDB replica, by file/position or with
 //! `MASTER_USE_GTID=slave_pos|current_pos`; `mariadb-binlog`) gets a MariaDB-flavoured stream,
-//! computed per session from the MySQL-flavoured files ([`GtidFlavour`]). A MySQL GTID `uuid:gno` of our
-//! `@@server_uuid` is the MariaDB GTID `0-<@@server_id>-<gno>` (domain 0).
+//! computed per session from the MySQL-flavoured files ([`GtidFlavour`]). A MySQL GTID `uuid:gno`
+//! of the server's `@@server_uuid` is the MariaDB GTID `0-<@@server_id>-<gno>` ([`DOMAIN`] 0).
 //!
 //! ```text
 //! file:   FDE | PREVIOUS_GTIDS        | GTID(33) BEGIN       TABLE_MAP ROWS… XID | GTID(33) QUERY(DDL)
@@ -49,11 +48,22 @@
 //!              status vars: (code, value)… — code 4 = Q_CHARSET: client 2 | connection 2 | server 2
 //! ```
 
-use tibinlog_protocol::binlog::checksum::{crc32, CHECKSUM_LEN};
-use tibinlog_protocol::binlog::{flags, read, EventType, HEADER_LEN};
+use crate::binlog::checksum::{crc32, CHECKSUM_LEN};
+use crate::binlog::error::Result;
+use crate::binlog::events::format_desc::{FormatDescription, MARIADB_10_11_POST_HEADER_LENGTHS};
+use crate::binlog::events::mariadb::{
+    gtid_flags, MariadbGtid, MariadbGtidEvent, MariadbGtidList, GTID_LIST_UNTIL_REACHED,
+};
+use crate::binlog::{
+    flags, read, ChecksumAlg, EventHeader, EventMeta, EventType, EventWriter, GtidSet, LogPos,
+    HEADER_LEN,
+};
 
 /// `utf8mb4_bin`, TiDB's default collation, known to every MariaDB.
 pub const UTF8MB4_BIN: u16 = 46;
+
+/// The GTID domain of every MariaDB GTID the server sends.
+pub const DOMAIN: u32 = 0;
 
 /// The collation a MariaDB peer gets for MySQL collation `id`: MySQL 8.0's `utf8mb4_0900_*`
 /// family (255 `utf8mb4_0900_ai_ci` … 323) becomes [`UTF8MB4_BIN`]; other ids are kept.
@@ -75,7 +85,11 @@ pub fn patch_query_event(ev: &mut [u8], has_crc: bool) {
     let end = ev
         .len()
         .saturating_sub(if has_crc { CHECKSUM_LEN } else { 0 });
-    let Some(at) = charset_offset(ev.get(..end).unwrap_or(&[])) else {
+    let Some(at) = ev
+        .get(HEADER_LEN..end)
+        .and_then(read::query_charset_offset)
+        .map(|at| HEADER_LEN + at)
+    else {
         return;
     };
     let mut changed = false;
@@ -94,240 +108,80 @@ pub fn patch_query_event(ev: &mut [u8], has_crc: bool) {
     }
 }
 
-/// MariaDB's GTID event flags (`Gtid_log_event::FL_*`).
-pub mod gtid_flags {
-    /// The group is one statement without BEGIN/COMMIT (DDL).
-    pub const STANDALONE: u8 = 0x01;
-    /// The group is a transaction of transactional engines.
-    pub const TRANSACTIONAL: u8 = 0x04;
-    /// The group may run in parallel with others on the replica.
-    pub const ALLOW_PARALLEL: u8 = 0x08;
-    /// The group is DDL.
-    pub const DDL: u8 = 0x20;
-}
-
-/// The GTID domain of every GTID we serve.
-pub const DOMAIN: u32 = 0;
-
-/// The MariaDB FORMAT_DESCRIPTION's post-header lengths, one per event type 1..=171, as
-/// MariaDB 10.11 writes them (read from the FDE of a MariaDB 10.11.19 binlog). Types we send:
-/// QUERY 13, ROTATE 8, TABLE_MAP 8, rows v2 (30–32) 10, GTID (162) 19, GTID_LIST (163) 4.
-pub const POST_HEADER_LENS: [u8; 171] = [
-    56, 13, 0, 8, 0, 18, 0, 4, 4, 4, 4, 18, 0, 0, 228, 0, 4, 26, 8, 0, 0, 0, 8, 8, 8, 2, 0, 0, 0,
-    10, 10, 10, 0, 0, 0, 0, 0, 0, 10, 10, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 4, 19, 4, 0, 13, 8, 8, 8, 10, 10, 10,
-];
-
-/// Bytes of a GTID event (162) body without the group-commit id: seq_no 8, domain 4, flags 1,
-/// 6 zero bytes.
-pub const GTID_BODY_LEN: usize = 19;
-
-/// One MariaDB GTID `domain-server-seq`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MariaGtid {
-    pub domain: u32,
-    pub server_id: u32,
-    pub seq_no: u64,
-}
-
-impl std::fmt::Display for MariaGtid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}-{}", self.domain, self.server_id, self.seq_no)
-    }
-}
-
-/// Parses a GTID position list as MariaDB writes `@slave_connect_state` / `@@gtid_slave_pos`:
-/// comma-separated `domain-server-seq`, blanks allowed around items; the empty text is the
-/// empty list. `None` when malformed or when a domain appears twice.
-pub fn parse_gtid_list(text: &str) -> Option<Vec<MariaGtid>> {
-    let mut out: Vec<MariaGtid> = Vec::new();
-    if text.trim().is_empty() {
-        return Some(out);
-    }
-    for item in text.split(',') {
-        let mut parts = item.trim().split('-');
-        let (Some(d), Some(s), Some(n), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return None;
-        };
-        let g = MariaGtid {
-            domain: d.parse().ok()?,
-            server_id: s.parse().ok()?,
-            seq_no: n.parse().ok()?,
-        };
-        if out.iter().any(|o| o.domain == g.domain) {
-            return None;
-        }
-        out.push(g);
-    }
-    Some(out)
-}
-
-/// Writes one event: header (timestamp, type, server id, size, log_pos, flags), `body`, zero
-/// padding up to `size`, and a CRC32 if `crc`. `size` is raised to the unpadded size if smaller.
-fn build_event(
-    head: EventHead,
-    type_code: EventType,
-    body: &[u8],
-    size: usize,
-    crc: bool,
-) -> Vec<u8> {
-    let mut ev = Vec::new();
-    build_event_into(&mut ev, head, type_code, body, size, crc);
-    ev
-}
-
-/// [`build_event`] into `ev` (cleared first), so a session can reuse one buffer.
-fn build_event_into(
-    ev: &mut Vec<u8>,
-    head: EventHead,
-    type_code: EventType,
-    body: &[u8],
-    size: usize,
-    crc: bool,
-) {
-    let crc_len = if crc { CHECKSUM_LEN } else { 0 };
-    let size = size.max(HEADER_LEN + body.len() + crc_len);
-    ev.clear();
-    ev.reserve(size);
-    ev.extend_from_slice(&head.timestamp.to_le_bytes());
-    ev.push(type_code.0);
-    ev.extend_from_slice(&head.server_id.to_le_bytes());
-    ev.extend_from_slice(&(size as u32).to_le_bytes());
-    ev.extend_from_slice(&head.log_pos.to_le_bytes());
-    ev.extend_from_slice(&head.flags.to_le_bytes());
-    ev.extend_from_slice(body);
-    ev.resize(size - crc_len, 0);
-    if crc {
-        let c = crc32(ev);
-        ev.extend_from_slice(&c.to_le_bytes());
-    }
-}
-
-/// The common-header fields of an event we write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventHead {
-    pub timestamp: u32,
-    pub server_id: u32,
-    pub log_pos: u32,
-    pub flags: u16,
-}
-
-impl EventHead {
-    /// The header fields of a stored event.
-    fn of(ev: &[u8]) -> Option<Self> {
-        let u32_at = |p: usize| -> Option<u32> {
-            Some(u32::from_le_bytes(ev.get(p..p + 4)?.try_into().ok()?))
-        };
-        Some(Self {
-            timestamp: u32_at(0)?,
-            server_id: u32_at(5)?,
-            log_pos: u32_at(13)?,
-            flags: u16::from_le_bytes(ev.get(17..19)?.try_into().ok()?),
-        })
-    }
-}
-
-/// A MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`); the
-/// tests' owned form of [`gtid_event_into`].
-#[cfg(test)]
-fn gtid_event(
-    head: EventHead,
-    domain: u32,
-    seq_no: u64,
-    fl: u8,
-    size: usize,
-    crc: bool,
-) -> Vec<u8> {
-    let mut ev = Vec::new();
-    gtid_event_into(&mut ev, head, domain, seq_no, fl, size, crc);
-    ev
-}
-
-/// Writes a MariaDB GTID event (162) of `size` bytes (zero-padded; CRC included if `crc`) into
-/// a reused buffer.
+/// Writes a MariaDB GTID event (162) of [`DOMAIN`] into `out` (cleared first, so a session can
+/// reuse one buffer), zero-padded to `size` bytes (CRC included if `crc`) when that is larger.
 fn gtid_event_into(
-    ev: &mut Vec<u8>,
-    head: EventHead,
-    domain: u32,
-    seq_no: u64,
-    fl: u8,
+    out: &mut Vec<u8>,
+    server_id: u32,
+    meta: EventMeta,
+    (seq_no, fl): (u64, u8),
     size: usize,
     crc: bool,
-) {
-    let mut body = [0u8; GTID_BODY_LEN];
-    body[..8].copy_from_slice(&seq_no.to_le_bytes());
-    body[8..12].copy_from_slice(&domain.to_le_bytes());
-    body[12] = fl;
-    build_event_into(ev, head, EventType::MARIADB_GTID, &body, size, crc);
+) -> Result<()> {
+    out.clear();
+    let ev = MariadbGtidEvent {
+        seq_no,
+        domain_id: DOMAIN,
+        flags: fl,
+        commit_id: None,
+    };
+    EventWriter::new(server_id, crc).write_padded(out, meta, &ev, size)?;
+    Ok(())
 }
 
-/// A MariaDB GTID_LIST event (163) of `size` bytes: count (low 28 bits; flags 0), then per
-/// GTID domain 4, server id 4, seq_no 8.
-pub fn gtid_list_event(head: EventHead, list: &[MariaGtid], size: usize, crc: bool) -> Vec<u8> {
-    gtid_list_event_flagged(head, list, 0, size, crc)
-}
-
-/// `Gtid_list_log_event::FLAG_UNTIL_REACHED`: the fake GTID_LIST a master sends when a
-/// replica's `START SLAVE UNTIL master_gtid_pos` position is reached (high 4 bits of the
-/// count word).
-pub const GTID_LIST_UNTIL_REACHED: u32 = 1 << 28;
-
-/// [`gtid_list_event`] with flags (high 4 bits of the count word), e.g.
-/// [`GTID_LIST_UNTIL_REACHED`].
-pub fn gtid_list_event_flagged(
-    head: EventHead,
-    list: &[MariaGtid],
-    gl_flags: u32,
+/// A MariaDB GTID_LIST event (163) of `list`, zero-padded to `size` bytes when that is larger;
+/// `until_reached` flags it as the stop of a replica's `START SLAVE UNTIL master_gtid_pos`.
+pub fn gtid_list_event(
+    server_id: u32,
+    meta: EventMeta,
+    list: &[MariadbGtid],
+    until_reached: bool,
     size: usize,
     crc: bool,
-) -> Vec<u8> {
-    let mut body = Vec::with_capacity(4 + 16 * list.len());
-    let count = (list.len() as u32 & 0x0fff_ffff) | (gl_flags & 0xf000_0000);
-    body.extend_from_slice(&count.to_le_bytes());
-    for g in list {
-        body.extend_from_slice(&g.domain.to_le_bytes());
-        body.extend_from_slice(&g.server_id.to_le_bytes());
-        body.extend_from_slice(&g.seq_no.to_le_bytes());
-    }
-    build_event(head, EventType::MARIADB_GTID_LIST, &body, size, crc)
+) -> Result<Vec<u8>> {
+    let ev = MariadbGtidList {
+        gtids: list,
+        flags: if until_reached {
+            GTID_LIST_UNTIL_REACHED
+        } else {
+            0
+        },
+    };
+    let mut out = Vec::with_capacity(size.max(HEADER_LEN + 8 + 16 * list.len()));
+    EventWriter::new(server_id, crc).write_padded(&mut out, meta, &ev, size)?;
+    Ok(out)
 }
 
 /// A MariaDB 10.11 FORMAT_DESCRIPTION built from a file's MySQL one (`file_fde`, as stored):
 /// binlog version 4, the file FDE's server version, timestamp and server id, log_pos 0, create
-/// time 0, header length 19, [`POST_HEADER_LENS`], then the checksum algorithm byte (`alg`) and
-/// a CRC32. Like a real FDE it always ends with the 4 CRC bytes.
+/// time 0, header length 19, [`MARIADB_10_11_POST_HEADER_LENGTHS`], then the checksum
+/// algorithm byte (`alg`) and a CRC32. Like a real FDE it always ends with the 4 CRC bytes.
+/// `None` when `file_fde` is too short to hold a server version.
 ///
 /// The server version stays MySQL's on purpose: from an FDE that names a MariaDB ≥ 10.5.2
 /// master, a MariaDB replica also applies `Q_FLAGS2` bits it does not read from MySQL masters
-/// (`OPTION_EXPLICIT_DEF_TIMESTAMP`, `OPTION_IF_EXISTS`); our QUERY events carry MySQL's flags,
-/// so a MariaDB version made a replica create `TIMESTAMP` columns as with
+/// (`OPTION_EXPLICIT_DEF_TIMESTAMP`, `OPTION_IF_EXISTS`); the files' QUERY events carry MySQL's
+/// flags, so a MariaDB version made a replica create `TIMESTAMP` columns as with
 /// `explicit_defaults_for_timestamp=OFF` and fail ("Invalid default value").
-pub fn format_description(file_fde: &[u8], alg: u8) -> Option<Vec<u8>> {
-    let head = EventHead::of(file_fde)?;
-    let mut body = Vec::with_capacity(57 + POST_HEADER_LENS.len() + 1);
-    body.extend_from_slice(&4u16.to_le_bytes());
-    body.extend_from_slice(file_fde.get(HEADER_LEN + 2..HEADER_LEN + 52)?);
-    body.extend_from_slice(&0u32.to_le_bytes());
-    body.push(HEADER_LEN as u8);
-    body.extend_from_slice(&POST_HEADER_LENS);
-    body.push(alg);
-    let head = EventHead {
-        log_pos: 0,
-        flags: head.flags & !flags::BINLOG_IN_USE,
-        ..head
+pub fn format_description(file_fde: &[u8], alg: ChecksumAlg) -> Option<Vec<u8>> {
+    let head = EventHeader::parse(file_fde).ok()?;
+    let version = read::server_version(file_fde.get(HEADER_LEN..)?)?;
+    let fde = FormatDescription {
+        server_version: std::str::from_utf8(version).ok()?,
+        create_timestamp: 0,
+        post_header_lengths: &MARIADB_10_11_POST_HEADER_LENGTHS,
+        checksum_alg: alg,
     };
-    Some(build_event(
-        head,
-        EventType::FORMAT_DESCRIPTION,
-        &body,
-        0,
-        true,
-    ))
+    let meta = EventMeta {
+        timestamp: head.timestamp,
+        log_pos: LogPos::Fixed(0),
+        flags: head.flags & !flags::BINLOG_IN_USE,
+    };
+    let mut out = Vec::with_capacity(fde.event_len());
+    EventWriter::new(head.server_id, true)
+        .write_with(&mut out, meta, &fde)
+        .ok()?;
+    Some(out)
 }
 
 /// The per-session rewrite of a MySQL-flavoured event sequence into MariaDB's GTID flavour (see
@@ -336,9 +190,9 @@ pub fn format_description(file_fde: &[u8], alg: u8) -> Option<Vec<u8>> {
 /// two reused buffers, so a session allocates nothing per event.
 #[derive(Debug)]
 pub struct GtidFlavour {
-    /// Our `@@server_id`: the server id of every MariaDB GTID.
+    /// The server's `@@server_id`: the server id of every MariaDB GTID.
     server_id: u32,
-    /// Our `@@server_uuid` as a SID.
+    /// The server's `@@server_uuid` as a SID.
     sid: [u8; 16],
     /// Events carry a CRC32.
     crc: bool,
@@ -351,6 +205,8 @@ pub struct GtidFlavour {
 }
 
 impl GtidFlavour {
+    /// A rewrite for the server with `server_id` and `@@server_uuid` `sid`; `crc`: the events
+    /// fed carry a CRC32.
     pub fn new(server_id: u32, sid: [u8; 16], crc: bool) -> Self {
         Self {
             server_id,
@@ -375,45 +231,15 @@ impl GtidFlavour {
     /// Takes one event and passes what goes out instead to `emit`: nothing for a MySQL GTID
     /// event, which waits for the next one; one GTID event for the BEGIN that merges into it;
     /// the GTID event, then the event, for a standalone statement.
-    pub fn feed(&mut self, ev: &mut [u8], mut emit: impl FnMut(&[u8])) {
+    pub fn feed(&mut self, ev: &mut [u8], mut emit: impl FnMut(&[u8])) -> Result<()> {
         let ty = ev.get(4).map(|t| EventType(*t));
         if self.has_pending {
             self.has_pending = false;
-            let gtid = &self.pending;
-            let seq_no = mysql_gno(gtid).unwrap_or(0);
-            let head = EventHead::of(gtid).unwrap_or(EventHead {
-                timestamp: 0,
-                server_id: self.server_id,
-                log_pos: 0,
-                flags: 0,
-            });
-            let head = EventHead {
-                server_id: self.server_id,
-                flags: flags::SUPPRESS_USE,
-                ..head
-            };
-            if ty == Some(EventType::QUERY) && query_text(ev, self.crc) == Some(&b"BEGIN"[..]) {
-                let log_pos = EventHead::of(ev).map_or(head.log_pos, |h| h.log_pos);
-                let fl = gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL;
-                gtid_event_into(
-                    &mut self.out,
-                    EventHead { log_pos, ..head },
-                    DOMAIN,
-                    seq_no,
-                    fl,
-                    0,
-                    self.crc,
-                );
-                emit(&self.out);
-                return;
-            }
-            let fl = if ty == Some(EventType::QUERY) {
-                gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
-            } else {
-                gtid_flags::STANDALONE
-            };
-            gtid_event_into(&mut self.out, head, DOMAIN, seq_no, fl, 0, self.crc);
+            self.write_pending_gtid(ev, ty)?;
             emit(&self.out);
+            if ty == Some(EventType::QUERY) && self.is_begin(ev) {
+                return Ok(());
+            }
         }
         match ty {
             Some(EventType::GTID) => {
@@ -421,54 +247,95 @@ impl GtidFlavour {
                 self.pending.extend_from_slice(ev);
                 self.has_pending = true;
             }
-            Some(EventType::PREVIOUS_GTIDS) => {
-                let list = self.state_of_previous_gtids(ev);
+            Some(EventType::PREVIOUS_GTIDS) => match EventHeader::parse(ev) {
                 // Header flags 0 as MariaDB writes them: MySQL marks PREVIOUS_GTIDS
                 // LOG_EVENT_IGNORABLE_F, which would make a replica skip the list.
-                match EventHead::of(ev) {
-                    Some(head) => emit(&gtid_list_event(
-                        EventHead { flags: 0, ..head },
+                Ok(head) => {
+                    let meta = EventMeta {
+                        timestamp: head.timestamp,
+                        log_pos: LogPos::Fixed(head.log_pos),
+                        flags: 0,
+                    };
+                    let list = self.state_of_previous_gtids(ev);
+                    emit(&gtid_list_event(
+                        head.server_id,
+                        meta,
                         &list,
+                        false,
                         ev.len(),
                         self.crc,
-                    )),
-                    None => emit(ev),
+                    )?);
                 }
-            }
+                Err(_) => emit(ev),
+            },
             Some(EventType::QUERY) => {
                 patch_query_event(ev, self.crc);
                 emit(ev);
             }
             _ => emit(ev),
         }
+        Ok(())
     }
 
-    /// The MariaDB binlog state a PREVIOUS_GTIDS event stands for: the last GNO of our SID.
-    fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariaGtid> {
+    /// Writes into `out` the MariaDB GTID event standing for the pending MySQL GTID, now that
+    /// its next event `ev` (of type `ty`) tells what kind of group it opens: a transaction
+    /// (BEGIN merges into it and it ends where BEGIN ended) or a standalone statement.
+    fn write_pending_gtid(&mut self, ev: &[u8], ty: Option<EventType>) -> Result<()> {
+        let gtid = &self.pending;
+        let seq_no = read::gtid_of_event(gtid).map_or(0, |(_, gno)| gno);
+        let (timestamp, log_pos) =
+            EventHeader::parse(gtid).map_or((0, 0), |h| (h.timestamp, h.log_pos));
+        let mut meta = EventMeta {
+            timestamp,
+            log_pos: LogPos::Fixed(log_pos),
+            flags: flags::SUPPRESS_USE,
+        };
+        let fl = if ty == Some(EventType::QUERY) && self.is_begin(ev) {
+            if let Ok(h) = EventHeader::parse(ev) {
+                meta.log_pos = LogPos::Fixed(h.log_pos);
+            }
+            gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL
+        } else if ty == Some(EventType::QUERY) {
+            gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL
+        } else {
+            gtid_flags::STANDALONE
+        };
+        gtid_event_into(
+            &mut self.out,
+            self.server_id,
+            meta,
+            (seq_no, fl),
+            0,
+            self.crc,
+        )
+    }
+
+    fn is_begin(&self, ev: &[u8]) -> bool {
+        query_text(ev, self.crc) == Some(&b"BEGIN"[..])
+    }
+
+    /// The MariaDB binlog state a PREVIOUS_GTIDS event stands for: the last GNO of the
+    /// server's SID.
+    fn state_of_previous_gtids(&self, ev: &[u8]) -> Vec<MariadbGtid> {
         let end = ev
             .len()
             .saturating_sub(if self.crc { CHECKSUM_LEN } else { 0 });
         let set = ev
             .get(HEADER_LEN..end)
-            .and_then(|b| tibinlog_protocol::binlog::GtidSet::decode(b).ok());
+            .and_then(|b| GtidSet::decode(b).ok());
         let last = set.and_then(|s| {
             s.iter()
                 .find(|(sid, _)| sid.0 == self.sid)
                 .and_then(|(_, ivs)| ivs.last().map(|&(_, e)| e - 1))
         });
-        last.map(|seq_no| MariaGtid {
-            domain: DOMAIN,
+        last.map(|seq_no| MariadbGtid {
+            domain_id: DOMAIN,
             server_id: self.server_id,
             seq_no,
         })
         .into_iter()
         .collect()
     }
-}
-
-/// GNO of a MySQL GTID event.
-fn mysql_gno(ev: &[u8]) -> Option<u64> {
-    read::gtid(ev.get(HEADER_LEN..)?).map(|(_, gno)| gno)
 }
 
 /// The statement text of a QUERY event (`has_crc`: it ends with a CRC32).
@@ -479,17 +346,12 @@ pub fn query_text(ev: &[u8], has_crc: bool) -> Option<&[u8]> {
     read::query_text_bytes(ev.get(HEADER_LEN..end)?)
 }
 
-/// Offset in the event of the 6-byte `Q_CHARSET_CODE` value (see
-/// [`read::query_charset_offset`]).
-fn charset_offset(ev: &[u8]) -> Option<usize> {
-    read::query_charset_offset(ev.get(HEADER_LEN..)?).map(|at| HEADER_LEN + at)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tibinlog_protocol::binlog::checksum::verify_event;
-    use tibinlog_protocol::binlog::{EventWriter, QueryEvent, QueryStatus, Sid};
+    use crate::binlog::checksum::verify_event;
+    use crate::binlog::events::mariadb::GTID_BODY_LEN;
+    use crate::binlog::{QueryEvent, QueryStatus, Sid};
 
     fn event(q: &QueryEvent<'_>, crc: bool) -> Vec<u8> {
         let mut w = EventWriter::new(1, crc);
@@ -593,16 +455,35 @@ mod tests {
     const REAL_GTID_LIST_ONE: &str = "8d4d0d6ba3070000002b0000002b01000000000100000000000000070000\
          00030000000000000001fdd7d0";
 
-    fn head(ev_hex: &str) -> EventHead {
+    /// Server id and header fields of a real event, to write ours with.
+    fn head(ev_hex: &str) -> (u32, EventMeta) {
         let ev = hex::decode(ev_hex).expect("hex");
-        EventHead::of(&ev).expect("header")
+        let h = EventHeader::parse(&ev).expect("header");
+        let meta = EventMeta {
+            timestamp: h.timestamp,
+            log_pos: LogPos::Fixed(h.log_pos),
+            flags: h.flags,
+        };
+        (h.server_id, meta)
+    }
+
+    fn gtid_event(
+        (server_id, meta): (u32, EventMeta),
+        seq_no: u64,
+        fl: u8,
+        size: usize,
+        crc: bool,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let res = gtid_event_into(&mut out, server_id, meta, (seq_no, fl), size, crc);
+        assert!(res.is_ok(), "{res:?}");
+        out
     }
 
     #[test]
     fn gtid_events_are_byte_identical_to_mariadb_s() {
         let ddl = gtid_event(
             head(REAL_GTID_DDL),
-            0,
             1,
             gtid_flags::STANDALONE | gtid_flags::ALLOW_PARALLEL | gtid_flags::DDL,
             0,
@@ -611,37 +492,40 @@ mod tests {
         assert_eq!(hex::encode(&ddl), REAL_GTID_DDL);
         let rows = gtid_event(
             head(REAL_GTID_ROWS),
-            0,
             3,
             gtid_flags::TRANSACTIONAL | gtid_flags::ALLOW_PARALLEL,
             0,
             true,
         );
         assert_eq!(hex::encode(&rows), REAL_GTID_ROWS);
-        assert_eq!(head(REAL_GTID_ROWS).flags, flags::SUPPRESS_USE);
+        assert_eq!(head(REAL_GTID_ROWS).1.flags, flags::SUPPRESS_USE);
     }
 
     #[test]
     fn gtid_list_events_are_byte_identical_to_mariadb_s() {
-        let empty = gtid_list_event(head(REAL_GTID_LIST_EMPTY), &[], 29, true);
+        let (id, meta) = head(REAL_GTID_LIST_EMPTY);
+        let empty = gtid_list_event(id, meta, &[], false, 29, true).expect("list");
         assert_eq!(hex::encode(&empty), REAL_GTID_LIST_EMPTY);
-        let one = gtid_list_event(
-            head(REAL_GTID_LIST_ONE),
-            &[MariaGtid {
-                domain: 0,
-                server_id: 7,
-                seq_no: 3,
-            }],
-            0,
-            true,
-        );
+        let (id, meta) = head(REAL_GTID_LIST_ONE);
+        let g = MariadbGtid {
+            domain_id: 0,
+            server_id: 7,
+            seq_no: 3,
+        };
+        let one = gtid_list_event(id, meta, &[g], false, 0, true).expect("list");
         assert_eq!(hex::encode(&one), REAL_GTID_LIST_ONE.replace(' ', ""));
+        let until = gtid_list_event(id, meta, &[g], true, 0, true).expect("list");
+        assert_eq!(
+            &until[HEADER_LEN..HEADER_LEN + 4],
+            &(1u32 | 1 << 28).to_le_bytes()
+        );
+        assert!(verify_event(&until).is_ok());
     }
 
     #[test]
     fn padding_keeps_the_layout_and_a_valid_crc() {
         let h = head(REAL_GTID_ROWS);
-        let ev = gtid_event(h, 0, 3, gtid_flags::TRANSACTIONAL, 150, true);
+        let ev = gtid_event(h, 3, gtid_flags::TRANSACTIONAL, 150, true);
         assert_eq!(ev.len(), 150);
         assert_eq!(u32::from_le_bytes([ev[9], ev[10], ev[11], ev[12]]), 150);
         assert_eq!(&ev[HEADER_LEN..HEADER_LEN + 8], &3u64.to_le_bytes());
@@ -652,7 +536,7 @@ mod tests {
         );
         assert!(verify_event(&ev).is_ok());
         // Without CRC, no trailing checksum.
-        let plain = gtid_event(h, 0, 3, gtid_flags::TRANSACTIONAL, 0, false);
+        let plain = gtid_event(h, 3, gtid_flags::TRANSACTIONAL, 0, false);
         assert_eq!(plain.len(), HEADER_LEN + GTID_BODY_LEN);
     }
 
@@ -669,7 +553,7 @@ mod tests {
         )
         .expect("hex");
         assert_eq!(real.len(), 252);
-        assert_eq!(&real[76..76 + 171], &POST_HEADER_LENS[..]);
+        assert_eq!(&real[76..76 + 171], &MARIADB_10_11_POST_HEADER_LENGTHS[..]);
 
         let mut w = EventWriter::new(1, true);
         let mut mysql = Vec::new();
@@ -677,14 +561,14 @@ mod tests {
             &mut mysql,
             4,
             1_700_000_000,
-            &tibinlog_protocol::binlog::FormatDescription::mysql80(
+            &crate::binlog::FormatDescription::mysql80(
                 "8.0.36-tibinlog",
                 1_700_000_000,
-                tibinlog_protocol::binlog::ChecksumAlg::Crc32,
+                crate::binlog::ChecksumAlg::Crc32,
             ),
         );
         assert!(res.is_ok());
-        let ev = format_description(&mysql, 1).expect("fde");
+        let ev = format_description(&mysql, ChecksumAlg::Crc32).expect("fde");
         assert_eq!(ev.len(), real.len());
         assert_eq!(&ev[..4], &mysql[..4], "timestamp kept");
         assert_eq!(ev[4], EventType::FORMAT_DESCRIPTION.0);
@@ -703,34 +587,19 @@ mod tests {
         // the MySQL FDE of our files announces.
         let mysql_lens = &mysql[76..mysql.len() - 5];
         for ty in [2usize, 4, 16, 19, 30, 31, 32] {
-            assert_eq!(POST_HEADER_LENS[ty - 1], mysql_lens[ty - 1], "type {ty}");
+            assert_eq!(
+                MARIADB_10_11_POST_HEADER_LENGTHS[ty - 1],
+                mysql_lens[ty - 1],
+                "type {ty}"
+            );
         }
-        assert_eq!(POST_HEADER_LENS[161], GTID_BODY_LEN as u8);
-        assert_eq!(POST_HEADER_LENS[162], 4);
-    }
-
-    #[test]
-    fn gtid_lists_parse_like_mariadb_s() {
-        let g = |domain, server_id, seq_no| MariaGtid {
-            domain,
-            server_id,
-            seq_no,
-        };
-        assert_eq!(parse_gtid_list(""), Some(vec![]));
-        assert_eq!(parse_gtid_list("0-1-5"), Some(vec![g(0, 1, 5)]));
-        assert_eq!(
-            parse_gtid_list("0-1-5, 3-2-18446744073709551615"),
-            Some(vec![g(0, 1, 5), g(3, 2, u64::MAX)])
-        );
-        for bad in ["0-1", "0-1-2-3", "a-1-2", "0-1-5,0-2-6", "-1-1-1", "0-1-5,"] {
-            assert_eq!(parse_gtid_list(bad), None, "{bad}");
-        }
-        assert_eq!(g(0, 1, 5).to_string(), "0-1-5");
+        assert_eq!(MARIADB_10_11_POST_HEADER_LENGTHS[161], GTID_BODY_LEN as u8);
+        assert_eq!(MARIADB_10_11_POST_HEADER_LENGTHS[162], 4);
     }
 
     /// A MySQL-flavoured file: FDE, PREVIOUS_GTIDS, a row transaction (GTID 6), a DDL (GTID 7).
     fn mysql_file(sid: Sid) -> Vec<Vec<u8>> {
-        use tibinlog_protocol::binlog::{GtidEvent, PreviousGtids, Xid};
+        use crate::binlog::{GtidEvent, PreviousGtids, Xid};
         let mut w = EventWriter::new(1, true);
         let mut pos = 4u64;
         let mut out = Vec::new();
@@ -738,7 +607,7 @@ mod tests {
             *pos += buf.len() as u64;
             out.push(buf);
         };
-        let mut prev = tibinlog_protocol::binlog::GtidSet::new();
+        let mut prev = crate::binlog::GtidSet::new();
         prev.add_interval(sid, 1, 6);
         let ts = 1_700_000_000;
         let mut b = Vec::new();
@@ -779,7 +648,7 @@ mod tests {
         let mut f = GtidFlavour::new(1, sid.0, true);
         let mut out = Vec::new();
         for mut ev in file.clone() {
-            f.feed(&mut ev, |e| out.push(e.to_vec()));
+            assert!(f.feed(&mut ev, |e| out.push(e.to_vec())).is_ok());
         }
         assert!(!f.has_pending());
         let types: Vec<u8> = out.iter().map(|e| e[4]).collect();
@@ -849,18 +718,13 @@ mod tests {
     fn empty_previous_gtids_become_an_empty_gtid_list_of_the_same_size() {
         let mut w = EventWriter::new(1, true);
         let mut b = Vec::new();
-        let empty = tibinlog_protocol::binlog::GtidSet::new();
+        let empty = crate::binlog::GtidSet::new();
         assert!(w
-            .write(
-                &mut b,
-                126,
-                5,
-                &tibinlog_protocol::binlog::PreviousGtids(&empty)
-            )
+            .write(&mut b, 126, 5, &crate::binlog::PreviousGtids(&empty))
             .is_ok());
         let mut f = GtidFlavour::new(1, [7; 16], true);
         let mut out = Vec::new();
-        f.feed(&mut b.clone(), |e| out.push(e.to_vec()));
+        assert!(f.feed(&mut b.clone(), |e| out.push(e.to_vec())).is_ok());
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].len(), b.len());
         assert_eq!(out[0][4], EventType::MARIADB_GTID_LIST.0);
