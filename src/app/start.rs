@@ -23,7 +23,8 @@ use crate::capture::pd::{PdClient, PdConfig};
 use crate::capture::puller::PullerConfig;
 use crate::capture::read::scan_holds::ScanHolds;
 use crate::changefeed::supervisor::{Failure, WRITER_CHANNEL, WRITER_QUEUE_BYTES};
-use crate::changefeed::{catalog_at, ChangeEvent, Changefeed, ChangefeedConfig};
+use crate::changefeed::{ChangeEvent, Changefeed, ChangefeedConfig};
+use crate::ha::follow::catalog_at;
 use crate::metrics::Metrics;
 use crate::model::Ts;
 use crate::server::status::CaptureStatus;
@@ -261,6 +262,13 @@ pub(super) fn guard_writes(
             None => Ok(()),
         }
     }));
+}
+
+/// The sink's view of the ownership `fence` slot (set once the campaign is won).
+fn owner_fence(
+    fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>,
+) -> crate::binlog_store::sink::OwnerFence {
+    Arc::new(move || fence.get().map(|f| f.check().map_err(|e| e.to_string())))
 }
 
 /// How the sink's thread ends: its failure stops the app; `closed` fires once the store is
@@ -550,10 +558,10 @@ pub(super) fn start_sink(
     let (flushed_tx, flushed_rx) = watch::channel(start_ts);
     let history = Arc::new(SchemaHistory::new(catalog));
     let fence: Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>> = Arc::default();
-    let writer_fence = ha.then(|| fence.clone());
-    if let Some(fence) = &writer_fence {
+    let writer_fence = ha.then(|| {
         guard_writes(&mut store, fence.clone());
-    }
+        owner_fence(fence.clone())
+    });
     let store_closed = CancellationToken::new();
     let sink = Sink::new(
         store,

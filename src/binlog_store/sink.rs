@@ -12,7 +12,7 @@
 //!   instead of being redone whole by every restart.
 //! * Purges (`PURGE BINARY LOGS`, `binlog_expire_logs_seconds`) change the store, so they come
 //!   here as [`WriterMsg::Purge`] too; expiry also runs whenever the binlog rotated.
-//! * In an HA group every write is fenced by the ownership ([`crate::ha::Fence`]).
+//! * In an HA group every write is fenced by the ownership ([`OwnerFence`]).
 //! * Which event may come where is the pure [`super::gate`]: an event out of order stops the
 //!   sink before it writes a byte.
 
@@ -30,8 +30,8 @@ use super::gate::{Gate, Piece};
 use super::source::{self, Purge, PurgeRequest, WriterMsg};
 use super::{BinlogFiles, BinlogStore, StoreError};
 use crate::budget::ByteBudget;
-use crate::changefeed::ChangeEvent;
 use crate::model::Ts;
+use crate::mounter::ChangeEvent;
 use crate::server::source::RelayTag;
 
 /// Longest stretch an HA standby appends relayed transactions without a group commit.
@@ -67,15 +67,20 @@ pub struct Sink {
     /// The file the last expiry check saw open: expiry runs again when the binlog rotated
     /// (as MySQL purges expired files at rotation), besides [`expire_binlogs`]' timer.
     expiry_seen: u32,
-    /// In an HA group: the ownership's fence, once won. Every event and every flush checks it:
-    /// a lost fence fails the writer before another byte is written (the unflushed tail is
-    /// dropped, as after a crash; a restart rejoins as a standby).
-    fence: Option<Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>>,
+    /// In an HA group: the ownership's fence. Every event and every flush checks it: a lost
+    /// fence fails the writer before another byte is written (the unflushed tail is dropped,
+    /// as after a crash; a restart rejoins as a standby).
+    fence: Option<OwnerFence>,
     /// An HA standby: the checkpoint the relayed transactions proved, not yet flushed.
     relay_checkpoint: Option<Ts>,
     /// An HA standby: why the owner's binlog was refused (until the follower asks again).
     relay_error: Option<String>,
 }
+
+/// In an HA group, what the sink asks before each write: `None` while this instance does not
+/// own its group, else whether its ownership still holds (the reason when it does not). The HA
+/// gate answers it from the ownership it won.
+pub type OwnerFence = Arc<dyn Fn() -> Option<Result<(), String>> + Send + Sync>;
 
 impl Sink {
     /// A sink writing `store`; `flushed` carries each durable checkpoint, `fence` the HA
@@ -87,7 +92,7 @@ impl Sink {
         flushed: watch::Sender<Ts>,
         stats: Arc<SinkStats>,
         history: Arc<SchemaHistory>,
-        fence: Option<Arc<std::sync::OnceLock<Arc<crate::ha::Fence>>>>,
+        fence: Option<OwnerFence>,
     ) -> Sink {
         Sink {
             files: store.files(),
@@ -209,7 +214,7 @@ impl Sink {
 
     /// This instance owns its HA group (it won the campaign).
     fn owns(&self) -> bool {
-        self.fence.as_ref().is_some_and(|f| f.get().is_some())
+        self.fence.as_ref().is_some_and(|f| f().is_some())
     }
 
     /// A standby appends a transaction of the owner's binlog. A refusal (the bytes are not
@@ -277,8 +282,8 @@ impl Sink {
         let Some(fence) = &self.fence else {
             return Ok(());
         };
-        match fence.get() {
-            Some(f) => f.check().map_err(|e| {
+        match fence() {
+            Some(r) => r.map_err(|e| {
                 anyhow::anyhow!("not writing: lost the ownership of the HA group: {e}")
             }),
             None => Err(anyhow::anyhow!(
@@ -462,7 +467,7 @@ mod tests {
     const WRITER_QUEUE_BYTES: usize = 32 << 20;
 
     fn txn(commit: u64, start: u64) -> ChangeEvent {
-        ChangeEvent::Rows(crate::changefeed::TxnRows {
+        ChangeEvent::Rows(crate::mounter::TxnRows {
             start_ts: Ts(start),
             commit_ts: Ts(commit),
             rows: Vec::new(),
@@ -498,7 +503,7 @@ mod tests {
     fn an_ha_member_that_does_not_own_its_group_writes_nothing() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut w, _rx) = writer(dir.path());
-        w.fence = Some(Arc::default());
+        w.fence = Some(Arc::new(|| None));
         let e = w.on_event(txn(10, 9)).expect_err("refused");
         assert!(format!("{e:#}").contains("does not own"), "{e:#}");
         assert!(w.on_event(ChangeEvent::Resolved(Ts(10))).is_err());

@@ -52,9 +52,7 @@ use crate::capture::snapshot::{BlockingSnapshotReader, SnapshotConfig, SnapshotR
 use crate::capture::span::table_record_span;
 use crate::model::{RawKvEvent, RawRow, ResolvedTs, Span, Ts};
 use crate::mounter::ddl::{is_ddl_key, JobDecoder};
-use crate::mounter::{
-    DdlEvent, Mounted, Mounter, MounterError, RowChange, SchemaStore, TableFilter,
-};
+use crate::mounter::{Mounted, Mounter, MounterError, SchemaStore, TableFilter};
 use crate::sorter::{self, ReadPosition, SorterError, SorterOutput, SorterReader, SorterWriter};
 use crate::tidb::key;
 use crate::tidb::schema::action;
@@ -219,27 +217,7 @@ impl SpanHook for DdlSpans {
     }
 }
 
-/// A piece of one transaction's row changes.
-#[derive(Debug, Clone)]
-pub struct TxnRows {
-    pub start_ts: Ts,
-    pub commit_ts: Ts,
-    /// Grouped by table, deletes before puts within a table. May be empty in a `last` piece.
-    pub rows: Vec<RowChange>,
-    /// The first piece of the transaction.
-    pub first: bool,
-    /// The last piece of the transaction.
-    pub last: bool,
-}
-
-/// What the changefeed yields, in `(commit_ts, start_ts)` order.
-#[derive(Debug, Clone)]
-pub enum ChangeEvent {
-    Rows(TxnRows),
-    Ddl(DdlEvent),
-    /// Everything with `commit_ts <= ts` has been yielded.
-    Resolved(Ts),
-}
+pub use crate::mounter::event::{ChangeEvent, TxnRows};
 
 /// The current version of every included base table and view, as the mounter last saw it.
 pub type SchemaSnapshot = crate::mounter::Catalog;
@@ -251,13 +229,7 @@ pub fn schema_snapshot(store: &SchemaStore) -> SchemaSnapshot {
 
 /// The included base tables and views of `store` at `ts`.
 pub fn schema_snapshot_at(store: &SchemaStore, ts: Ts) -> SchemaSnapshot {
-    Arc::new(
-        store
-            .tables_at(ts)
-            .into_iter()
-            .filter(|t| t.included)
-            .collect(),
-    )
+    store.included_at(ts)
 }
 
 /// A running changefeed.
@@ -626,32 +598,6 @@ fn mount_chunk(
         open.yielded = true;
     }
     Ok(evs)
-}
-
-/// The included tables as TiDB's schema had them at `ts` (read from its meta keys), for an
-/// HA standby, which captures nothing: at start (its checkpoint) and after each DDL it relays
-/// (that DDL's commit ts).
-pub async fn catalog_at(
-    pd: &PdClient,
-    ts: Ts,
-    filter: TableFilter,
-) -> anyhow::Result<crate::mounter::Catalog> {
-    use anyhow::Context as _;
-    let reader = Arc::new(crate::capture::snapshot::SnapshotReader::new(
-        pd.clone(),
-        crate::capture::snapshot::SnapshotConfig::default(),
-    ));
-    let reader = crate::capture::snapshot::BlockingSnapshotReader::new(
-        reader,
-        tokio::runtime::Handle::current(),
-    );
-    let store = tokio::task::spawn_blocking(move || {
-        crate::mounter::SchemaStore::bootstrap(&reader, ts, filter)
-    })
-    .await
-    .context("schema read task")?
-    .with_context(|| format!("read the schema at {}", ts.0))?;
-    Ok(crate::changefeed::schema_snapshot(&store))
 }
 
 #[cfg(test)]

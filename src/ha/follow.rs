@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::binlog_store::source::WriterMsg;
-use crate::changefeed::ChangeEvent;
 use crate::ha::{Candidate, MemberInfo};
+use crate::mounter::ChangeEvent;
 use crate::server::dump::relay::{Relay, USER_VAR};
 use crate::server::status::CaptureStatus;
 
@@ -238,9 +238,7 @@ async fn follow_once(
                         // A DDL changes what SQL reads see from its position on.
                         let catalog = if last == EventType::QUERY {
                             let ts = crate::model::Ts(tag.commit_ts);
-                            match crate::changefeed::catalog_at(&cfg.pd, ts, cfg.filter.clone())
-                                .await
-                            {
+                            match catalog_at(&cfg.pd, ts, cfg.filter.clone()).await {
                                 Ok(c) => Some(c),
                                 Err(e) => {
                                     warn!(error = %format!("{e:#}"), commit_ts = tag.commit_ts,
@@ -329,6 +327,32 @@ fn raw_event(ev: &Event, buf: &mut Vec<u8>) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The included tables as TiDB's schema had them at `ts` (read from its meta keys), for an
+/// HA standby, which captures nothing: at start (its checkpoint) and after each DDL it relays
+/// (that DDL's commit ts).
+pub async fn catalog_at(
+    pd: &crate::capture::pd::PdClient,
+    ts: crate::model::Ts,
+    filter: crate::mounter::TableFilter,
+) -> anyhow::Result<crate::mounter::Catalog> {
+    use anyhow::Context as _;
+    let reader = std::sync::Arc::new(crate::capture::snapshot::SnapshotReader::new(
+        pd.clone(),
+        crate::capture::snapshot::SnapshotConfig::default(),
+    ));
+    let reader = crate::capture::snapshot::BlockingSnapshotReader::new(
+        reader,
+        tokio::runtime::Handle::current(),
+    );
+    let store = tokio::task::spawn_blocking(move || {
+        crate::mounter::SchemaStore::bootstrap(&reader, ts, filter)
+    })
+    .await
+    .context("schema read task")?
+    .with_context(|| format!("read the schema at {}", ts.0))?;
+    Ok(store.included_at(crate::model::Ts::MAX))
 }
 
 #[cfg(test)]

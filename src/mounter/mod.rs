@@ -27,6 +27,7 @@ pub mod coltype;
 pub mod ddl;
 pub mod ddl_sql;
 pub mod error;
+pub mod event;
 pub mod filter;
 pub mod mount;
 pub mod schema_store;
@@ -36,6 +37,7 @@ mod store_tests;
 
 pub use ddl::{Catalog, DdlEvent};
 pub use error::{MounterError, Result};
+pub use event::{ChangeEvent, TxnRows};
 pub use filter::TableFilter;
 pub use mount::{Mounted, Mounter, RowChange, RowOp};
 pub use schema_store::{AppliedDdl, MetaReader, MountedTable, SchemaStore};

@@ -367,6 +367,16 @@ impl SchemaStore {
         lookup(&self.logical, table_id, ts)
     }
 
+    /// The included base tables and views at `ts`: what the binlog shows of the schema then.
+    pub fn included_at(&self, ts: Ts) -> super::Catalog {
+        Arc::new(
+            self.tables_at(ts)
+                .into_iter()
+                .filter(|t| t.included)
+                .collect(),
+        )
+    }
+
     /// Every base table and view valid at `ts` (sequences have no versions).
     pub fn tables_at(&self, ts: Ts) -> Vec<Arc<MountedTable>> {
         self.logical

@@ -1,6 +1,6 @@
 //! Every system variable of MySQL 8.0 as data (`mysql80_variables.tsv`, read from a real
 //! 8.0.31 server by `scripts/mysql80-variables.py`): its scope, numeric range and default.
-//! The server's own registry ([`super::vars`]) answers for what tibinlog decides; a name only
+//! The server's own registry (`server/vars.rs`) answers for what tibinlog decides; a name only
 //! this list knows still answers as MySQL 8.0 would by default, can be set in a session when
 //! MySQL allows that, and is checked against its range, so that a tool reading or setting
 //! any MySQL variable gets MySQL's answer instead of 1193.
@@ -8,7 +8,15 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use super::vars::VarType;
+/// How a variable's value is typed. `SELECT @@x` gives an integer for `Bool` (1/0), `Int` and
+/// `UInt`, a string for `Text`; `SHOW VARIABLES` shows a `Bool` as ON/OFF, as MySQL does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarType {
+    Bool,
+    Int,
+    UInt,
+    Text,
+}
 
 /// Where a variable lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,8 +36,7 @@ pub struct ConnInfo {
     pub activity: Arc<super::activity::Activity>,
 }
 
-/// How long a write waits for a client that reads nothing: MySQL's default `net_write_timeout`.
-pub const NET_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+pub use super::transport::NET_WRITE_TIMEOUT;
 
 /// One client's session state.
 #[derive(Debug, Default, Clone)]

@@ -119,6 +119,9 @@ impl std::fmt::Debug for PacketIo {
     }
 }
 
+/// How long a write waits for a client that reads nothing: MySQL's default `net_write_timeout`.
+pub const NET_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl PacketIo {
     pub fn new(stream: Box<dyn Io>) -> Self {
         Self {
@@ -127,7 +130,7 @@ impl PacketIo {
             rpos: 0,
             codec: PacketCodec::new(DEFAULT_MAX_PAYLOAD),
             wbuf: Vec::with_capacity(4096),
-            write_timeout: super::session::NET_WRITE_TIMEOUT,
+            write_timeout: NET_WRITE_TIMEOUT,
             sent: 0,
             received: 0,
             metrics: None,

@@ -38,15 +38,7 @@ pub struct ServerIdentity {
     pub auth_plugin: &'static str,
 }
 
-/// How a variable's value is typed. `SELECT @@x` gives an integer for `Bool` (1/0), `Int` and
-/// `UInt`, a string for `Text`; `SHOW VARIABLES` shows a `Bool` as ON/OFF, as MySQL does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VarType {
-    Bool,
-    Int,
-    UInt,
-    Text,
-}
+pub use super::mysql_vars::VarType;
 
 use VarType::{Bool, Int, Text, UInt};
 

@@ -76,7 +76,7 @@ impl SimCore {
 
     /// PD `Tso` with `count` timestamps: the largest is returned.
     pub fn tso(&mut self, count: u32) -> Result<Ts> {
-        self.tso.alloc(self.clock.now_ms(), count)
+        Ok(self.tso.alloc(self.clock.now_ms(), count)?)
     }
 
     /// One timestamp.

@@ -134,3 +134,9 @@ impl SimError {
         )
     }
 }
+
+impl From<super::ts::InvalidTsoCount> for SimError {
+    fn from(e: super::ts::InvalidTsoCount) -> Self {
+        SimError::InvalidTsoCount { count: e.count }
+    }
+}

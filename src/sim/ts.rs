@@ -7,8 +7,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::error::{Result, SimError};
-
 /// Bits of the logical part of a TSO timestamp.
 pub const LOGICAL_BITS: u32 = 18;
 /// Logical counter limit: PD moves to the next millisecond before reaching it.
@@ -104,6 +102,14 @@ impl Clock for ManualClock {
     }
 }
 
+/// A TSO request for zero timestamps, or for more than one physical tick holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("invalid tso count {count}")]
+pub struct InvalidTsoCount {
+    /// Requested count.
+    pub count: u64,
+}
+
 /// PD's timestamp oracle: strictly increasing timestamps, even if the clock stalls or goes back.
 ///
 /// Invariant: every returned timestamp is greater than every timestamp returned before.
@@ -121,10 +127,10 @@ impl TsoAllocator {
 
     /// Allocates `count` consecutive timestamps and returns the **largest** one, as
     /// `TsoResponse.timestamp` does; the batch is `(last - count + 1) ..= last`.
-    pub fn alloc(&mut self, now_ms: u64, count: u32) -> Result<Ts> {
+    pub fn alloc(&mut self, now_ms: u64, count: u32) -> Result<Ts, InvalidTsoCount> {
         let count = u64::from(count);
         if count == 0 || count >= MAX_LOGICAL {
-            return Err(SimError::InvalidTsoCount { count });
+            return Err(InvalidTsoCount { count });
         }
         if now_ms > self.physical {
             self.physical = now_ms;

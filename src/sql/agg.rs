@@ -9,8 +9,8 @@ use std::collections::HashSet;
 
 use tibinlog_protocol::value::Value;
 
+use super::charset;
 use super::error::{Result, SqlError};
-use super::exec::group_key;
 use super::expr::{compare_values, Expr};
 use super::types::{SqlType, TypeKind};
 use super::value::{self as v, CmpMode};
@@ -311,6 +311,50 @@ fn units_to_text(units: i128, scale: u32) -> String {
     } else {
         text
     }
+}
+
+/// A grouping key: the values made comparable as MySQL groups them (strings under their
+/// collation's case and pad rules, numbers by value).
+pub fn group_key(values: &[Value], types: &[&SqlType]) -> Vec<u8> {
+    let mut key = Vec::new();
+    for (x, ty) in values.iter().zip(types) {
+        match x {
+            Value::Null => key.push(0),
+            _ if ty.is_string() => {
+                key.push(1);
+                let bytes = v::to_bytes(x, ty);
+                let c = charset::collation(ty.collation);
+                let bytes: &[u8] = if c.is_some_and(|c| c.pad_space) {
+                    let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+                    &bytes[..end]
+                } else {
+                    &bytes
+                };
+                match (ty.case_rule(), std::str::from_utf8(bytes)) {
+                    (super::like::CaseRule::Insensitive, Ok(s)) => {
+                        for ch in s.chars().map(charset::fold) {
+                            let mut b = [0u8; 4];
+                            key.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+                        }
+                    }
+                    _ => key.extend_from_slice(bytes),
+                }
+                key.push(0xff);
+            }
+            _ if ty.is_integer() => {
+                key.push(2);
+                key.extend_from_slice(&v::to_int(x, ty).unwrap_or(0).to_be_bytes());
+            }
+            _ => {
+                key.push(3);
+                let mut t = Vec::new();
+                super::text::write_text(x, ty, &mut t);
+                key.extend_from_slice(&t);
+                key.push(0xff);
+            }
+        }
+    }
+    key
 }
 
 #[cfg(test)]

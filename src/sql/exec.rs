@@ -13,13 +13,12 @@ use tibinlog_protocol::wire::errors::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::agg::{AggCall, AggState};
-use super::charset;
+use super::agg::{group_key, AggCall, AggState};
 use super::error::{Result, SqlError};
 use super::expr::{compare_values, Expr, ExprKind};
 use super::spill;
 use super::types::SqlType;
-use super::value::{self as v, CmpMode};
+use super::value::CmpMode;
 
 /// Bytes an operator may hold (a sort, the groups of an aggregation, a join's inner side).
 pub const MEMORY_LIMIT: usize = 256 << 20;
@@ -419,50 +418,6 @@ impl Operator for Sort {
             None => Ok(false),
         }
     }
-}
-
-/// A grouping key: the values made comparable as MySQL groups them (strings under their
-/// collation's case and pad rules, numbers by value).
-pub fn group_key(values: &[Value], types: &[&SqlType]) -> Vec<u8> {
-    let mut key = Vec::new();
-    for (x, ty) in values.iter().zip(types) {
-        match x {
-            Value::Null => key.push(0),
-            _ if ty.is_string() => {
-                key.push(1);
-                let bytes = v::to_bytes(x, ty);
-                let c = charset::collation(ty.collation);
-                let bytes: &[u8] = if c.is_some_and(|c| c.pad_space) {
-                    let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
-                    &bytes[..end]
-                } else {
-                    &bytes
-                };
-                match (ty.case_rule(), std::str::from_utf8(bytes)) {
-                    (super::like::CaseRule::Insensitive, Ok(s)) => {
-                        for ch in s.chars().map(charset::fold) {
-                            let mut b = [0u8; 4];
-                            key.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
-                        }
-                    }
-                    _ => key.extend_from_slice(bytes),
-                }
-                key.push(0xff);
-            }
-            _ if ty.is_integer() => {
-                key.push(2);
-                key.extend_from_slice(&v::to_int(x, ty).unwrap_or(0).to_be_bytes());
-            }
-            _ => {
-                key.push(3);
-                let mut t = Vec::new();
-                super::text::write_text(x, ty, &mut t);
-                key.extend_from_slice(&t);
-                key.push(0xff);
-            }
-        }
-    }
-    key
 }
 
 /// GROUP BY with aggregates. Output rows: the group key values, then one value per aggregate.

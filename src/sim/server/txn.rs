@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::cluster::SimCluster;
 use super::error::{Result, ServerError};
-use super::SimCluster;
 use crate::sim::mvcc::{Mutation, PrewriteRequest};
 use crate::sim::{SimError, Ts};
 
@@ -244,5 +244,28 @@ impl HeldLock {
             let _ = release.send(());
         }
         self.committed().await
+    }
+}
+
+/// Transactions on the cluster (here rather than with the cluster, so that the cluster does
+/// not depend on its transaction client).
+impl SimCluster {
+    /// Begins a transaction with a start ts from the TSO.
+    pub async fn begin(&self) -> Result<SimTxn> {
+        self.check_alive()?;
+        Ok(SimTxn::new(self.clone(), self.tso()))
+    }
+
+    /// Writes `value` at raw `key` in a transaction that stays prewritten (locked) for `hold`
+    /// and then commits; the lock holds back resolved ts and blocks readers meanwhile.
+    pub async fn hold_lock(
+        &self,
+        key: impl Into<Vec<u8>>,
+        value: impl Into<Vec<u8>>,
+        hold: Duration,
+    ) -> Result<HeldLock> {
+        let mut t = self.begin().await?;
+        t.put(key, value);
+        t.commit_after(hold).await
     }
 }

@@ -594,30 +594,6 @@ fn zero_value(col: &ColumnInfo, kind: Kind) -> Value {
     }
 }
 
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0u32;
-    for c in s.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 fn be_uint(b: &[u8]) -> u64 {
     b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x))
 }
@@ -630,7 +606,10 @@ fn missing_value(col: &ColumnInfo, kind: Kind) -> Result<Value> {
     };
     if kind == Kind::Bit {
         if let Some(b64) = &col.origin_default_bit {
-            let bytes = base64_decode(b64).ok_or_else(|| bad(b64))?;
+            // `origin_default_bit` is the default's bytes as Go's JSON writes `[]byte`:
+            // standard base64 with padding.
+            let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64)
+                .map_err(|_| bad(b64))?;
             return Ok(Value::Bit(be_uint(&bytes)));
         }
     }
