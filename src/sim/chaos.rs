@@ -176,158 +176,206 @@ impl Chaos {
         tracker: &TaskTracker,
     ) -> crate::sim::server::Result<Outcome> {
         let regions = self.cluster.regions();
-        let fault = kind.name();
         match kind {
-            FaultKind::Split => {
-                let Some(r) = self.pick(&regions) else {
-                    return Ok(Outcome::Skipped("no region"));
-                };
-                let draw = self.rng.next_u64();
-                let key = self.cluster.with_core(|c| split_key_in(c, &r, draw));
-                let Some(key) = key else {
-                    return Ok(Outcome::Skipped("region holds no key to split at"));
-                };
-                self.cluster.split_region(r.id(), &key).await?;
-                tracing::info!(
-                    fault,
-                    region_id = r.id(),
-                    split_key = %hex::encode(&key),
-                    "chaos fault injected"
-                );
-            }
-            FaultKind::Merge => {
-                if regions.len() < 2 {
-                    return Ok(Outcome::Skipped("one region"));
-                }
-                let i = self.rng.below(regions.len() as u64) as usize;
-                let source = &regions[i];
-                // Prefer the right neighbour; the last region merges into its left one.
-                let target = regions
-                    .get(i + 1)
-                    .or_else(|| regions.get(i.wrapping_sub(1)));
-                let Some(target) = target else {
-                    return Ok(Outcome::Skipped("no neighbour"));
-                };
-                self.cluster.merge_regions(source.id(), target.id()).await?;
-                tracing::info!(
-                    fault,
-                    region_id = source.id(),
-                    target_region_id = target.id(),
-                    "chaos fault injected"
-                );
-            }
-            FaultKind::TransferLeader => {
-                let Some(r) = self.pick(&regions) else {
-                    return Ok(Outcome::Skipped("no region"));
-                };
-                let candidates: Vec<u64> = self
-                    .live_stores()
-                    .into_iter()
-                    .filter(|&s| r.has_peer_on(s) && Some(s) != r.leader_store())
-                    .collect();
-                let Some(store_id) = self.pick(&candidates) else {
-                    return Ok(Outcome::Skipped("no other live store"));
-                };
-                self.cluster.transfer_leader(r.id(), store_id).await?;
-                tracing::info!(
-                    fault,
-                    region_id = r.id(),
-                    from_store_id = r.leader_store().unwrap_or(0),
-                    store_id,
-                    "chaos fault injected"
-                );
-            }
-            FaultKind::RestartStore => {
-                let live = self.live_stores();
-                if live.len() < 2 {
-                    return Ok(Outcome::Skipped("fewer than two live stores"));
-                }
-                let Some(store_id) = self.pick(&live) else {
-                    return Ok(Outcome::Skipped("no live store"));
-                };
-                self.cluster.stop_store(store_id).await?;
-                let pause = self.cfg.store_pause;
-                tracing::info!(fault, store_id, ?pause, "chaos fault injected");
-                let cluster = self.cluster.clone();
-                let cancel = cancel.clone();
-                tracker.spawn(async move {
-                    tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        _ = tokio::time::sleep(pause) => {}
-                    }
-                    match cluster.restart_store(store_id).await {
-                        Ok(()) => tracing::info!(fault, store_id, "chaos fault reverted"),
-                        Err(e) => {
-                            tracing::warn!(fault, store_id, error = %e, "store restart failed")
-                        }
-                    }
-                });
-            }
-            FaultKind::HoldLock => {
-                let Some(prefix) = self.pick(&self.cfg.lock_prefixes.clone()) else {
-                    return Ok(Outcome::Skipped("no workload table"));
-                };
-                self.lock_seq += 1;
-                let mut key = prefix;
-                key.extend_from_slice(&[0xFF; 8]);
-                key.extend_from_slice(&self.lock_seq.to_be_bytes());
-                let hold = self.cfg.hold;
-                let start_ts = self.prewrite_lock(&key, hold)?;
-                let region_id = self.cluster.region_by_raw_key(&key).map_or(0, |r| r.id());
-                tracing::info!(
-                    fault,
-                    region_id,
-                    start_ts = start_ts.0,
-                    key = %hex::encode(&key),
-                    ?hold,
-                    "chaos fault injected"
-                );
-                let cluster = self.cluster.clone();
-                let cancel = cancel.clone();
-                tracker.spawn(async move {
-                    tokio::select! {
-                        _ = cancel.cancelled() => {}
-                        _ = tokio::time::sleep(hold) => {}
-                    }
-                    let keys = vec![key];
-                    match cluster.apply(|c| c.rollback(&keys, start_ts).map(|o| ((), o))) {
-                        Ok(()) => {
-                            tracing::info!(fault, start_ts = start_ts.0, "chaos fault reverted")
-                        }
-                        Err(e) => tracing::debug!(fault, error = %e, "lock rollback failed"),
-                    }
-                });
-            }
+            FaultKind::Split => self.split(&regions).await,
+            FaultKind::Merge => self.merge(&regions).await,
+            FaultKind::TransferLeader => self.transfer_leader(&regions).await,
+            FaultKind::RestartStore => self.restart_store(cancel, tracker).await,
+            FaultKind::HoldLock => self.hold_lock(cancel, tracker),
             FaultKind::DelayResolvedTs | FaultKind::StallScan => {
-                let Some(r) = self.pick(&regions) else {
-                    return Ok(Outcome::Skipped("no region"));
-                };
-                let region_id = r.id();
-                let hold = self.cfg.hold;
-                if kind == FaultKind::DelayResolvedTs {
-                    self.cluster.delay_resolved_ts(region_id, hold).await;
-                } else {
-                    self.cluster
-                        .stall_scan(region_id, STALL_SCAN_PROBABILITY)
-                        .await;
-                }
-                tracing::info!(fault, region_id, ?hold, "chaos fault injected");
-                let cluster = self.cluster.clone();
-                let cancel = cancel.clone();
-                tracker.spawn(async move {
-                    tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        _ = tokio::time::sleep(hold) => {}
-                    }
-                    if kind == FaultKind::DelayResolvedTs {
-                        cluster.delay_resolved_ts(region_id, Duration::ZERO).await;
-                    } else {
-                        cluster.stall_scan(region_id, 0.0).await;
-                    }
-                    tracing::info!(fault, region_id, "chaos fault reverted");
-                });
+                self.slow_region(kind, &regions, cancel, tracker).await
             }
         }
+    }
+
+    /// `split`: a random region splits at a random existing key inside it.
+    async fn split(&mut self, regions: &[RegionInfo]) -> crate::sim::server::Result<Outcome> {
+        let fault = FaultKind::Split.name();
+        let Some(r) = self.pick(regions) else {
+            return Ok(Outcome::Skipped("no region"));
+        };
+        let draw = self.rng.next_u64();
+        let key = self.cluster.with_core(|c| split_key_in(c, &r, draw));
+        let Some(key) = key else {
+            return Ok(Outcome::Skipped("region holds no key to split at"));
+        };
+        self.cluster.split_region(r.id(), &key).await?;
+        tracing::info!(
+            fault,
+            region_id = r.id(),
+            split_key = %hex::encode(&key),
+            "chaos fault injected"
+        );
+        Ok(Outcome::Injected)
+    }
+
+    /// `merge`: a random region merges into its right (or left) neighbour.
+    async fn merge(&mut self, regions: &[RegionInfo]) -> crate::sim::server::Result<Outcome> {
+        let fault = FaultKind::Merge.name();
+        if regions.len() < 2 {
+            return Ok(Outcome::Skipped("one region"));
+        }
+        let i = self.rng.below(regions.len() as u64) as usize;
+        let source = &regions[i];
+        // Prefer the right neighbour; the last region merges into its left one.
+        let target = regions
+            .get(i + 1)
+            .or_else(|| regions.get(i.wrapping_sub(1)));
+        let Some(target) = target else {
+            return Ok(Outcome::Skipped("no neighbour"));
+        };
+        self.cluster.merge_regions(source.id(), target.id()).await?;
+        tracing::info!(
+            fault,
+            region_id = source.id(),
+            target_region_id = target.id(),
+            "chaos fault injected"
+        );
+        Ok(Outcome::Injected)
+    }
+
+    /// `transfer_leader`: a random region's leader moves to another live store.
+    async fn transfer_leader(
+        &mut self,
+        regions: &[RegionInfo],
+    ) -> crate::sim::server::Result<Outcome> {
+        let fault = FaultKind::TransferLeader.name();
+        let Some(r) = self.pick(regions) else {
+            return Ok(Outcome::Skipped("no region"));
+        };
+        let candidates: Vec<u64> = self
+            .live_stores()
+            .into_iter()
+            .filter(|&s| r.has_peer_on(s) && Some(s) != r.leader_store())
+            .collect();
+        let Some(store_id) = self.pick(&candidates) else {
+            return Ok(Outcome::Skipped("no other live store"));
+        };
+        self.cluster.transfer_leader(r.id(), store_id).await?;
+        tracing::info!(
+            fault,
+            region_id = r.id(),
+            from_store_id = r.leader_store().unwrap_or(0),
+            store_id,
+            "chaos fault injected"
+        );
+        Ok(Outcome::Injected)
+    }
+
+    /// `restart_store`: a random live store stops, and restarts after a short pause.
+    async fn restart_store(
+        &mut self,
+        cancel: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> crate::sim::server::Result<Outcome> {
+        let fault = FaultKind::RestartStore.name();
+        let live = self.live_stores();
+        if live.len() < 2 {
+            return Ok(Outcome::Skipped("fewer than two live stores"));
+        }
+        let Some(store_id) = self.pick(&live) else {
+            return Ok(Outcome::Skipped("no live store"));
+        };
+        self.cluster.stop_store(store_id).await?;
+        let pause = self.cfg.store_pause;
+        tracing::info!(fault, store_id, ?pause, "chaos fault injected");
+        let cluster = self.cluster.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(pause) => {}
+            }
+            match cluster.restart_store(store_id).await {
+                Ok(()) => tracing::info!(fault, store_id, "chaos fault reverted"),
+                Err(e) => {
+                    tracing::warn!(fault, store_id, error = %e, "store restart failed")
+                }
+            }
+        });
+        Ok(Outcome::Injected)
+    }
+
+    /// `hold_lock`: a lock sits in a workload table's key span, then rolls back.
+    fn hold_lock(
+        &mut self,
+        cancel: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> crate::sim::server::Result<Outcome> {
+        let fault = FaultKind::HoldLock.name();
+        let Some(prefix) = self.pick(&self.cfg.lock_prefixes.clone()) else {
+            return Ok(Outcome::Skipped("no workload table"));
+        };
+        self.lock_seq += 1;
+        let mut key = prefix;
+        key.extend_from_slice(&[0xFF; 8]);
+        key.extend_from_slice(&self.lock_seq.to_be_bytes());
+        let hold = self.cfg.hold;
+        let start_ts = self.prewrite_lock(&key, hold)?;
+        let region_id = self.cluster.region_by_raw_key(&key).map_or(0, |r| r.id());
+        tracing::info!(
+            fault,
+            region_id,
+            start_ts = start_ts.0,
+            key = %hex::encode(&key),
+            ?hold,
+            "chaos fault injected"
+        );
+        let cluster = self.cluster.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = tokio::time::sleep(hold) => {}
+            }
+            let keys = vec![key];
+            match cluster.apply(|c| c.rollback(&keys, start_ts).map(|o| ((), o))) {
+                Ok(()) => {
+                    tracing::info!(fault, start_ts = start_ts.0, "chaos fault reverted")
+                }
+                Err(e) => tracing::debug!(fault, error = %e, "lock rollback failed"),
+            }
+        });
+        Ok(Outcome::Injected)
+    }
+
+    /// `delay_resolved_ts` or `stall_scan` (`kind`): a random region's resolved ts lags the
+    /// TSO, or its incremental scan mostly stalls, for a while.
+    async fn slow_region(
+        &mut self,
+        kind: FaultKind,
+        regions: &[RegionInfo],
+        cancel: &CancellationToken,
+        tracker: &TaskTracker,
+    ) -> crate::sim::server::Result<Outcome> {
+        let fault = kind.name();
+        let Some(r) = self.pick(regions) else {
+            return Ok(Outcome::Skipped("no region"));
+        };
+        let region_id = r.id();
+        let hold = self.cfg.hold;
+        if kind == FaultKind::DelayResolvedTs {
+            self.cluster.delay_resolved_ts(region_id, hold).await;
+        } else {
+            self.cluster
+                .stall_scan(region_id, STALL_SCAN_PROBABILITY)
+                .await;
+        }
+        tracing::info!(fault, region_id, ?hold, "chaos fault injected");
+        let cluster = self.cluster.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(hold) => {}
+            }
+            if kind == FaultKind::DelayResolvedTs {
+                cluster.delay_resolved_ts(region_id, Duration::ZERO).await;
+            } else {
+                cluster.stall_scan(region_id, 0.0).await;
+            }
+            tracing::info!(fault, region_id, "chaos fault reverted");
+        });
         Ok(Outcome::Injected)
     }
 

@@ -17,14 +17,24 @@
 //! Realtime rows are dropped while Uninitialized (the snapshot will contain them) and delivered
 //! from Initializing on, interleaved with scan rows; resolved ts only reaches Normal downstreams.
 //! After an error event nothing more is sent for that downstream.
+//!
+//! # Layout
+//!
+//! * this module: connections, registration, incremental scans, write batches, region changes;
+//! * `min_ts`: the min-ts tick that sends resolved ts;
+//! * `state`: the endpoint's state and configuration; `events`: the events and errors it sends;
+//! * `rows`: the rows of the change stream; `resolved`: the lock tracker and resolved-ts batching.
 
+mod events;
+mod min_ts;
 mod resolved;
 mod rows;
+mod state;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use tibinlog_proto::cdcpb::{self, change_data_request, event};
-use tibinlog_proto::{errorpb, metapb};
+use tibinlog_proto::errorpb;
 
 use super::mvcc::{MvccStore, WriteBatch};
 use super::region::{encode_key, raw_lower_bound, AdminEvent, Cluster};
@@ -35,189 +45,16 @@ pub use rows::{
     initialized_row, passes_txn_source, realtime_rows, row_bytes, scan_rows, KeyRange, RealtimeRow,
     MAX_ENTRIES_BYTES,
 };
+pub use state::{
+    CdcConfig, CdcEndpoint, ConnId, DownstreamId, Output, RegionFaults,
+    INCREMENTAL_SCAN_SPEED_LIMIT,
+};
 
-/// Identifies a gRPC stream (connection) on a store.
-pub type ConnId = u64;
-
-/// Endpoint configuration (TiKV `CdcConfig` defaults).
-#[derive(Debug, Clone)]
-pub struct CdcConfig {
-    /// PD cluster id, compared with `header.cluster_id`.
-    pub cluster_id: u64,
-    /// `incremental-scan-concurrency-limit`: pending scans beyond this are refused.
-    pub scan_pending_limit: usize,
-    /// `incremental-scan-concurrency`: scans running at once per store.
-    pub scan_concurrency: usize,
-    /// Bytes of rows one scan step of one scan sends (in 32 KiB `Entries` events of one
-    /// message): TiKV's `incremental-scan-speed-limit` (128 MiB/s) over the shell's step
-    /// interval (2 ms).
-    pub scan_step_bytes: usize,
-}
-
-/// TiKV's `incremental-scan-speed-limit`.
-pub const INCREMENTAL_SCAN_SPEED_LIMIT: usize = 128 << 20;
-
-impl Default for CdcConfig {
-    fn default() -> Self {
-        Self {
-            cluster_id: 0,
-            scan_pending_limit: 10_000,
-            scan_concurrency: 6,
-            scan_step_bytes: INCREMENTAL_SCAN_SPEED_LIMIT / 500,
-        }
-    }
-}
-
-/// One message to send on a connection.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Output {
-    /// Target connection.
-    pub conn: ConnId,
-    /// The message.
-    pub event: cdcpb::ChangeDataEvent,
-}
-
-/// A subscription: `(connection, request_id, region_id)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DownstreamId {
-    /// Connection.
-    pub conn: ConnId,
-    /// Client-chosen request id.
-    pub request_id: u64,
-    /// Region.
-    pub region_id: u64,
-}
-
-/// Faults the shell can switch on per region; random choices come from the RNG passed in.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RegionFaults {
-    /// Resolved ts stops advancing (as if a lock were held open).
-    pub stall_resolved_ts: bool,
-    /// Probability that a tick sends nothing for the region.
-    pub drop_resolved_ts: f64,
-    /// The min ts used for the region lags the TSO by this many ms (a delayed resolved ts).
-    pub resolved_ts_lag_ms: u64,
-    /// Probability that a scan step makes no progress, so realtime rows (a COMMIT before the
-    /// scan's PREWRITE) overtake the scan.
-    pub stall_scan: f64,
-}
-
-/// Per-downstream state; `Stopped` downstreams are removed from the endpoint.
-#[derive(Debug, Clone, PartialEq)]
-enum DownstreamState {
-    Uninitialized,
-    Initializing { rows: VecDeque<event::Row> },
-    Normal { last_resolved: Ts },
-}
-
-#[derive(Debug, Clone)]
-struct Downstream {
-    epoch_version: u64,
-    checkpoint_ts: Ts,
-    range: KeyRange,
-    filter_loop: bool,
-    state: DownstreamState,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Conn {
-    /// From the first request's `ticdc_version`: None until then.
-    version: Option<(u64, u64, u64)>,
-    multiplexing: bool,
-}
-
-impl Conn {
-    fn batch_resolved_ts(&self) -> bool {
-        self.version.unwrap_or((0, 0, 0)) >= (4, 0, 8)
-    }
-    fn validate_cluster_id(&self) -> bool {
-        self.version.unwrap_or((0, 0, 0)) >= (5, 3, 0)
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-struct Delegate {
-    tracker: LockTracker,
-    downstreams: Vec<DownstreamId>,
-}
-
-/// The CDC endpoint of one store.
-#[derive(Debug, Clone)]
-pub struct CdcEndpoint {
-    store_id: u64,
-    config: CdcConfig,
-    conns: HashMap<ConnId, Conn>,
-    downstreams: HashMap<DownstreamId, Downstream>,
-    delegates: HashMap<u64, Delegate>,
-    pending_scans: VecDeque<DownstreamId>,
-    /// Downstreams in `Initializing` (kept beside `downstreams`, so that a scan step or a
-    /// registration does not walk every region the store captures).
-    scanning: BTreeSet<DownstreamId>,
-    /// Downstreams not yet `Normal` (TiKV's pending-scan count).
-    unready: usize,
-    faults: HashMap<u64, RegionFaults>,
-}
-
-/// Parses strict `major.minor.patch` (anything else → 0.0.0, as TiKV does).
-fn parse_version(v: &str) -> (u64, u64, u64) {
-    let core = v.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<Option<u64>> = core.split('.').map(|p| p.parse().ok()).collect();
-    match parts.as_slice() {
-        [Some(a), Some(b), Some(c)] => (*a, *b, *c),
-        _ => (0, 0, 0),
-    }
-}
-
-fn error_event(id: DownstreamId, err: cdcpb::Error) -> cdcpb::Event {
-    cdcpb::Event {
-        region_id: id.region_id,
-        request_id: id.request_id,
-        event: Some(event::Event::Error(err)),
-        ..Default::default()
-    }
-}
-
-fn entries_event(id: DownstreamId, rows: Vec<event::Row>) -> cdcpb::Event {
-    cdcpb::Event {
-        region_id: id.region_id,
-        request_id: id.request_id,
-        event: Some(event::Event::Entries(event::Entries { entries: rows })),
-        ..Default::default()
-    }
-}
-
-fn out_events(conn: ConnId, events: Vec<cdcpb::Event>) -> Output {
-    Output {
-        conn,
-        event: cdcpb::ChangeDataEvent {
-            events,
-            resolved_ts: None,
-        },
-    }
-}
-
-fn epoch_not_match(regions: Vec<metapb::Region>) -> cdcpb::Error {
-    cdcpb::Error {
-        epoch_not_match: Some(errorpb::EpochNotMatch {
-            current_regions: regions,
-        }),
-        ..Default::default()
-    }
-}
-
-fn region_not_found(region_id: u64) -> cdcpb::Error {
-    cdcpb::Error {
-        region_not_found: Some(errorpb::RegionNotFound { region_id }),
-        ..Default::default()
-    }
-}
-
-fn not_leader(region_id: u64, leader: Option<metapb::Peer>) -> cdcpb::Error {
-    cdcpb::Error {
-        not_leader: Some(errorpb::NotLeader { region_id, leader }),
-        ..Default::default()
-    }
-}
+use events::{
+    entries_event, epoch_not_match, error_event, not_leader, out_events, parse_version,
+    region_not_found,
+};
+use state::{Conn, Delegate, Downstream, DownstreamState};
 
 impl CdcEndpoint {
     /// An endpoint for `store_id`.
@@ -673,147 +510,6 @@ impl CdcEndpoint {
                 store_id,
             } if *store_id == self.store_id => stop(self, *region_id, region_not_found(*region_id)),
             _ => {}
-        }
-        out
-    }
-
-    /// A min-ts tick with `min_ts` fetched from PD (the caller has already raised the store's
-    /// max_ts to it). Computes each captured region's resolved ts and sends it to Normal
-    /// downstreams, batched per connection (or per request_id with multiplexing), or as
-    /// per-region events for clients older than 4.0.8.
-    ///
-    /// Invariant: the value sent to a downstream never decreases.
-    pub fn on_min_ts(&mut self, min_ts: Ts, rng: &mut SimRng) -> Vec<Output> {
-        let mut per_region: Vec<(u64, Ts)> = Vec::with_capacity(self.delegates.len());
-        let mut region_ids: Vec<u64> = self.delegates.keys().copied().collect();
-        region_ids.sort_unstable();
-        for region_id in region_ids {
-            let f = self.faults.get(&region_id).cloned().unwrap_or_default();
-            let Some(del) = self.delegates.get_mut(&region_id) else {
-                continue;
-            };
-            let resolved = if f.stall_resolved_ts {
-                del.tracker.resolved_ts()
-            } else {
-                let lagged = Ts::compose(
-                    min_ts.physical_ms().saturating_sub(f.resolved_ts_lag_ms),
-                    min_ts.logical(),
-                );
-                del.tracker.resolve(if f.resolved_ts_lag_ms > 0 {
-                    lagged
-                } else {
-                    min_ts
-                })
-            };
-            if rng.chance(f.drop_resolved_ts) || resolved.is_zero() {
-                continue;
-            }
-            per_region.push((region_id, resolved));
-        }
-        // Group Normal downstreams: (conn, group request id) -> [(region, ts)].
-        let mut groups: HashMap<(ConnId, u64), Vec<(u64, Ts)>> = HashMap::new();
-        let mut compat: Vec<(DownstreamId, Ts)> = Vec::new();
-        for (region_id, resolved) in per_region {
-            let Some(del) = self.delegates.get(&region_id) else {
-                continue;
-            };
-            for id in &del.downstreams {
-                let Some(d) = self.downstreams.get(id) else {
-                    continue;
-                };
-                let DownstreamState::Normal { last_resolved } = d.state else {
-                    continue;
-                };
-                let ts = resolved.max(last_resolved);
-                let c = self.conns.get(&id.conn).copied().unwrap_or_default();
-                if c.multiplexing {
-                    groups
-                        .entry((id.conn, id.request_id))
-                        .or_default()
-                        .push((id.region_id, ts));
-                } else if c.batch_resolved_ts() {
-                    groups
-                        .entry((id.conn, 0))
-                        .or_default()
-                        .push((id.region_id, ts));
-                } else {
-                    compat.push((*id, ts));
-                }
-            }
-        }
-        let mut out = Vec::new();
-        let mut keys: Vec<(ConnId, u64)> = groups.keys().copied().collect();
-        keys.sort_unstable();
-        for key in keys {
-            let (conn, request_id) = key;
-            let items = groups.remove(&key).unwrap_or_default();
-            for (regions, ts) in batch_groups(items) {
-                // Skip regions whose last sent value is above the group minimum: sending the
-                // minimum would move their resolved ts backwards on the wire.
-                let mut sent = Vec::with_capacity(regions.len());
-                for region_id in regions {
-                    // The region's downstreams, from its delegate (a scan that started put
-                    // them there; only Normal ones are updated below).
-                    let ids: Vec<DownstreamId> = self
-                        .delegates
-                        .get(&region_id)
-                        .map(|del| {
-                            del.downstreams
-                                .iter()
-                                .filter(|d| {
-                                    d.conn == conn
-                                        && (request_id == 0 || d.request_id == request_id)
-                                })
-                                .copied()
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let mut ok = false;
-                    for id in ids {
-                        if let Some(DownstreamState::Normal { last_resolved }) =
-                            self.downstreams.get_mut(&id).map(|d| &mut d.state)
-                        {
-                            if *last_resolved <= ts {
-                                *last_resolved = ts;
-                                ok = true;
-                            }
-                        }
-                    }
-                    if ok {
-                        sent.push(region_id);
-                    }
-                }
-                if !sent.is_empty() {
-                    out.push(Output {
-                        conn,
-                        event: cdcpb::ChangeDataEvent {
-                            events: Vec::new(),
-                            resolved_ts: Some(cdcpb::ResolvedTs {
-                                regions: sent,
-                                ts: ts.0,
-                                request_id,
-                            }),
-                        },
-                    });
-                }
-            }
-        }
-        compat.sort_unstable_by_key(|(id, _)| *id);
-        for (id, ts) in compat {
-            if let Some(DownstreamState::Normal { last_resolved }) =
-                self.downstreams.get_mut(&id).map(|d| &mut d.state)
-            {
-                *last_resolved = ts;
-            }
-            out.push(out_events(
-                id.conn,
-                vec![cdcpb::Event {
-                    region_id: id.region_id,
-                    request_id: id.request_id,
-                    event: Some(event::Event::ResolvedTs(ts.0)),
-                    ..Default::default()
-                }],
-            ));
         }
         out
     }
