@@ -275,6 +275,17 @@ pub fn hash_password(
     }
 }
 
+/// MySQL's 1044 text when an account may not use database `db` (no SELECT privilege).
+pub fn db_access_denied(
+    privileges: Privileges,
+    user: &str,
+    host: &str,
+    db: &str,
+) -> Option<String> {
+    (!privileges.contains(Privileges::SELECT) && !crate::sql::infoschema::is_schema(db))
+        .then(|| format!("Access denied for user '{user}'@'{host}' to database '{db}'"))
+}
+
 /// MySQL's 1227 text: "Access denied; you need (at least one of) the X privilege(s) for this
 /// operation".
 pub fn need_message(what: &str) -> String {

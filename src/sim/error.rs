@@ -4,7 +4,7 @@
 //! to the transaction client inside `KeyError`, a region error inside `errorpb::Error`, and the
 //! rest are misuse of the simulator API.
 
-use super::mvcc::Lock;
+use super::lock::Lock;
 use super::ts::Ts;
 
 /// Result alias of the simulator.

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod core;
 pub mod error;
 pub mod gc;
+pub mod lock;
 pub mod mvcc;
 pub mod pki;
 pub mod region;

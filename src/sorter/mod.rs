@@ -70,7 +70,7 @@ use tokio::sync::mpsc;
 pub use db::SortDb;
 pub use error::{Result, SorterError};
 pub use metrics::{MetricsHandle, MetricsSnapshot, SorterMetrics};
-pub use prewrite::PrewriteSpill;
+pub use prewrite::{PrewriteSpill, SpillError, SpillStore};
 pub use read::{ChunkIter, ReadPosition, SortedTxn, SorterOutput, SorterReader, TxnChunk, TxnIter};
 pub use write::{batch_cost, SorterWriter};
 

@@ -7,7 +7,33 @@
 use rocksdb::WriteBatch;
 
 use super::db::{SortDb, PREWRITE_CF};
-use crate::capture::{SpillError, SpillStore};
+use std::fmt;
+
+/// A failed read or write of the spill store; the text names the operation and the cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpillError(pub String);
+
+impl fmt::Display for SpillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpillError {}
+
+/// Key/value storage for spilled prewrites. Calls block (a local RocksDB: memtable writes with
+/// no WAL, point reads); they are short enough to run on the capture task. Defined here, with
+/// its implementation, so that the capture (which holds one) depends on the sorter and not
+/// the other way round.
+pub trait SpillStore: Send + Sync + fmt::Debug {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, SpillError>;
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), SpillError>;
+    /// Writes all entries at once (one write batch).
+    fn put_all(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), SpillError>;
+    fn delete(&self, key: &[u8]) -> Result<(), SpillError>;
+    /// Deletes every key in `[from, to)`.
+    fn delete_range(&self, from: &[u8], to: &[u8]) -> Result<(), SpillError>;
+}
 
 /// [`SpillStore`] over the sorter's RocksDB; cheap to clone.
 #[derive(Debug, Clone)]

@@ -680,7 +680,7 @@ impl Ctx<'_> {
             Stmt::Use(db) => {
                 let i = self.info;
                 if let Some(msg) =
-                    super::conn::db_access_denied(i.privileges, &i.user, &i.host, &db)
+                    super::users::db_access_denied(i.privileges, &i.user, &i.host, &db)
                 {
                     return Reply::err(ER_DBACCESS_DENIED_ERROR, msg);
                 }

@@ -49,7 +49,7 @@ use super::admin;
 use super::dump;
 use super::session::{ConnInfo, Session};
 use super::transport::{ConnError, PacketIo};
-use super::users::Privileges;
+use super::users::{db_access_denied, Privileges};
 use super::{SessionSlot, Shared};
 use send::{send_err, send_field_list, send_ok, send_replies};
 use stmt::Statements;
@@ -245,17 +245,6 @@ async fn handshake(
         activity,
     };
     Ok((info, slot))
-}
-
-/// MySQL's 1044 text when an account may not use database `db` (no SELECT privilege).
-pub(super) fn db_access_denied(
-    privileges: Privileges,
-    user: &str,
-    host: &str,
-    db: &str,
-) -> Option<String> {
-    (!privileges.contains(Privileges::SELECT) && !crate::sql::infoschema::is_schema(db))
-        .then(|| format!("Access denied for user '{user}'@'{host}' to database '{db}'"))
 }
 
 /// True for MariaDB's client libraries, by their connect attributes: Connector/C (what
