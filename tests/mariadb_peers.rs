@@ -155,7 +155,7 @@ fn events(file: &[u8]) -> Vec<&[u8]> {
 }
 
 /// A `--raw` copy is the MariaDB-flavoured stream a GTID-aware MariaDB peer gets (see
-/// `src/server/mariadb.rs`), checked event by event against our file: MariaDB's
+/// `protocol/src/binlog/mariadb_stream.rs`), checked event by event against our file: MariaDB's
 /// FORMAT_DESCRIPTION (log_pos 0, our server version); the PREVIOUS_GTIDS as a GTID_LIST of
 /// the same size and end; each GTID + BEGIN as one MariaDB GTID (TRANSACTIONAL, MariaDB's 42
 /// bytes: the peer reads the rest as a hole) ending where BEGIN ended, a DDL's GTID as a
