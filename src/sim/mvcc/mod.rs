@@ -22,7 +22,6 @@ pub use super::lock::{Lock, LockType};
 
 use std::collections::BTreeMap;
 
-
 use super::ts::Ts;
 
 pub use read::{KvPair, ReadResult};
