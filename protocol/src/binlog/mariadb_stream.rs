@@ -38,10 +38,10 @@
 //! log_pos. Sending the unpadded event saves a third of the bytes of a small transaction.
 //! The GTID_LIST (163) is padded to the size of the PREVIOUS_GTIDS it replaces (MariaDB's
 //! parser accepts zero bytes after the list, and pads its own empty GTID_LIST the same way).
-//! The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171
-//! entries, 252 bytes, with the files' MySQL server version) is larger than MySQL's, so it is sent the way a master sends the FDE of a start
-//! inside a file: log_pos 0, which a replica does not add to its position, after a fake ROTATE
-//! that names the offset where the file's own FDE ends.
+//! The MariaDB FORMAT_DESCRIPTION (MariaDB's type table up to 171 entries, 252 bytes, with the
+//! files' MySQL server version) is larger than MySQL's, so it is sent the way a master sends
+//! the FDE of a start inside a file: log_pos 0, which a replica does not add to its position,
+//! after a fake ROTATE that names the offset where the file's own FDE ends.
 //!
 //! ```text
 //! QUERY event: header 19 | thread id 4 | exec time 4 | db len 1 | error 2 | status len 2 |
